@@ -22,57 +22,61 @@ typedef enum {
     HC_SPECIAL_E8M0  /* unsigned power of two 2^(x-127); 0xFF is NaN */
 } hc_format_specials;
 
-/* X(id, name, kind, bits, exp_bits, man_bits, is_signed, specials)
+/* X(id, name, kind, bits, exp_bits, man_bits, is_signed, specials, bias, max, min_pos)
+ * bias: floats 2^(E-1)-1 (127 for e8m0); uint: implicit symmetric zero 2^(b-1).
+ * max: largest finite magnitude (integers: the quantizer range 2^(b-1)-1).
+ * min_pos: smallest positive value (subnormal for floats; 1 for integers).
+ * The last three are derivable; tests check them against the formulas.
  * Floats: every signed floatNeXmY with 1 <= E and E + M <= 7, plus the wider
  * scale formats. */
 #define HC_FORMAT_LIST(X)                                                        \
-    X(UINT1, "uint1", HC_KIND_UINT, 1, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT2, "uint2", HC_KIND_UINT, 2, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT3, "uint3", HC_KIND_UINT, 3, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT4, "uint4", HC_KIND_UINT, 4, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT5, "uint5", HC_KIND_UINT, 5, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT6, "uint6", HC_KIND_UINT, 6, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT7, "uint7", HC_KIND_UINT, 7, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(UINT8, "uint8", HC_KIND_UINT, 8, 0, 0, 0, HC_SPECIAL_NONE)                 \
-    X(INT2, "int2", HC_KIND_INT, 2, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(INT3, "int3", HC_KIND_INT, 3, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(INT4, "int4", HC_KIND_INT, 4, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(INT5, "int5", HC_KIND_INT, 5, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(INT6, "int6", HC_KIND_INT, 6, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(INT7, "int7", HC_KIND_INT, 7, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(INT8, "int8", HC_KIND_INT, 8, 0, 0, 1, HC_SPECIAL_NONE)                    \
-    X(F2E1M0, "float2e1m0", HC_KIND_FLOAT, 2, 1, 0, 1, HC_SPECIAL_NONE)          \
-    X(F3E1M1, "float3e1m1", HC_KIND_FLOAT, 3, 1, 1, 1, HC_SPECIAL_NONE)          \
-    X(F3E2M0, "float3e2m0", HC_KIND_FLOAT, 3, 2, 0, 1, HC_SPECIAL_NONE)          \
-    X(F4E1M2, "float4e1m2", HC_KIND_FLOAT, 4, 1, 2, 1, HC_SPECIAL_NONE)          \
-    X(F4E2M1, "float4e2m1", HC_KIND_FLOAT, 4, 2, 1, 1, HC_SPECIAL_NONE)          \
-    X(F4E3M0, "float4e3m0", HC_KIND_FLOAT, 4, 3, 0, 1, HC_SPECIAL_NONE)          \
-    X(F5E1M3, "float5e1m3", HC_KIND_FLOAT, 5, 1, 3, 1, HC_SPECIAL_NONE)          \
-    X(F5E2M2, "float5e2m2", HC_KIND_FLOAT, 5, 2, 2, 1, HC_SPECIAL_NONE)          \
-    X(F5E3M1, "float5e3m1", HC_KIND_FLOAT, 5, 3, 1, 1, HC_SPECIAL_NONE)          \
-    X(F5E4M0, "float5e4m0", HC_KIND_FLOAT, 5, 4, 0, 1, HC_SPECIAL_NONE)          \
-    X(F6E1M4, "float6e1m4", HC_KIND_FLOAT, 6, 1, 4, 1, HC_SPECIAL_NONE)          \
-    X(F6E2M3, "float6e2m3", HC_KIND_FLOAT, 6, 2, 3, 1, HC_SPECIAL_NONE)          \
-    X(F6E3M2, "float6e3m2", HC_KIND_FLOAT, 6, 3, 2, 1, HC_SPECIAL_NONE)          \
-    X(F6E4M1, "float6e4m1", HC_KIND_FLOAT, 6, 4, 1, 1, HC_SPECIAL_NONE)          \
-    X(F6E5M0, "float6e5m0", HC_KIND_FLOAT, 6, 5, 0, 1, HC_SPECIAL_NONE)          \
-    X(F7E1M5, "float7e1m5", HC_KIND_FLOAT, 7, 1, 5, 1, HC_SPECIAL_NONE)          \
-    X(F7E2M4, "float7e2m4", HC_KIND_FLOAT, 7, 2, 4, 1, HC_SPECIAL_NONE)          \
-    X(F7E3M3, "float7e3m3", HC_KIND_FLOAT, 7, 3, 3, 1, HC_SPECIAL_NONE)          \
-    X(F7E4M2, "float7e4m2", HC_KIND_FLOAT, 7, 4, 2, 1, HC_SPECIAL_NONE)          \
-    X(F7E5M1, "float7e5m1", HC_KIND_FLOAT, 7, 5, 1, 1, HC_SPECIAL_NONE)          \
-    X(F7E6M0, "float7e6m0", HC_KIND_FLOAT, 7, 6, 0, 1, HC_SPECIAL_NONE)          \
-    X(F8E1M6, "float8e1m6", HC_KIND_FLOAT, 8, 1, 6, 1, HC_SPECIAL_NONE)          \
-    X(F8E2M5, "float8e2m5", HC_KIND_FLOAT, 8, 2, 5, 1, HC_SPECIAL_NONE)          \
-    X(F8E3M4, "float8e3m4", HC_KIND_FLOAT, 8, 3, 4, 1, HC_SPECIAL_NONE)          \
-    X(F8E4M3, "float8e4m3", HC_KIND_FLOAT, 8, 4, 3, 1, HC_SPECIAL_FN)            \
-    X(F8E5M2, "float8e5m2", HC_KIND_FLOAT, 8, 5, 2, 1, HC_SPECIAL_IEEE)          \
-    X(F8E6M1, "float8e6m1", HC_KIND_FLOAT, 8, 6, 1, 1, HC_SPECIAL_NONE)          \
-    X(F8E7M0, "float8e7m0", HC_KIND_FLOAT, 8, 7, 0, 1, HC_SPECIAL_NONE)          \
-    X(F8E8M0, "float8e8m0", HC_KIND_FLOAT, 8, 8, 0, 0, HC_SPECIAL_E8M0)          \
-    X(F16, "float16", HC_KIND_FLOAT, 16, 5, 10, 1, HC_SPECIAL_IEEE)              \
-    X(BF16, "bfloat16", HC_KIND_FLOAT, 16, 8, 7, 1, HC_SPECIAL_IEEE)             \
-    X(F32, "float32", HC_KIND_FLOAT, 32, 8, 23, 1, HC_SPECIAL_IEEE)
+    X(UINT1, "uint1", HC_KIND_UINT, 1, 0, 0, 0, HC_SPECIAL_NONE, 1, 0x0.0p+0, 0x1.0000000000000p+0) \
+    X(UINT2, "uint2", HC_KIND_UINT, 2, 0, 0, 0, HC_SPECIAL_NONE, 2, 0x1.0000000000000p+0, 0x1.0000000000000p+0) \
+    X(UINT3, "uint3", HC_KIND_UINT, 3, 0, 0, 0, HC_SPECIAL_NONE, 4, 0x1.8000000000000p+1, 0x1.0000000000000p+0) \
+    X(UINT4, "uint4", HC_KIND_UINT, 4, 0, 0, 0, HC_SPECIAL_NONE, 8, 0x1.c000000000000p+2, 0x1.0000000000000p+0) \
+    X(UINT5, "uint5", HC_KIND_UINT, 5, 0, 0, 0, HC_SPECIAL_NONE, 16, 0x1.e000000000000p+3, 0x1.0000000000000p+0) \
+    X(UINT6, "uint6", HC_KIND_UINT, 6, 0, 0, 0, HC_SPECIAL_NONE, 32, 0x1.f000000000000p+4, 0x1.0000000000000p+0) \
+    X(UINT7, "uint7", HC_KIND_UINT, 7, 0, 0, 0, HC_SPECIAL_NONE, 64, 0x1.f800000000000p+5, 0x1.0000000000000p+0) \
+    X(UINT8, "uint8", HC_KIND_UINT, 8, 0, 0, 0, HC_SPECIAL_NONE, 128, 0x1.fc00000000000p+6, 0x1.0000000000000p+0) \
+    X(INT2, "int2", HC_KIND_INT, 2, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.0000000000000p+0, 0x1.0000000000000p+0) \
+    X(INT3, "int3", HC_KIND_INT, 3, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.8000000000000p+1, 0x1.0000000000000p+0) \
+    X(INT4, "int4", HC_KIND_INT, 4, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.c000000000000p+2, 0x1.0000000000000p+0) \
+    X(INT5, "int5", HC_KIND_INT, 5, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.e000000000000p+3, 0x1.0000000000000p+0) \
+    X(INT6, "int6", HC_KIND_INT, 6, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.f000000000000p+4, 0x1.0000000000000p+0) \
+    X(INT7, "int7", HC_KIND_INT, 7, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.f800000000000p+5, 0x1.0000000000000p+0) \
+    X(INT8, "int8", HC_KIND_INT, 8, 0, 0, 1, HC_SPECIAL_NONE, 0, 0x1.fc00000000000p+6, 0x1.0000000000000p+0) \
+    X(F2E1M0, "float2e1m0", HC_KIND_FLOAT, 2, 1, 0, 1, HC_SPECIAL_NONE, 0, 0x1.0000000000000p+1, 0x1.0000000000000p+1) \
+    X(F3E1M1, "float3e1m1", HC_KIND_FLOAT, 3, 1, 1, 1, HC_SPECIAL_NONE, 0, 0x1.8000000000000p+1, 0x1.0000000000000p+0) \
+    X(F3E2M0, "float3e2m0", HC_KIND_FLOAT, 3, 2, 0, 1, HC_SPECIAL_NONE, 1, 0x1.0000000000000p+2, 0x1.0000000000000p+0) \
+    X(F4E1M2, "float4e1m2", HC_KIND_FLOAT, 4, 1, 2, 1, HC_SPECIAL_NONE, 0, 0x1.c000000000000p+1, 0x1.0000000000000p-1) \
+    X(F4E2M1, "float4e2m1", HC_KIND_FLOAT, 4, 2, 1, 1, HC_SPECIAL_NONE, 1, 0x1.8000000000000p+2, 0x1.0000000000000p-1) \
+    X(F4E3M0, "float4e3m0", HC_KIND_FLOAT, 4, 3, 0, 1, HC_SPECIAL_NONE, 3, 0x1.0000000000000p+4, 0x1.0000000000000p-2) \
+    X(F5E1M3, "float5e1m3", HC_KIND_FLOAT, 5, 1, 3, 1, HC_SPECIAL_NONE, 0, 0x1.e000000000000p+1, 0x1.0000000000000p-2) \
+    X(F5E2M2, "float5e2m2", HC_KIND_FLOAT, 5, 2, 2, 1, HC_SPECIAL_NONE, 1, 0x1.c000000000000p+2, 0x1.0000000000000p-2) \
+    X(F5E3M1, "float5e3m1", HC_KIND_FLOAT, 5, 3, 1, 1, HC_SPECIAL_NONE, 3, 0x1.8000000000000p+4, 0x1.0000000000000p-3) \
+    X(F5E4M0, "float5e4m0", HC_KIND_FLOAT, 5, 4, 0, 1, HC_SPECIAL_NONE, 7, 0x1.0000000000000p+8, 0x1.0000000000000p-6) \
+    X(F6E1M4, "float6e1m4", HC_KIND_FLOAT, 6, 1, 4, 1, HC_SPECIAL_NONE, 0, 0x1.f000000000000p+1, 0x1.0000000000000p-3) \
+    X(F6E2M3, "float6e2m3", HC_KIND_FLOAT, 6, 2, 3, 1, HC_SPECIAL_NONE, 1, 0x1.e000000000000p+2, 0x1.0000000000000p-3) \
+    X(F6E3M2, "float6e3m2", HC_KIND_FLOAT, 6, 3, 2, 1, HC_SPECIAL_NONE, 3, 0x1.c000000000000p+4, 0x1.0000000000000p-4) \
+    X(F6E4M1, "float6e4m1", HC_KIND_FLOAT, 6, 4, 1, 1, HC_SPECIAL_NONE, 7, 0x1.8000000000000p+8, 0x1.0000000000000p-7) \
+    X(F6E5M0, "float6e5m0", HC_KIND_FLOAT, 6, 5, 0, 1, HC_SPECIAL_NONE, 15, 0x1.0000000000000p+16, 0x1.0000000000000p-14) \
+    X(F7E1M5, "float7e1m5", HC_KIND_FLOAT, 7, 1, 5, 1, HC_SPECIAL_NONE, 0, 0x1.f800000000000p+1, 0x1.0000000000000p-4) \
+    X(F7E2M4, "float7e2m4", HC_KIND_FLOAT, 7, 2, 4, 1, HC_SPECIAL_NONE, 1, 0x1.f000000000000p+2, 0x1.0000000000000p-4) \
+    X(F7E3M3, "float7e3m3", HC_KIND_FLOAT, 7, 3, 3, 1, HC_SPECIAL_NONE, 3, 0x1.e000000000000p+4, 0x1.0000000000000p-5) \
+    X(F7E4M2, "float7e4m2", HC_KIND_FLOAT, 7, 4, 2, 1, HC_SPECIAL_NONE, 7, 0x1.c000000000000p+8, 0x1.0000000000000p-8) \
+    X(F7E5M1, "float7e5m1", HC_KIND_FLOAT, 7, 5, 1, 1, HC_SPECIAL_NONE, 15, 0x1.8000000000000p+16, 0x1.0000000000000p-15) \
+    X(F7E6M0, "float7e6m0", HC_KIND_FLOAT, 7, 6, 0, 1, HC_SPECIAL_NONE, 31, 0x1.0000000000000p+32, 0x1.0000000000000p-30) \
+    X(F8E1M6, "float8e1m6", HC_KIND_FLOAT, 8, 1, 6, 1, HC_SPECIAL_NONE, 0, 0x1.fc00000000000p+1, 0x1.0000000000000p-5) \
+    X(F8E2M5, "float8e2m5", HC_KIND_FLOAT, 8, 2, 5, 1, HC_SPECIAL_NONE, 1, 0x1.f800000000000p+2, 0x1.0000000000000p-5) \
+    X(F8E3M4, "float8e3m4", HC_KIND_FLOAT, 8, 3, 4, 1, HC_SPECIAL_NONE, 3, 0x1.f000000000000p+4, 0x1.0000000000000p-6) \
+    X(F8E4M3, "float8e4m3", HC_KIND_FLOAT, 8, 4, 3, 1, HC_SPECIAL_FN, 7, 0x1.c000000000000p+8, 0x1.0000000000000p-9) \
+    X(F8E5M2, "float8e5m2", HC_KIND_FLOAT, 8, 5, 2, 1, HC_SPECIAL_IEEE, 15, 0x1.c000000000000p+15, 0x1.0000000000000p-16) \
+    X(F8E6M1, "float8e6m1", HC_KIND_FLOAT, 8, 6, 1, 1, HC_SPECIAL_NONE, 31, 0x1.8000000000000p+32, 0x1.0000000000000p-31) \
+    X(F8E7M0, "float8e7m0", HC_KIND_FLOAT, 8, 7, 0, 1, HC_SPECIAL_NONE, 63, 0x1.0000000000000p+64, 0x1.0000000000000p-62) \
+    X(F8E8M0, "float8e8m0", HC_KIND_FLOAT, 8, 8, 0, 0, HC_SPECIAL_E8M0, 127, 0x1.0000000000000p+127, 0x1.0000000000000p-127) \
+    X(F16, "float16", HC_KIND_FLOAT, 16, 5, 10, 1, HC_SPECIAL_IEEE, 15, 0x1.ffc0000000000p+15, 0x1.0000000000000p-24) \
+    X(BF16, "bfloat16", HC_KIND_FLOAT, 16, 8, 7, 1, HC_SPECIAL_IEEE, 127, 0x1.fe00000000000p+127, 0x1.0000000000000p-133) \
+    X(F32, "float32", HC_KIND_FLOAT, 32, 8, 23, 1, HC_SPECIAL_IEEE, 127, 0x1.fffffe0000000p+127, 0x1.0000000000000p-149)
 
 typedef enum {
 #define HC_FORMAT_ENUM_(id, ...) HC_FMT_##id,
