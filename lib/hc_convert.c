@@ -1,0 +1,87 @@
+/* hc_convert.c - the conversion run: plan, write into a temp dir, publish. */
+#include "hc_convert_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_fs.h"
+
+static hc_status read_qconfig(const hc_convert_options *opts, hc_humming_qconfig *q,
+                              hc_error *err)
+{
+    char path[4096], *text = NULL;
+    HC_TRY(hc_path_join(path, sizeof path, opts->in_dir, "config.json", err));
+    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    hc_status st = hc_humming_qconfig_parse(text, path, q, err);
+    free(text);
+    return st;
+}
+
+static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
+{
+    for (int i = 0; i < plan->n_layers; i++) {
+        const hc_conv_layer *L = &plan->layers[i];
+        char shape[96];
+        hc_shape_format(L->pre[HC_ROLE_WEIGHT]->ndim, L->pre[HC_ROLE_WEIGHT]->shape, shape,
+                        sizeof shape);
+        hc_conv_log(opts, "layer %s: %s x %s, N=%lld K=%lld (padded %lld x %lld), %s, %s layout",
+                    L->prefix, hc_format_get(L->cfg.weight_format)->name,
+                    hc_format_get(L->cfg.act_format)->name, (long long)L->meta.N,
+                    (long long)L->meta.K, (long long)L->meta.Np, (long long)L->meta.Kp,
+                    hc_scale_type_name(L->meta.scale_type), hc_layout_variant_name(&L->meta));
+    }
+    hc_conv_log(opts, "plan: %d layers, %d tensors, %d shard(s), %lld -> %lld bytes",
+                plan->n_layers, plan->n_items, plan->n_shards, (long long)plan->bytes_in,
+                (long long)plan->bytes_out);
+}
+
+/* Everything that goes into the temporary directory. */
+static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               const char *tmp, hc_error *err)
+{
+    HC_TRY(hc_conv_write_shards(opts, plan, tmp, err));
+    HC_TRY(hc_conv_write_config(opts, plan, tmp, err));
+    HC_TRY(hc_conv_copy_side_files(opts->in_dir, tmp, err));
+    return HC_OK;
+}
+
+static hc_status convert_model(const hc_convert_options *opts, hc_st_model *model,
+                               hc_conv_plan *plan, hc_error *err)
+{
+    HC_TRY(read_qconfig(opts, &plan->qconfig, err));
+    plan->activation = opts->has_activation ? opts->activation : plan->qconfig.param_format;
+    HC_TRY(hc_conv_plan_build(opts, model, plan, err));
+    log_plan(opts, plan);
+    if (opts->dry_run) return HC_OK;
+    if (hc_path_exists(opts->out_dir) && !opts->force)
+        HC_FAIL(err, HC_ERR_ARG, "%s: already exists (use --force to replace it)", opts->out_dir);
+    char tmp[4096];
+    HC_TRY(hc_fs_make_temp_dir_beside(opts->out_dir, tmp, sizeof tmp, err));
+    hc_status st = write_outputs(opts, plan, tmp, err);
+    if (st == HC_OK) st = hc_fs_publish_dir(tmp, opts->out_dir, opts->force, err);
+    if (st != HC_OK) hc_fs_remove_tree(tmp, NULL); /* best effort: keep the first error */
+    return st;
+}
+
+hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats, hc_error *err)
+{
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (!hc_path_is_dir(opts->in_dir))
+        HC_FAIL(err, HC_ERR_IO, "%s: not a directory", opts->in_dir);
+    hc_st_model *model = NULL;
+    HC_TRY(hc_st_model_open(opts->in_dir, &model, err));
+    hc_conv_plan plan;
+    memset(&plan, 0, sizeof plan);
+    hc_status st = convert_model(opts, model, &plan, err);
+    if (st == HC_OK && stats) {
+        stats->layers = plan.n_layers;
+        stats->tensors_copied = plan.n_items - plan.n_layers;
+        stats->shards = plan.n_shards;
+        stats->bytes_in = plan.bytes_in;
+        stats->bytes_out = plan.bytes_out;
+    }
+    hc_conv_plan_free(&plan);
+    hc_st_model_close(model);
+    return st;
+}

@@ -1,0 +1,46 @@
+/* hc_convert.h - whole-checkpoint conversion to Humming's kernel-ready layout.
+ *
+ * Reads a Humming-format checkpoint (row-packed int32 weights, spec 7.8),
+ * transforms every quantized linear layer for the target arch and activation
+ * dtype, copies every other tensor and file unchanged, and writes the result
+ * into a temporary directory that is renamed to the output only when complete. */
+#ifndef HC_CONVERT_H
+#define HC_CONVERT_H
+
+#include <stdint.h>
+
+#include "hc_error.h"
+#include "hc_format.h"
+
+/* Receives one progress/log line (no trailing newline). The library never
+ * prints; the CLI decides where lines go. */
+typedef void (*hc_log_fn)(void *ctx, const char *line);
+
+typedef struct {
+    const char *in_dir;
+    const char *out_dir;
+    int sm;                     /* target arch, e.g. 90 */
+    int has_activation;         /* else the checkpoint's param dtype */
+    hc_format_id activation;
+    int force;                  /* replace an existing out_dir */
+    int dry_run;                /* plan and print, write nothing */
+    int64_t max_shard_bytes;    /* 0: default 4 GiB */
+    int humming_bug_compat;     /* reproduce Humming's bytes where its transform
+                                   disagrees with its kernel (tests only) */
+    hc_log_fn log;
+    void *log_ctx;
+    const char *command_line;   /* recorded in the output config */
+} hc_convert_options;
+
+typedef struct {
+    int layers;                 /* quantized layers transformed */
+    int tensors_copied;         /* other tensors copied unchanged */
+    int shards;
+    int64_t bytes_in, bytes_out;
+} hc_convert_stats;
+
+/* Runs the conversion. On failure nothing is left at out_dir (an existing
+ * out_dir is untouched) and err names the file, tensor and reason. */
+hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats, hc_error *err);
+
+#endif

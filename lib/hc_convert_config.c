@@ -1,0 +1,130 @@
+/* hc_convert_config.c - the output config.json and the copied side files. */
+#include "hc_convert_internal.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hc_fs.h"
+#include "hc_version.h"
+
+static const char *fmt_name(hc_format_id f) { return hc_format_get(f)->name; }
+
+/* The per-layer record of the output quantization_config (docs/output-format.md). */
+static cJSON *layer_record(const hc_conv_layer *L)
+{
+    const hc_layer_config *c = &L->cfg;
+    const hc_layer_meta *m = &L->meta;
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NULL;
+    cJSON_AddStringToObject(o, "weight_dtype", fmt_name(c->weight_format));
+    cJSON_AddStringToObject(o, "activation_dtype", fmt_name(c->act_format));
+    cJSON_AddStringToObject(o, "param_dtype", fmt_name(c->param_format));
+    cJSON_AddStringToObject(o, "scale_dtype", fmt_name(m->scale_format));
+    cJSON_AddStringToObject(o, "scale_type", hc_scale_type_name(m->scale_type));
+    cJSON_AddNumberToObject(o, "group_size", (double)c->group_size);
+    cJSON_AddNumberToObject(o, "group_size_n", (double)c->group_size_n);
+    cJSON_AddBoolToObject(o, "has_zero_point", c->has_zero_point);
+    cJSON_AddBoolToObject(o, "is_fp_zero_point", c->is_fp_zero_point);
+    cJSON_AddBoolToObject(o, "has_bias", L->pre[HC_ROLE_BIAS] != NULL);
+    cJSON_AddNumberToObject(o, "num_experts", m->is_moe ? (double)m->E : 0);
+    cJSON_AddNumberToObject(o, "shape_n", (double)m->N);
+    cJSON_AddNumberToObject(o, "shape_k", (double)m->K);
+    cJSON_AddNumberToObject(o, "padded_n", (double)m->Np);
+    cJSON_AddNumberToObject(o, "padded_k", (double)m->Kp);
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm%d", c->sm);
+    cJSON_AddStringToObject(o, "arch", arch);
+    cJSON_AddStringToObject(o, "mma_type", m->use_wgmma ? "wgmma" : "mma");
+    cJSON_AddStringToObject(o, "layout_variant", hc_layout_variant_name(m));
+    cJSON_AddBoolToObject(o, "kernel_weight_signed", m->kernel_weight_signed);
+    cJSON_AddBoolToObject(o, "use_fused_e8m0_scale", m->use_fused_e8m0);
+    cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
+    cJSON_AddBoolToObject(o, "scale_applied_on_c", m->to_apply_on_c);
+    cJSON_AddBoolToObject(o, "int_to_fp_preprocessed", m->preprocess_int2fp);
+    return o;
+}
+
+static cJSON *quant_record(const hc_convert_options *opts, const hc_conv_plan *plan,
+                           cJSON *source_qc)
+{
+    cJSON *q = cJSON_CreateObject(), *layers = cJSON_CreateObject();
+    if (q == NULL || layers == NULL) {
+        cJSON_Delete(q);
+        cJSON_Delete(layers);
+        return NULL;
+    }
+    char arch[16];
+    snprintf(arch, sizeof arch, "sm%d", opts->sm);
+    cJSON_AddStringToObject(q, "quant_method", "humming");
+    cJSON_AddStringToObject(q, "format", "humming-kernel-ready");
+    cJSON_AddNumberToObject(q, "format_version", 1);
+    cJSON_AddStringToObject(q, "producer", "humming-convert " HC_VERSION);
+    cJSON_AddStringToObject(q, "arch", arch);
+    cJSON_AddStringToObject(q, "activation_dtype", fmt_name(plan->activation));
+    if (opts->command_line) cJSON_AddStringToObject(q, "command_line", opts->command_line);
+    if (source_qc) cJSON_AddItemToObject(q, "source_quantization_config", source_qc);
+    for (int i = 0; i < plan->n_layers; i++) {
+        cJSON *rec = layer_record(&plan->layers[i]);
+        if (rec) cJSON_AddItemToObject(layers, plan->layers[i].prefix, rec);
+    }
+    cJSON_AddItemToObject(q, "layers", layers);
+    return q;
+}
+
+hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               const char *dir, hc_error *err)
+{
+    char in_path[4096], out_path[4096], *text = NULL;
+    HC_TRY(hc_path_join(in_path, sizeof in_path, opts->in_dir, "config.json", err));
+    HC_TRY(hc_path_join(out_path, sizeof out_path, dir, "config.json", err));
+    HC_TRY(hc_file_read_all(in_path, &text, NULL, err));
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (root == NULL) HC_FAIL(err, HC_ERR_FORMAT, "%s: not valid JSON", in_path);
+    cJSON *source = cJSON_DetachItemFromObjectCaseSensitive(root, "quantization_config");
+    cJSON *q = quant_record(opts, plan, source);
+    char *out = q ? (cJSON_AddItemToObject(root, "quantization_config", q), cJSON_Print(root)) : NULL;
+    if (q == NULL) cJSON_Delete(source);
+    cJSON_Delete(root);
+    HC_CHECK_ALLOC(err, out, "config.json");
+    hc_status st = hc_fs_write_file(out_path, out, strlen(out), err);
+    free(out);
+    return st;
+}
+
+/* Files we regenerate or that describe the input's quantization. */
+static int is_weight_or_config(const char *name)
+{
+    static const char *const skip[] = {"config.json", "model.safetensors.index.json",
+                                       "quantize_config.json", "quant_config.json",
+                                       "hf_quant_config.json", NULL};
+    size_t len = strlen(name);
+    if (len > 12 && strcmp(name + len - 12, ".safetensors") == 0) return 1;
+    for (int i = 0; skip[i]; i++)
+        if (strcmp(name, skip[i]) == 0) return 1;
+    return 0;
+}
+
+hc_status hc_conv_copy_side_files(const char *in_dir, const char *dir, hc_error *err)
+{
+    DIR *d = opendir(in_dir);
+    if (d == NULL) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", in_dir, strerror(errno));
+    struct dirent *e;
+    hc_status st = HC_OK;
+    while (st == HC_OK && (e = readdir(d)) != NULL) {
+        char src[4096], dst[4096];
+        struct stat sb;
+        if (e->d_name[0] == '.' || is_weight_or_config(e->d_name)) continue;
+        st = hc_path_join(src, sizeof src, in_dir, e->d_name, err);
+        if (st != HC_OK || stat(src, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        st = hc_path_join(dst, sizeof dst, dir, e->d_name, err);
+        if (st == HC_OK) st = hc_fs_copy_file(src, dst, err);
+    }
+    closedir(d);
+    return st;
+}

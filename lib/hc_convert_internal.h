@@ -1,0 +1,78 @@
+/* hc_convert_internal.h - the conversion plan shared by the hc_convert_*.c files. */
+#ifndef HC_CONVERT_INTERNAL_H
+#define HC_CONVERT_INTERNAL_H
+
+#include "hc_convert.h"
+#include "hc_layout.h"
+#include "hc_model_config.h"
+#include "hc_safetensors.h"
+
+/* Tensor roles of one quantized layer, in output order. */
+enum { HC_ROLE_WEIGHT, HC_ROLE_SCALE, HC_ROLE_ZERO, HC_ROLE_GLOBAL, HC_ROLE_BIAS, HC_ROLE_COUNT };
+
+extern const char *const hc_role_suffix[HC_ROLE_COUNT];
+
+/* Shape and dtype of one output tensor, known before any data is computed. */
+typedef struct {
+    int present;
+    hc_dtype dtype;
+    int ndim;
+    int64_t shape[HC_MAX_DIMS];
+    int64_t nbytes;
+} hc_out_desc;
+
+typedef struct {
+    char *prefix;                              /* "model.layers.0.mlp.up_proj" */
+    const hc_st_tensor_info *pre[HC_ROLE_COUNT]; /* NULL when absent */
+    hc_layer_config cfg;
+    hc_layer_meta meta;
+    hc_out_desc out[HC_ROLE_COUNT];
+} hc_conv_layer;
+
+/* One output entry: a transformed layer, or a tensor copied unchanged. */
+typedef struct {
+    int layer;                        /* index into layers, or -1 */
+    const hc_st_tensor_info *copy;    /* when layer < 0 */
+    int shard;
+    int64_t nbytes;
+} hc_conv_item;
+
+typedef struct {
+    hc_humming_qconfig qconfig;
+    hc_format_id activation;
+    hc_conv_layer *layers;
+    int n_layers;
+    hc_conv_item *items;
+    int n_items;
+    int n_shards;
+    int64_t bytes_in, bytes_out;
+} hc_conv_plan;
+
+/* Finds the quantized layers of model, plans each one and the output shards.
+ * Fails before any output is written if any layer is unsupported. */
+hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
+                             hc_conv_plan *plan, hc_error *err);
+void hc_conv_plan_free(hc_conv_plan *plan);
+
+/* Writes every shard (and the index when there are several) into dir. */
+hc_status hc_conv_write_shards(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               const char *dir, hc_error *err);
+
+/* Writes dir/config.json: the input's config with our quantization_config. */
+hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               const char *dir, hc_error *err);
+
+/* Copies the input's non-weight files (tokenizer, generation config, ...) into dir. */
+hc_status hc_conv_copy_side_files(const char *in_dir, const char *dir, hc_error *err);
+
+/* Shard file name for shard i of n (model.safetensors when n == 1). */
+void hc_conv_shard_name(int i, int n, char *buf, size_t len);
+
+/* Storage dtype of a scale/param format. */
+hc_dtype hc_format_storage_dtype(hc_format_id f);
+
+/* printf-style line to opts->log, if set. */
+void hc_conv_log(const hc_convert_options *opts, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,176 @@
+/* hc_convert_write.c - streaming the planned output into safetensors shards. */
+#include "hc_convert_internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_fs.h"
+
+void hc_conv_shard_name(int i, int n, char *buf, size_t len)
+{
+    if (n == 1) snprintf(buf, len, "model.safetensors");
+    else snprintf(buf, len, "model-%05d-of-%05d.safetensors", i + 1, n);
+}
+
+/* Copies a (possibly unaligned, mapped) input tensor into an owned aligned one. */
+static hc_status load_owned(const hc_st_tensor_info *t, hc_tensor *out, hc_error *err)
+{
+    HC_TRY(hc_tensor_alloc(out, t->dtype, t->ndim, t->shape, err));
+    memcpy(out->data, t->data, t->nbytes);
+    return HC_OK;
+}
+
+static hc_status declare_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *err)
+{
+    for (int r = 0; r < HC_ROLE_COUNT; r++) {
+        const hc_out_desc *d = &L->out[r];
+        if (!d->present) continue;
+        char name[4096];
+        snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
+        HC_TRY(hc_st_writer_add(w, name, d->dtype, d->ndim, d->shape, err));
+    }
+    return HC_OK;
+}
+
+static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t, hc_error *err)
+{
+    const hc_out_desc *d = &L->out[r];
+    int same = (t->data != NULL) == d->present;
+    if (same && d->present)
+        same = t->dtype == d->dtype && t->ndim == d->ndim && (int64_t)t->nbytes == d->nbytes &&
+               memcmp(t->shape, d->shape, (size_t)d->ndim * sizeof d->shape[0]) == 0;
+    if (!same)
+        HC_FAIL(err, HC_ERR_INTERNAL, "%s%s: transform output differs from the planned shape",
+                L->prefix, hc_role_suffix[r]);
+    return HC_OK;
+}
+
+/* Transforms one layer and streams its tensors into w. */
+static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *err)
+{
+    hc_layer_tensors pre, post;
+    memset(&pre, 0, sizeof pre);
+    memset(&post, 0, sizeof post);
+    hc_tensor *pre_t[HC_ROLE_COUNT] = {&pre.weight, &pre.weight_scale, &pre.zero_point,
+                                       &pre.global_scale, &pre.bias};
+    hc_tensor *post_t[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
+                                        &post.global_scale, &post.bias};
+    hc_status st = HC_OK;
+    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
+        if (L->pre[r]) st = load_owned(L->pre[r], pre_t[r], err);
+    if (st == HC_OK && hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err) != HC_OK)
+        st = hc_error_prefix(err, "layer %s: ", L->prefix);
+    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
+        st = check_output(L, r, post_t[r], err);
+    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
+        if (post_t[r]->data) st = hc_st_writer_write(w, post_t[r]->data, post_t[r]->nbytes, err);
+    hc_layer_tensors_free(&pre);
+    hc_layer_tensors_free(&post);
+    return st;
+}
+
+static hc_status write_shard_items(hc_st_writer *w, const hc_conv_plan *plan, int shard,
+                                   hc_error *err)
+{
+    for (int i = 0; i < plan->n_items; i++) {
+        const hc_conv_item *it = &plan->items[i];
+        if (it->shard != shard) continue;
+        if (it->layer >= 0) {
+            HC_TRY(write_layer(w, &plan->layers[it->layer], err));
+        } else {
+            HC_TRY(hc_st_writer_write(w, it->copy->data, it->copy->nbytes, err));
+        }
+    }
+    return HC_OK;
+}
+
+static hc_status declare_shard(hc_st_writer *w, const hc_conv_plan *plan, int shard,
+                               hc_error *err)
+{
+    HC_TRY(hc_st_writer_set_metadata(w, "format", "pt", err));
+    for (int i = 0; i < plan->n_items; i++) {
+        const hc_conv_item *it = &plan->items[i];
+        if (it->shard != shard) continue;
+        if (it->layer >= 0) {
+            HC_TRY(declare_layer(w, &plan->layers[it->layer], err));
+        } else {
+            const hc_st_tensor_info *t = it->copy;
+            HC_TRY(hc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, err));
+        }
+    }
+    return HC_OK;
+}
+
+static hc_status write_shard(const hc_convert_options *opts, const hc_conv_plan *plan, int shard,
+                             const char *dir, hc_error *err)
+{
+    char name[64], path[4096];
+    hc_conv_shard_name(shard, plan->n_shards, name, sizeof name);
+    HC_TRY(hc_path_join(path, sizeof path, dir, name, err));
+    hc_st_writer *w = NULL;
+    HC_TRY(hc_st_writer_open(path, &w, err));
+    hc_status st = declare_shard(w, plan, shard, err);
+    if (st == HC_OK) st = hc_st_writer_begin_data(w, err);
+    if (st == HC_OK) st = write_shard_items(w, plan, shard, err);
+    if (st == HC_OK) st = hc_st_writer_finish(w, err);
+    else hc_st_writer_abort(w);
+    if (st == HC_OK) hc_conv_log(opts, "wrote %s", name);
+    return st;
+}
+
+static hc_status add_index_entry(cJSON *map, const char *name, const char *shard, hc_error *err)
+{
+    if (cJSON_AddStringToObject(map, name, shard) == NULL)
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory building the shard index");
+    return HC_OK;
+}
+
+static hc_status fill_weight_map(const hc_conv_plan *plan, cJSON *map, hc_error *err)
+{
+    for (int i = 0; i < plan->n_items; i++) {
+        const hc_conv_item *it = &plan->items[i];
+        char shard[64];
+        hc_conv_shard_name(it->shard, plan->n_shards, shard, sizeof shard);
+        if (it->layer < 0) {
+            HC_TRY(add_index_entry(map, it->copy->name, shard, err));
+            continue;
+        }
+        const hc_conv_layer *L = &plan->layers[it->layer];
+        for (int r = 0; r < HC_ROLE_COUNT; r++) {
+            char name[4096];
+            if (!L->out[r].present) continue;
+            snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
+            HC_TRY(add_index_entry(map, name, shard, err));
+        }
+    }
+    return HC_OK;
+}
+
+/* model.safetensors.index.json: {"metadata": {"total_size": N}, "weight_map": {...}}. */
+static hc_status write_index(const hc_conv_plan *plan, const char *dir, hc_error *err)
+{
+    cJSON *root = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(root, "metadata");
+    cJSON *map = cJSON_AddObjectToObject(root, "weight_map");
+    hc_status st = HC_OK;
+    if (!meta || !cJSON_AddNumberToObject(meta, "total_size", (double)plan->bytes_out) || !map)
+        st = hc_error_set(err, HC_ERR_NOMEM, "out of memory building the shard index");
+    if (st == HC_OK) st = fill_weight_map(plan, map, err);
+    char *text = st == HC_OK ? cJSON_Print(root) : NULL;
+    if (st == HC_OK && text == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+    char path[4096];
+    if (st == HC_OK) st = hc_path_join(path, sizeof path, dir, "model.safetensors.index.json", err);
+    if (st == HC_OK) st = hc_fs_write_file(path, text, strlen(text), err);
+    free(text);
+    cJSON_Delete(root);
+    return st;
+}
+
+hc_status hc_conv_write_shards(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               const char *dir, hc_error *err)
+{
+    for (int s = 0; s < plan->n_shards; s++) HC_TRY(write_shard(opts, plan, s, dir, err));
+    if (plan->n_shards > 1) HC_TRY(write_index(plan, dir, err));
+    return HC_OK;
+}

@@ -1,0 +1,231 @@
+/* hc_model_config.c - config.json reading for Humming-format checkpoints. */
+#include "hc_model_config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+hc_status hc_file_read_all(const char *path, char **out, size_t *len_out, hc_error *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf != NULL) {
+        len += fread(buf + len, 1, cap - len - 1, f);
+        if (len < cap - 1) break;
+        char *grown = realloc(buf, cap * 2);
+        if (grown == NULL) { free(buf); buf = NULL; break; }
+        buf = grown;
+        cap *= 2;
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    HC_CHECK_ALLOC(err, buf, path);
+    if (read_error) {
+        free(buf);
+        HC_FAIL(err, HC_ERR_IO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    if (len_out) *len_out = len;
+    return HC_OK;
+}
+
+/* Maps a torch/Humming dtype string to a format, dropping "torch." and fn/fnu. */
+static int parse_dtype_name(const char *s, hc_format_id *out)
+{
+    if (strncmp(s, "torch.", 6) == 0) s += 6;
+    return hc_format_parse(s, out);
+}
+
+static hc_status get_dtype_field(const cJSON *q, const char *key, const char *path,
+                                 hc_format_id *out, int *present, hc_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+    *present = v != NULL && !cJSON_IsNull(v);
+    if (!*present) return HC_OK;
+    if (!cJSON_IsString(v))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be a string", path, key);
+    if (parse_dtype_name(v->valuestring, out) != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s: unknown dtype \"%s\"", path,
+                key, v->valuestring);
+    return HC_OK;
+}
+
+/* Integers may be JSON numbers or numeric strings (Humming writes both). */
+static hc_status get_int_field(const cJSON *q, const char *key, const char *path,
+                               int64_t *out, hc_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+    if (v == NULL || cJSON_IsNull(v)) return HC_OK;
+    char *end = NULL;
+    if (cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble) {
+        *out = (int64_t)v->valuedouble;
+        return HC_OK;
+    }
+    if (cJSON_IsString(v)) {
+        errno = 0;
+        long long x = strtoll(v->valuestring, &end, 10);
+        if (errno == 0 && end != v->valuestring && *end == '\0') { *out = x; return HC_OK; }
+    }
+    HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer", path, key);
+}
+
+static hc_status get_bool_field(const cJSON *q, const char *key, const char *path, int *out,
+                                hc_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
+    if (v == NULL || cJSON_IsNull(v)) return HC_OK;
+    if (!cJSON_IsBool(v))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be true or false", path, key);
+    *out = cJSON_IsTrue(v);
+    return HC_OK;
+}
+
+static hc_status parse_scale_type(const cJSON *q, const char *path, hc_humming_qconfig *c,
+                                  hc_error *err)
+{
+    static const struct { const char *name; hc_scale_type type; } names[] = {
+        {"channel", HC_SCALE_CHANNEL}, {"group", HC_SCALE_GROUP}, {"block", HC_SCALE_BLOCK},
+        {"tensor", HC_SCALE_TENSOR}, {"group_tensor", HC_SCALE_GROUP_TENSOR}};
+    c->scale_type = c->group_size_n > 1 ? HC_SCALE_BLOCK
+                    : c->group_size == 0 ? HC_SCALE_CHANNEL : HC_SCALE_GROUP;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, "weight_scale_type");
+    if (v == NULL || cJSON_IsNull(v)) return HC_OK;
+    if (cJSON_IsString(v)) {
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(v->valuestring, names[i].name) == 0) {
+                c->scale_type = names[i].type;
+                return HC_OK;
+            }
+    }
+    HC_FAIL(err, HC_ERR_FORMAT,
+            "%s: quantization_config.weight_scale_type must be one of channel, group, block, "
+            "tensor, group_tensor", path);
+}
+
+/* First present key among aliases, e.g. b_dtype / dtype / weight_dtype. */
+static const char *first_key(const cJSON *q, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (cJSON_GetObjectItemCaseSensitive(q, *keys) != NULL) return *keys;
+    return NULL;
+}
+
+static hc_status parse_param_dtype(const cJSON *root, const char *path, hc_format_id *out,
+                                   hc_error *err)
+{
+    static const char *const keys[] = {"torch_dtype", "dtype", NULL};
+    const char *key = first_key(root, keys);
+    *out = HC_FMT_F16;
+    if (key == NULL) return HC_OK; /* transformers' default is float32; we need 16-bit */
+    hc_format_id f;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!cJSON_IsString(v) || parse_dtype_name(v->valuestring, &f) != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s must be a dtype string", path, key);
+    /* float32 models run with fp16 activations by default */
+    *out = f == HC_FMT_BF16 ? HC_FMT_BF16 : HC_FMT_F16;
+    return HC_OK;
+}
+
+static hc_status parse_weight_dtype(const cJSON *q, const char *path, hc_humming_qconfig *c,
+                                    hc_error *err)
+{
+    static const char *const keys[] = {"b_dtype", "dtype", "weight_dtype", NULL};
+    const char *key = first_key(q, keys);
+    int present = 0;
+    if (key == NULL)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config has no dtype (b_dtype/dtype/weight_dtype)",
+                path);
+    HC_TRY(get_dtype_field(q, key, path, &c->weight_format, &present, err));
+    if (!present) HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s is null", path, key);
+    const hc_format_info *f = hc_format_get(c->weight_format);
+    if (f->kind == HC_KIND_INT) /* Humming stores signed ints as offset binary */
+        c->weight_format = (hc_format_id)(HC_FMT_UINT1 + f->bits - 1);
+    if (f->bits > 8)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: weight dtype %s: weights must be 1 to 8 bits", path,
+                f->name);
+    return HC_OK;
+}
+
+static hc_status parse_quant_fields(const cJSON *q, const char *path, hc_humming_qconfig *c,
+                                    hc_error *err)
+{
+    static const char *const scale_keys[] = {"bs_dtype", "scale_dtype", NULL};
+    static const char *const gs_keys[] = {"weight_scale_group_size", "group_size", NULL};
+    HC_TRY(parse_weight_dtype(q, path, c, err));
+    const char *key = first_key(q, gs_keys);
+    if (key) HC_TRY(get_int_field(q, key, path, &c->group_size, err));
+    if (c->group_size < 0) c->group_size = 0;
+    HC_TRY(get_int_field(q, "weight_scale_group_size_n", path, &c->group_size_n, err));
+    HC_TRY(get_bool_field(q, "has_zero_point", path, &c->has_zero_point, err));
+    HC_TRY(get_bool_field(q, "is_fp_zero_point", path, &c->is_fp_zero_point, err));
+    HC_TRY(parse_scale_type(q, path, c, err));
+    int present = 0;
+    key = first_key(q, scale_keys);
+    if (key) HC_TRY(get_dtype_field(q, key, path, &c->scale_format, &present, err));
+    if (!present) c->scale_format = c->param_format;
+    if (c->scale_type == HC_SCALE_BLOCK) c->scale_format = HC_FMT_F32;
+    return HC_OK;
+}
+
+hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
+                                   hc_humming_qconfig *out, hc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *root = cJSON_Parse(json_text);
+    if (root == NULL || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a valid JSON object", path);
+    }
+    hc_status st = parse_param_dtype(root, path, &out->param_format, err);
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    const cJSON *m = q ? cJSON_GetObjectItemCaseSensitive(q, "quant_method") : NULL;
+    if (st == HC_OK && !cJSON_IsObject(q))
+        st = hc_error_set(err, HC_ERR_UNSUPPORTED,
+                          "%s: no quantization_config: not a Humming-format checkpoint", path);
+    else if (st == HC_OK && (!cJSON_IsString(m) || strcmp(m->valuestring, "humming") != 0))
+        st = hc_error_set(err, HC_ERR_UNSUPPORTED,
+                          "%s: quant_method is \"%s\"; this version reads only \"humming\"", path,
+                          cJSON_IsString(m) ? m->valuestring : "(missing)");
+    if (st == HC_OK) st = parse_quant_fields(q, path, out, err);
+    cJSON_Delete(root);
+    return st;
+}
+
+hc_status hc_activation_parse(const char *name, hc_format_id *out, hc_error *err)
+{
+    hc_format_id f;
+    const char *s = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
+    if (hc_format_parse(s, &f) == 0 &&
+        (f == HC_FMT_F16 || f == HC_FMT_BF16 || f == HC_FMT_F8E4M3 || f == HC_FMT_F8E5M2 ||
+         f == HC_FMT_INT8 || f == HC_FMT_INT4)) {
+        *out = f;
+        return HC_OK;
+    }
+    HC_FAIL(err, HC_ERR_ARG,
+            "unknown activation dtype \"%s\" (use float16, bfloat16, float8e4m3, float8e5m2, int8 "
+            "or int4)", name);
+}
+
+hc_status hc_arch_parse(const char *name, int *sm_out, hc_error *err)
+{
+    static const int known[] = {75, 80, 86, 89, 90, 100, 120};
+    const char *s = name;
+    if (strncmp(s, "sm", 2) == 0) s += 2;
+    if (*s == '_') s++;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end != s && (*end == '\0' || strcmp(end, "a") == 0 || strcmp(end, "f") == 0))
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (v == known[i]) {
+                *sm_out = (int)v;
+                return HC_OK;
+            }
+    HC_FAIL(err, HC_ERR_ARG,
+            "unknown arch \"%s\" (use sm75, sm80, sm86, sm89, sm90, sm100 or sm120)", name);
+}

@@ -1,0 +1,44 @@
+/* hc_model_config.h - what a checkpoint's config.json says about quantization.
+ *
+ * Reads config.json (torch_dtype, quantization_config) of a Humming-format
+ * checkpoint (quant_method "humming", layout spec section 7.8). */
+#ifndef HC_MODEL_CONFIG_H
+#define HC_MODEL_CONFIG_H
+
+#include <stdint.h>
+
+#include "hc_error.h"
+#include "hc_format.h"
+#include "hc_layout.h"
+
+/* The weight description of a Humming-format checkpoint (spec 7.8), with the
+ * spec's defaults filled in for absent fields. */
+typedef struct {
+    hc_format_id weight_format;    /* signed ints already mapped to unsigned */
+    hc_format_id scale_format;     /* default: the param dtype */
+    hc_format_id param_format;     /* torch_dtype: F16 or BF16 */
+    hc_scale_type scale_type;      /* default from group sizes */
+    int64_t group_size;            /* 0: channel-wise (<= 0 in the file) */
+    int64_t group_size_n;          /* > 1: block scales */
+    int has_zero_point;
+    int is_fp_zero_point;
+} hc_humming_qconfig;
+
+/* Parses the JSON text of config.json (`path` is used in messages only).
+ * Fails with HC_ERR_FORMAT on malformed JSON or fields of the wrong type, and
+ * HC_ERR_UNSUPPORTED when quant_method is not "humming". */
+hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
+                                   hc_humming_qconfig *out, hc_error *err);
+
+/* Reads a whole file into a NUL-terminated malloc'ed buffer (caller frees).
+ * *len_out (may be NULL) receives the length without the NUL. */
+hc_status hc_file_read_all(const char *path, char **out, size_t *len_out, hc_error *err);
+
+/* Parses an activation dtype name (float16, bfloat16, float8e4m3, float8e5m2,
+ * int8, int4; torch spellings accepted). */
+hc_status hc_activation_parse(const char *name, hc_format_id *out, hc_error *err);
+
+/* Parses an arch name: "sm75", "sm_90", "90", "sm90a" ... into 75..120. */
+hc_status hc_arch_parse(const char *name, int *sm_out, hc_error *err);
+
+#endif
