@@ -55,7 +55,7 @@ static int parse_float_name(const char *s, hc_format_id *out)
     int n, e, m;
     hc_format_id id;
     if (strncmp(s, "float", 5) != 0 || !(s = parse_small_uint(s + 5, &n))) return -1;
-    if (*s == '_') s++;
+    while (*s == '_') s++; /* Humming's regex: float(\d+)_*e(\d+)m(\d+) */
     if (*s++ != 'e' || !(s = parse_small_uint(s, &e))) return -1;
     if (*s++ != 'm' || !(s = parse_small_uint(s, &m))) return -1;
     if (find_float(n, e, m, &id) != 0) return -1;
@@ -129,7 +129,7 @@ double hc_format_decode(hc_format_id id, uint32_t code)
 
 /* ---- encoding ----------------------------------------------------------- */
 
-/* Round half to even of a non-negative double that has at most 53 bits. */
+/* Round half to even of a non-negative integer-range double (integers). */
 static double rne(double a)
 {
     double fl = floor(a), frac = a - fl;
@@ -172,19 +172,23 @@ static uint32_t nan_code(const hc_format_info *f)
     return 0; /* every code is finite: nothing better than zero */
 }
 
-/* Magnitude code of a finite a >= 0, rounded to nearest even on the format's
- * grid; may exceed the exponent field (the caller checks overflow). */
+/* Magnitude code of a finite a >= 0, rounded to nearest with ties to the even
+ * code; may exceed the exponent field (the caller checks overflow). Rounding
+ * on the code rather than on the significand makes "even" well defined for
+ * M = 0 formats too, where every significand is 1. */
 static uint64_t encode_magnitude(const hc_format_info *f, double a)
 {
     int M = f->man_bits, emin = 1 - f->bias, k;
     if (a == 0.0) return 0;
     frexp(a, &k); /* a = [0.5, 1) * 2^k, so its binade exponent is k - 1 */
     int e = k - 1 < emin ? emin : k - 1;
-    /* Integer count of ulps of binade e; a carry to 2^(M+1) moves it up one
-     * binade and the code arithmetic below absorbs that naturally. */
-    uint64_t r = (uint64_t)rne(ldexp(a, M - e));
-    if (r < (1ull << M)) return r; /* subnormal (only possible when e == emin) */
-    return ((uint64_t)(e - emin + 1) << M) + (r - (1ull << M));
+    double s = ldexp(a, M - e), t = floor(s); /* ulps of binade e, exact */
+    uint64_t c = (uint64_t)t;
+    if (c >= (1ull << M)) c = ((uint64_t)(e - emin + 1) << M) + (c - (1ull << M)); /* normal */
+    /* c + 1 is the next value up, one ulp of binade e away even when it
+     * starts the next binade, so the fraction decides between c and c + 1. */
+    if (s - t > 0.5 || (s - t == 0.5 && (c & 1))) c++;
+    return c;
 }
 
 static uint32_t encode_float(const hc_format_info *f, float x)
