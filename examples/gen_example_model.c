@@ -176,7 +176,7 @@ static hc_status write_model(const ex_list *l, const char *path, hc_error *err)
         st = hc_st_writer_add(w, l->t[i].name, l->t[i].dtype, l->t[i].ndim, l->t[i].shape, err);
     if (st == HC_OK) st = hc_st_writer_begin_data(w, err);
     for (int i = 0; st == HC_OK && i < l->n; i++)
-        st = hc_st_writer_write(w, l->t[i].data, l->t[i].nbytes, err);
+        st = hc_st_writer_write(w, (size_t)i, l->t[i].data, l->t[i].nbytes, err);
     if (st == HC_OK) return hc_st_writer_finish(w, err);
     hc_st_writer_abort(w);
     return st;

@@ -23,7 +23,7 @@ typedef struct {
 
 typedef struct {
     char *prefix;                              /* "model.layers.0.mlp.up_proj" */
-    const hc_st_tensor_info *pre[HC_ROLE_COUNT]; /* NULL when absent */
+    const hc_st_tensor *pre[HC_ROLE_COUNT]; /* NULL when absent */
     hc_layer_config cfg;
     hc_layer_meta meta;
     hc_out_desc out[HC_ROLE_COUNT];
@@ -32,7 +32,7 @@ typedef struct {
 /* One output entry: a transformed layer, or a tensor copied unchanged. */
 typedef struct {
     int layer;                        /* index into layers, or -1 */
-    const hc_st_tensor_info *copy;    /* when layer < 0 */
+    const hc_st_tensor *copy;    /* when layer < 0 */
     int shard;
     int64_t nbytes;
 } hc_conv_item;

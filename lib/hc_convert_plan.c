@@ -103,7 +103,7 @@ static hc_status plan_layer(const hc_convert_options *opts, const hc_conv_plan *
                             hc_conv_layer *L, hc_error *err)
 {
     const hc_humming_qconfig *q = &plan->qconfig;
-    const hc_st_tensor_info *w = L->pre[HC_ROLE_WEIGHT];
+    const hc_st_tensor *w = L->pre[HC_ROLE_WEIGHT];
     int b = hc_format_get(q->weight_format)->bits, is_moe = w->ndim == 3;
     int64_t cols = w->shape[w->ndim - 1];
     if (cols * 32 % b != 0)
@@ -124,16 +124,16 @@ static hc_status plan_layer(const hc_convert_options *opts, const hc_conv_plan *
 }
 
 /* A quantized layer is a 2-D or 3-D int32 tensor named "<prefix>.weight". */
-static int is_layer_weight(const hc_st_tensor_info *t)
+static int is_layer_weight(const hc_st_tensor *t)
 {
     size_t len = strlen(t->name);
     return t->dtype == HC_DT_I32 && (t->ndim == 2 || t->ndim == 3) && len > 7 &&
            strcmp(t->name + len - 7, ".weight") == 0;
 }
 
-/* Fills L's tensors by name and marks them used so they are not copied too. */
-static hc_status collect_layer(hc_st_model *model, const hc_st_tensor_info *w, hc_conv_layer *L,
-                               unsigned char *used, hc_error *err)
+/* Fills L's tensors by name. */
+static hc_status collect_layer(hc_st_model *model, const hc_st_tensor *w, hc_conv_layer *L,
+                               hc_error *err)
 {
     size_t plen = strlen(w->name) - 7;
     L->prefix = strndup(w->name, plen);
@@ -141,9 +141,7 @@ static hc_status collect_layer(hc_st_model *model, const hc_st_tensor_info *w, h
     for (int r = 0; r < HC_ROLE_COUNT; r++) {
         char name[4096];
         snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
-        int idx = hc_st_model_find(model, name);
-        L->pre[r] = idx >= 0 ? hc_st_model_tensor_at(model, idx) : NULL;
-        if (idx >= 0) used[idx] = 1;
+        L->pre[r] = hc_st_model_find(model, name);
     }
     return HC_OK;
 }
@@ -181,33 +179,55 @@ static void assign_shards(hc_conv_plan *plan, int64_t max_bytes)
     plan->n_shards = shard + 1;
 }
 
-/* Pass 1: layers in model order (their weight tensor's position). */
-static hc_status find_layers(hc_st_model *model, hc_conv_plan *plan, unsigned char *used,
-                             int *item_of, hc_error *err)
+static int cmp_ptr(const void *a, const void *b)
 {
-    int count = hc_st_model_count(model);
-    for (int i = 0; i < count; i++) {
-        const hc_st_tensor_info *t = hc_st_model_tensor_at(model, i);
+    uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Layers in model order (their weight tensor's position); *item_of[i] is the
+ * layer whose weight is tensor i, or -1. */
+static hc_status find_layers(hc_st_model *model, hc_conv_plan *plan, int *item_of, hc_error *err)
+{
+    size_t count = hc_st_model_count(model);
+    for (size_t i = 0; i < count; i++) {
+        const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
+        item_of[i] = -1;
         if (!is_layer_weight(t)) continue;
         hc_conv_layer *L = &plan->layers[plan->n_layers++];
-        HC_TRY(collect_layer(model, t, L, used, err));
+        HC_TRY(collect_layer(model, t, L, err));
         item_of[i] = plan->n_layers - 1;
     }
     return HC_OK;
 }
 
-static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const unsigned char *used,
-                             const int *item_of)
+/* Sorted list of the tensors that belong to layers, so they are not copied too. */
+static const void **consumed_tensors(const hc_conv_plan *plan, size_t *n_out)
 {
-    int count = hc_st_model_count(model);
-    for (int i = 0; i < count; i++) {
-        const hc_st_tensor_info *t = hc_st_model_tensor_at(model, i);
+    const void **list = malloc(((size_t)plan->n_layers * HC_ROLE_COUNT + 1) * sizeof *list);
+    size_t n = 0;
+    for (int i = 0; list && i < plan->n_layers; i++)
+        for (int r = 0; r < HC_ROLE_COUNT; r++)
+            if (plan->layers[i].pre[r]) list[n++] = plan->layers[i].pre[r];
+    if (list) qsort(list, n, sizeof *list, cmp_ptr);
+    *n_out = n;
+    return list;
+}
+
+static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const int *item_of,
+                             hc_error *err)
+{
+    size_t count = hc_st_model_count(model), n_used = 0;
+    const void **used = consumed_tensors(plan, &n_used);
+    HC_CHECK_ALLOC(err, used, "layer tensor list");
+    for (size_t i = 0; i < count; i++) {
+        const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
         hc_conv_item *it = &plan->items[plan->n_items];
         if (item_of[i] >= 0) {
             const hc_conv_layer *L = &plan->layers[item_of[i]];
             *it = (hc_conv_item){.layer = item_of[i], .nbytes = layer_out_bytes(L)};
             plan->bytes_in += layer_in_bytes(L);
-        } else if (!used[i]) {
+        } else if (bsearch(&t, used, n_used, sizeof *used, cmp_ptr) == NULL) {
             *it = (hc_conv_item){.layer = -1, .copy = t, .nbytes = (int64_t)t->nbytes};
             plan->bytes_in += (int64_t)t->nbytes;
         } else {
@@ -216,31 +236,29 @@ static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const unsig
         plan->bytes_out += it->nbytes;
         plan->n_items++;
     }
+    free(used);
     return HC_OK;
 }
 
 hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
                              hc_conv_plan *plan, hc_error *err)
 {
-    int count = hc_st_model_count(model);
-    plan->layers = calloc((size_t)count + 1, sizeof *plan->layers);
-    plan->items = calloc((size_t)count + 1, sizeof *plan->items);
-    unsigned char *used = calloc((size_t)count + 1, 1);
-    int *item_of = malloc(((size_t)count + 1) * sizeof *item_of);
+    size_t count = hc_st_model_count(model);
+    plan->layers = calloc(count + 1, sizeof *plan->layers);
+    plan->items = calloc(count + 1, sizeof *plan->items);
+    int *item_of = malloc((count + 1) * sizeof *item_of);
     hc_status st = HC_OK;
-    if (!plan->layers || !plan->items || !used || !item_of)
-        st = hc_error_set(err, HC_ERR_NOMEM, "out of memory planning %d tensors", count);
-    for (int i = 0; st == HC_OK && i < count; i++) item_of[i] = -1;
-    if (st == HC_OK) st = find_layers(model, plan, used, item_of, err);
+    if (!plan->layers || !plan->items || !item_of)
+        st = hc_error_set(err, HC_ERR_NOMEM, "out of memory planning %zu tensors", count);
+    if (st == HC_OK) st = find_layers(model, plan, item_of, err);
     for (int i = 0; st == HC_OK && i < plan->n_layers; i++)
         st = plan_layer(opts, plan, &plan->layers[i], err);
     if (st == HC_OK && plan->n_layers == 0)
         st = hc_error_set(err, HC_ERR_FORMAT, "%s: no quantized layer found (no int32 tensor named "
                           "*.weight)", opts->in_dir);
-    if (st == HC_OK) st = build_items(model, plan, used, item_of);
+    if (st == HC_OK) st = build_items(model, plan, item_of, err);
     if (st == HC_OK)
         assign_shards(plan, opts->max_shard_bytes > 0 ? opts->max_shard_bytes : (int64_t)4 << 30);
-    free(used);
     free(item_of);
     return st;
 }

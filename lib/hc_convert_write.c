@@ -15,7 +15,7 @@ void hc_conv_shard_name(int i, int n, char *buf, size_t len)
 }
 
 /* Copies a (possibly unaligned, mapped) input tensor into an owned aligned one. */
-static hc_status load_owned(const hc_st_tensor_info *t, hc_tensor *out, hc_error *err)
+static hc_status load_owned(const hc_st_tensor *t, hc_tensor *out, hc_error *err)
 {
     HC_TRY(hc_tensor_alloc(out, t->dtype, t->ndim, t->shape, err));
     memcpy(out->data, t->data, t->nbytes);
@@ -47,8 +47,10 @@ static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t,
     return HC_OK;
 }
 
-/* Transforms one layer and streams its tensors into w. */
-static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *err)
+/* Transforms one layer and streams its tensors into w; *index counts the
+ * tensors written so far in declaration order. */
+static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, size_t *index,
+                             hc_error *err)
 {
     hc_layer_tensors pre, post;
     memset(&pre, 0, sizeof pre);
@@ -65,7 +67,8 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
-        if (post_t[r]->data) st = hc_st_writer_write(w, post_t[r]->data, post_t[r]->nbytes, err);
+        if (post_t[r]->data)
+            st = hc_st_writer_write(w, (*index)++, post_t[r]->data, post_t[r]->nbytes, err);
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&post);
     return st;
@@ -74,13 +77,14 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *
 static hc_status write_shard_items(hc_st_writer *w, const hc_conv_plan *plan, int shard,
                                    hc_error *err)
 {
+    size_t index = 0;
     for (int i = 0; i < plan->n_items; i++) {
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard) continue;
         if (it->layer >= 0) {
-            HC_TRY(write_layer(w, &plan->layers[it->layer], err));
+            HC_TRY(write_layer(w, &plan->layers[it->layer], &index, err));
         } else {
-            HC_TRY(hc_st_writer_write(w, it->copy->data, it->copy->nbytes, err));
+            HC_TRY(hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err));
         }
     }
     return HC_OK;
@@ -96,7 +100,7 @@ static hc_status declare_shard(hc_st_writer *w, const hc_conv_plan *plan, int sh
         if (it->layer >= 0) {
             HC_TRY(declare_layer(w, &plan->layers[it->layer], err));
         } else {
-            const hc_st_tensor_info *t = it->copy;
+            const hc_st_tensor *t = it->copy;
             HC_TRY(hc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, err));
         }
     }

@@ -1,0 +1,197 @@
+/* test_cli_golden - the shared golden vectors, end to end through the CLI.
+ *
+ * For each file in $HC_SHARED_DIR/golden: build a Humming-format checkpoint
+ * from its pre.* tensors and weight config, run humming-convert for sm90 with
+ * the file's activation dtype, and compare every output tensor with post.*
+ * bit for bit; also check the recorded kernel decisions against layer_meta. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_fs.h"
+#include "hc_model_config.h"
+#include "hc_safetensors.h"
+
+static const char *const roles[] = {"weight", "weight_scale", "zero_point", "global_scale", "bias"};
+
+static const char *golden_dir(char *buf, size_t len)
+{
+    const char *shared = getenv("HC_SHARED_DIR");
+    snprintf(buf, len, "%s/golden", shared ? shared : "../shared");
+    return buf;
+}
+
+static char *make_temp_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/hc-golden-XXXXXX", base ? base : "/tmp");
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+/* config.json of the input: torch_dtype + the golden weight config. */
+static void write_input_config(const char *dir, const cJSON *meta)
+{
+    const cJSON *wc = cJSON_GetObjectItem(meta, "weight_config");
+    const cJSON *td = cJSON_GetObjectItem(meta, "torch_dtype");
+    assert_true(cJSON_IsObject(wc) && cJSON_IsString(td));
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "torch_dtype", td->valuestring);
+    cJSON_AddItemToObject(root, "quantization_config", cJSON_Duplicate(wc, 1));
+    char *text = cJSON_Print(root), path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    assert_int_equal(hc_fs_write_file(path, text, strlen(text), NULL), HC_OK);
+    free(text);
+    cJSON_Delete(root);
+}
+
+/* model.safetensors with "layer.<role>" = pre.<role> for every role present. */
+static void write_input_tensors(const char *dir, const hc_st_file *g)
+{
+    hc_tensor tensors[5];
+    char names[5][64];
+    const char *name_ptrs[5];
+    size_t n = 0;
+    for (int r = 0; r < 5; r++) {
+        char pre[64];
+        snprintf(pre, sizeof pre, "pre.%s", roles[r]);
+        const hc_st_tensor *t = hc_st_find(g, pre);
+        if (t == NULL) continue;
+        hc_st_tensor_view(t, &tensors[n]);
+        snprintf(names[n], sizeof names[n], "layer.%s", roles[r]);
+        name_ptrs[n] = names[n];
+        n++;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    hc_error err;
+    hc_status st = hc_st_write_file(path, tensors, name_ptrs, n, NULL, &err);
+    if (st != HC_OK) fail_msg("%s", err.msg);
+}
+
+static int run_cli(const char *in, const char *out, const char *act)
+{
+    const char *cli = getenv("HC_CLI");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --activation %s --humming-compat -q",
+             cli ? cli : "build/humming-convert", in, out, act);
+    return system(cmd);
+}
+
+static void compare_outputs(const char *file, const hc_st_file *g, const char *out_dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+    hc_st_file *o = NULL;
+    hc_error err;
+    if (hc_st_open(path, &o, &err) != HC_OK) fail_msg("%s", err.msg);
+    int compared = 0;
+    for (int r = 0; r < 5; r++) {
+        char post[64], name[64];
+        snprintf(post, sizeof post, "post.%s", roles[r]);
+        snprintf(name, sizeof name, "layer.%s", roles[r]);
+        const hc_st_tensor *want = hc_st_find(g, post), *got = hc_st_find(o, name);
+        if (want == NULL && got == NULL) continue;
+        if (want == NULL || got == NULL)
+            fail_msg("%s: %s present in %s only", file, roles[r], want ? "golden" : "output");
+        assert_int_equal(got->dtype, want->dtype);
+        assert_int_equal(got->ndim, want->ndim);
+        assert_memory_equal(got->shape, want->shape, (size_t)want->ndim * sizeof want->shape[0]);
+        assert_int_equal(got->nbytes, want->nbytes);
+        if (memcmp(got->data, want->data, want->nbytes) != 0)
+            fail_msg("%s: %s differs from post.%s", file, name, roles[r]);
+        compared++;
+    }
+    assert_true(compared >= 2);
+    hc_st_close(o);
+}
+
+/* The decisions we record must be the ones Humming made (its layer_meta). */
+static void compare_decisions(const char *file, const cJSON *meta, const char *out_dir)
+{
+    cJSON *lm = cJSON_Parse(cJSON_GetObjectItem(meta, "layer_meta")->valuestring);
+    char path[4096], *text = NULL;
+    snprintf(path, sizeof path, "%s/config.json", out_dir);
+    assert_int_equal(hc_file_read_all(path, &text, NULL, NULL), HC_OK);
+    cJSON *cfg = cJSON_Parse(text);
+    const cJSON *rec = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cfg, "quantization_config"), "layers"), "layer");
+    assert_non_null(rec);
+    const char *mma = cJSON_GetObjectItem(lm, "mma_type")->valuestring;
+    if (strcmp(mma, cJSON_GetObjectItem(rec, "mma_type")->valuestring) != 0)
+        fail_msg("%s: mma_type %s, Humming %s", file,
+                 cJSON_GetObjectItem(rec, "mma_type")->valuestring, mma);
+    assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(rec, "use_fused_e8m0_scale")),
+                     cJSON_IsTrue(cJSON_GetObjectItem(lm, "use_fused_e8m0_scale")));
+    assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(rec, "use_int_weight_scale")),
+                     cJSON_IsTrue(cJSON_GetObjectItem(lm, "use_int_weight_scale")));
+    assert_string_equal(cJSON_GetObjectItem(rec, "scale_type")->valuestring,
+                        cJSON_GetObjectItem(lm, "weight_scale_type")->valuestring);
+    cJSON_Delete(cfg);
+    cJSON_Delete(lm);
+    free(text);
+}
+
+static void check_golden_file(const char *dir, const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    hc_st_file *g = NULL;
+    hc_error err;
+    if (hc_st_open(path, &g, &err) != HC_OK) fail_msg("%s", err.msg);
+    cJSON *meta = cJSON_Parse(hc_st_metadata_get(g, "meta"));
+    assert_non_null(meta);
+    char *tmp = make_temp_dir(), in[4200], out[4200];
+    snprintf(in, sizeof in, "%s/in", tmp);
+    snprintf(out, sizeof out, "%s/out", tmp);
+    assert_int_equal(mkdir(in, 0755), 0);
+    write_input_config(in, meta);
+    write_input_tensors(in, g);
+    const char *act = cJSON_GetObjectItem(meta, "a_dtype")->valuestring;
+    if (run_cli(in, out, act) != 0) fail_msg("%s: humming-convert failed", file);
+    compare_outputs(file, g, out);
+    compare_decisions(file, meta, out);
+    printf("    %s: bit-exact\n", file);
+    hc_fs_remove_tree(tmp, NULL);
+    free(tmp);
+    cJSON_Delete(meta);
+    hc_st_close(g);
+}
+
+static void test_golden_through_cli(void **state)
+{
+    (void)state;
+    char dir[4096];
+    DIR *d = opendir(golden_dir(dir, sizeof dir));
+    if (d == NULL) {
+        printf("NOTICE: %s not found: golden CLI test skipped\n", dir);
+        skip();
+    }
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 12 || strcmp(e->d_name + len - 12, ".safetensors") != 0) continue;
+        check_golden_file(dir, e->d_name);
+        files++;
+    }
+    closedir(d);
+    assert_int_equal(files, 8);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_golden_through_cli)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
