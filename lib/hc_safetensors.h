@@ -122,9 +122,10 @@ hc_status hc_st_writer_open(const char *path, hc_st_writer **out, hc_error *err)
  * contiguously in declaration order; the data section starts 8-byte
  * aligned, so a tensor is aligned to its element size when every tensor
  * declared before it has a size that is a multiple of that (declare wider
- * dtypes first to get this). Rejects duplicate names, "__metadata__",
- * non-UTF-8 names, ndim outside 0..HC_MAX_DIMS and sizes that overflow or
- * are not a whole number of bytes (HC_ERR_ARG). */
+ * dtypes first to get this). Rejects "__metadata__", non-UTF-8 names,
+ * ndim outside 0..HC_MAX_DIMS, dims above 2^53 and sizes that overflow or
+ * are not a whole number of bytes (HC_ERR_ARG); a name declared twice is
+ * rejected by begin_data. */
 hc_status hc_st_writer_add(hc_st_writer *w, const char *name, hc_dtype dtype, int ndim,
                            const int64_t *shape, hc_error *err);
 /* Sets (or replaces) a "__metadata__" string entry (before begin_data).
@@ -132,7 +133,8 @@ hc_status hc_st_writer_add(hc_st_writer *w, const char *name, hc_dtype dtype, in
 hc_status hc_st_writer_set_metadata(hc_st_writer *w, const char *key, const char *value,
                                     hc_error *err);
 /* Writes the 8-byte length and the JSON header, padded with spaces so that
- * the data section starts at a multiple of 8. */
+ * the data section starts at a multiple of 8. HC_ERR_ARG for duplicate
+ * names or a header over HC_ST_MAX_HEADER. */
 hc_status hc_st_writer_begin_data(hc_st_writer *w, hc_error *err);
 /* Appends len bytes of tensor `index` (declaration order, 0-based). Each
  * tensor may arrive in several chunks; tensors must be completed in
@@ -142,7 +144,8 @@ hc_status hc_st_writer_write(hc_st_writer *w, size_t index, const void *data, si
                              hc_error *err);
 /* Checks that every byte was written, fsyncs the file, renames it to the
  * final path and fsyncs the directory. Always frees w; on failure the
- * temporary file is removed and nothing is left at the final path by us. */
+ * temporary file is removed and nothing is left at the final path by us.
+ * Calls begin_data first if it was not called (files of empty tensors). */
 hc_status hc_st_writer_finish(hc_st_writer *w, hc_error *err);
 /* Removes the temporary file and frees w. NULL is allowed. */
 void hc_st_writer_abort(hc_st_writer *w);

@@ -101,7 +101,6 @@ static hc_status parse_header(hc_st_file *f, hc_error *err)
         HC_FAIL(err, HC_ERR_FORMAT, "header is not valid UTF-8 (header byte %zu)", bad);
     if (n == 0 || h[0] != '{')
         HC_FAIL(err, HC_ERR_FORMAT, "header is not a JSON object (does not begin with '{')");
-    HC_TRY(check_json_chars(h, n, err));
     const char *end = NULL;
     f->root = cJSON_ParseWithLengthOpts((const char *)h, n, &end, 0);
     if (f->root == NULL) {
@@ -112,7 +111,7 @@ static hc_status parse_header(hc_st_file *f, hc_error *err)
     for (size_t i = (size_t)((const unsigned char *)end - h); i < n; i++)
         if (!is_json_space(h[i]))
             HC_FAIL(err, HC_ERR_FORMAT, "trailing bytes after the header JSON (header byte %zu)", i);
-    return HC_OK;
+    return check_json_chars(h, (size_t)((const unsigned char *)end - h), err);
 }
 
 static int cmp_str_ptr(const void *a, const void *b)
@@ -232,11 +231,13 @@ static hc_status check_extent(const hc_st_file *f, hc_st_tensor *t, const uint64
                               hc_error *err)
 {
     uint64_t need = 0;
+    char sh[256];
     HC_TRY(byte_size(t, &need, err));
+    hc_shape_format(t->ndim, t->shape, sh, sizeof sh);
     if (off[1] - off[0] != need)
-        HC_FAIL(err, HC_ERR_FORMAT, "data_offsets [%llu, %llu] hold %llu bytes but %s of %d "
-                "dimensions needs %llu", (ull)off[0], (ull)off[1], (ull)(off[1] - off[0]),
-                hc_dtype_name(t->dtype), t->ndim, (ull)need);
+        HC_FAIL(err, HC_ERR_FORMAT, "data_offsets [%llu, %llu] hold %llu bytes but %s %s needs "
+                "%llu", (ull)off[0], (ull)off[1], (ull)(off[1] - off[0]),
+                hc_dtype_name(t->dtype), sh, (ull)need);
     if (off[1] > data_len(f))
         HC_FAIL(err, HC_ERR_FORMAT, "data_offsets [%llu, %llu] run past the end of the data "
                 "section (%llu bytes)", (ull)off[0], (ull)off[1], (ull)data_len(f));
