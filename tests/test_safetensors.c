@@ -82,17 +82,14 @@ static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
 
 /* ---- round trips ---------------------------------------------------------- */
 
-/* One tensor per dtype (sub-byte ones with whole-byte sizes), a scalar, an
- * empty tensor and metadata; reopened and compared byte for byte. */
-static void test_roundtrip_all_dtypes(void **state)
+enum { N_ALL = HC_DT_COUNT + 2 };
+
+/* One tensor per dtype (sub-byte ones with whole-byte sizes), then a 0-d
+ * scalar and an empty tensor, filled with a pattern. */
+static void make_all_tensors(hc_tensor *t, char (*names)[32], const char **name_ptrs)
 {
-    fixture *fx = *state;
-    enum { N = HC_DT_COUNT + 2 };
-    hc_tensor t[N];
-    char names[N][32];
-    const char *name_ptrs[N];
     hc_error err = {0};
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < N_ALL; i++) {
         int64_t shape[2] = {2, 4};
         hc_dtype dt = i < HC_DT_COUNT ? (hc_dtype)i : HC_DT_F32;
         int ndim = i == HC_DT_COUNT ? 0 : 2;                    /* scalar */
@@ -100,45 +97,60 @@ static void test_roundtrip_all_dtypes(void **state)
         if (dt == HC_DT_F6_E2M3 || dt == HC_DT_F6_E3M2) shape[1] = 8;
         assert_int_equal(hc_tensor_alloc(&t[i], dt, ndim, shape, &err), HC_OK);
         fill_pattern(t[i].data, t[i].nbytes, (unsigned)i);
-        snprintf(names[i], sizeof names[i], "t%02d.%s", i, hc_dtype_name(dt));
+        snprintf(names[i], 32, "t%02d.%s", i, hc_dtype_name(dt));
         name_ptrs[i] = names[i];
     }
+}
+
+static void check_same_tensor(const hc_st_file *f, const char *name, const hc_tensor *t)
+{
+    const hc_st_tensor *d = hc_st_find(f, name);
+    assert_non_null(d);
+    assert_string_equal(d->name, name);
+    assert_int_equal(d->dtype, t->dtype);
+    assert_int_equal(d->ndim, t->ndim);
+    assert_memory_equal(d->shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+    assert_int_equal(d->nbytes, t->nbytes);
+    if (d->nbytes) assert_memory_equal(d->data, t->data, d->nbytes);
+    hc_tensor v;
+    hc_st_tensor_view(d, &v);
+    assert_int_equal(v.owned, 0);
+    assert_int_equal(v.nbytes, d->nbytes);
+    assert_ptr_equal(v.data, d->data);
+    hc_tensor_free(&v);
+}
+
+static void test_roundtrip_all_dtypes(void **state)
+{
+    fixture *fx = *state;
+    hc_tensor t[N_ALL];
+    char names[N_ALL][32];
+    const char *name_ptrs[N_ALL];
+    hc_error err = {0};
+    make_all_tensors(t, names, name_ptrs);
     const char *meta[] = {"format", "pt", "note", "quote \" and \\ and \n", NULL};
     char *path = hc_test_path_join(fx->dir, "all.safetensors");
-    assert_int_equal(hc_st_write_file(path, t, name_ptrs, N, meta, &err), HC_OK);
-    size_t before_len = 0;
+    assert_int_equal(hc_st_write_file(path, t, name_ptrs, N_ALL, meta, &err), HC_OK);
+    size_t before_len = 0, after_len = 0;
     unsigned char *before = hc_test_read_file(path, &before_len);
     assert_non_null(before);
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | before[i];
     assert_int_equal((8 + hlen) % 8, 0);
-
     hc_st_file *f = NULL;
     assert_int_equal(hc_st_open(path, &f, &err), HC_OK);
-    assert_int_equal(hc_st_count(f), N);
+    assert_int_equal(hc_st_count(f), N_ALL);
     assert_string_equal(hc_st_metadata_get(f, "format"), "pt");
     assert_string_equal(hc_st_metadata_get(f, "note"), "quote \" and \\ and \n");
     assert_null(hc_st_metadata_get(f, "absent"));
-    for (int i = 0; i < N; i++) {
-        const hc_st_tensor *d = hc_st_tensor_at(f, (size_t)i); /* declaration = file order */
-        assert_string_equal(d->name, names[i]);
-        assert_ptr_equal(hc_st_find(f, names[i]), d);
-        assert_int_equal(d->dtype, t[i].dtype);
-        assert_int_equal(d->ndim, t[i].ndim);
-        assert_memory_equal(d->shape, t[i].shape, (size_t)t[i].ndim * sizeof(int64_t));
-        assert_int_equal(d->nbytes, t[i].nbytes);
-        if (d->nbytes) assert_memory_equal(d->data, t[i].data, d->nbytes);
-        hc_tensor v;
-        hc_st_tensor_view(d, &v);
-        assert_int_equal(v.owned, 0);
-        assert_int_equal(v.nbytes, d->nbytes);
-        hc_tensor_free(&v);
+    for (int i = 0; i < N_ALL; i++) {
+        assert_string_equal(hc_st_tensor_at(f, (size_t)i)->name, names[i]); /* file order */
+        check_same_tensor(f, names[i], &t[i]);
         hc_tensor_free(&t[i]);
     }
-    assert_null(hc_st_tensor_at(f, N));
+    assert_null(hc_st_tensor_at(f, N_ALL));
     assert_null(hc_st_find(f, "nope"));
     hc_st_close(f);
-    size_t after_len = 0;
     unsigned char *after = hc_test_read_file(path, &after_len);
     assert_non_null(after);
     assert_int_equal(after_len, before_len); /* the reader never writes */
