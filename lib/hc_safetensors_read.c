@@ -1,0 +1,434 @@
+/* hc_safetensors_read.c - strict reader for one safetensors file (see
+ * hc_safetensors.h; the checks are listed in docs/safetensors.md). */
+#include "hc_safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hc_utf8.h"
+
+#define META_KEY "__metadata__"
+#define MAX_EXACT_INT 9007199254740992.0 /* 2^53: larger JSON numbers lose digits */
+
+struct hc_st_file {
+    char *path;
+    const unsigned char *map; /* whole file, PROT_READ */
+    size_t size;
+    uint64_t hlen;            /* N: header bytes after the 8-byte prefix */
+    cJSON *root;              /* parsed header; names and metadata point into it */
+    const cJSON *meta;        /* "__metadata__" object or NULL */
+    size_t nmeta;
+    hc_st_tensor *tensors;    /* file order */
+    size_t count;
+    const hc_st_tensor **by_name; /* sorted by name for lookup */
+};
+
+typedef unsigned long long ull;
+
+static uint64_t data_len(const hc_st_file *f) { return f->size - 8 - f->hlen; }
+
+static hc_status map_file(hc_st_file *f, hc_error *err)
+{
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) HC_FAIL(err, HC_ERR_IO, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        HC_FAIL(err, HC_ERR_IO, "not a readable regular file");
+    }
+    if (st.st_size < 8) {
+        close(fd);
+        HC_FAIL(err, HC_ERR_FORMAT, "file is %lld bytes, shorter than the 8-byte header length",
+                (long long)st.st_size);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "cannot map file: %s", strerror(e));
+    f->map = p;
+    f->size = (size_t)st.st_size;
+    return HC_OK;
+}
+
+static hc_status check_prefix(hc_st_file *f, hc_error *err)
+{
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | f->map[i];
+    if (n > HC_ST_MAX_HEADER)
+        HC_FAIL(err, HC_ERR_FORMAT, "header length %llu exceeds the maximum of %llu bytes",
+                (ull)n, (ull)HC_ST_MAX_HEADER);
+    if (n > f->size - 8)
+        HC_FAIL(err, HC_ERR_FORMAT, "header length %llu runs past the end of the file (%zu bytes)",
+                (ull)n, f->size);
+    f->hlen = n;
+    return HC_OK;
+}
+
+static int is_json_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* cJSON treats every byte <= 0x20 as whitespace and allows raw control
+ * characters in strings; JSON (and the reference reader) does not. */
+static hc_status check_json_chars(const unsigned char *s, size_t len, hc_error *err)
+{
+    int in_str = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = s[i];
+        if (in_str && c == '\\') {
+            i++;
+        } else if (in_str && c == '"') {
+            in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c < 0x20 && (in_str || !is_json_space(c))) {
+            HC_FAIL(err, HC_ERR_FORMAT, "header is not valid JSON: control character 0x%02x at "
+                    "header byte %zu", c, i);
+        }
+    }
+    return HC_OK;
+}
+
+static hc_status parse_header(hc_st_file *f, hc_error *err)
+{
+    const unsigned char *h = f->map + 8;
+    size_t n = (size_t)f->hlen, bad = 0;
+    if (!hc_utf8_valid(h, n, &bad))
+        HC_FAIL(err, HC_ERR_FORMAT, "header is not valid UTF-8 (header byte %zu)", bad);
+    if (n == 0 || h[0] != '{')
+        HC_FAIL(err, HC_ERR_FORMAT, "header is not a JSON object (does not begin with '{')");
+    const char *end = NULL;
+    f->root = cJSON_ParseWithLengthOpts((const char *)h, n, &end, 0);
+    if (f->root == NULL) {
+        size_t at = end ? (size_t)((const unsigned char *)end - h) : 0;
+        HC_FAIL(err, HC_ERR_FORMAT, "header is not valid JSON (near header byte %zu)", at);
+    }
+    if (!cJSON_IsObject(f->root)) HC_FAIL(err, HC_ERR_FORMAT, "header is not a JSON object");
+    for (size_t i = (size_t)((const unsigned char *)end - h); i < n; i++)
+        if (!is_json_space(h[i]))
+            HC_FAIL(err, HC_ERR_FORMAT, "trailing bytes after the header JSON (header byte %zu)", i);
+    return check_json_chars(h, (size_t)((const unsigned char *)end - h), err);
+}
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts names in place; returns the first name that occurs twice, or NULL. */
+static const char *first_duplicate(const char **names, size_t n)
+{
+    qsort(names, n, sizeof *names, cmp_str_ptr);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) return names[i];
+    return NULL;
+}
+
+static hc_status check_metadata(hc_st_file *f, const cJSON *m, hc_error *err)
+{
+    if (!cJSON_IsObject(m)) HC_FAIL(err, HC_ERR_FORMAT, "\"__metadata__\" is not an object");
+    const char *note = cJSON_GetObjectItemCaseSensitive(m, "data_offsets")
+                           ? " (\"__metadata__\" is reserved and cannot name a tensor)" : "";
+    size_t n = (size_t)cJSON_GetArraySize(m), i = 0;
+    for (const cJSON *c = m->child; c; c = c->next)
+        if (!cJSON_IsString(c))
+            HC_FAIL(err, HC_ERR_FORMAT, "\"__metadata__\" value of \"%s\" is not a string%s",
+                    c->string, note);
+    const char **keys = calloc(n ? n : 1, sizeof *keys);
+    HC_CHECK_ALLOC(err, keys, "metadata keys");
+    for (const cJSON *c = m->child; c; c = c->next) keys[i++] = c->string;
+    const char *dup = first_duplicate(keys, n);
+    hc_status st = dup ? hc_error_set(err, HC_ERR_FORMAT, "duplicate \"__metadata__\" key \"%s\"", dup)
+                       : HC_OK;
+    free(keys);
+    f->meta = m;
+    f->nmeta = n;
+    return st;
+}
+
+/* NULL if c is an integer in 0..2^53, else why not. */
+static const char *json_uint(const cJSON *c, uint64_t *out)
+{
+    if (!cJSON_IsNumber(c)) return "is not a number";
+    double d = c->valuedouble;
+    if (d < 0) return "is negative";
+    if (d > MAX_EXACT_INT) return "is too large";
+    uint64_t v = (uint64_t)d;
+    if ((double)v != d) return "is not an integer";
+    *out = v;
+    return NULL;
+}
+
+/* Exactly one member called key. */
+static hc_status get_field(const cJSON *obj, const char *key, const cJSON **out, hc_error *err)
+{
+    int n = 0;
+    for (const cJSON *c = obj->child; c; c = c->next)
+        if (strcmp(c->string, key) == 0 && n++ == 0) *out = c;
+    if (n == 0) HC_FAIL(err, HC_ERR_FORMAT, "missing \"%s\"", key);
+    if (n > 1) HC_FAIL(err, HC_ERR_FORMAT, "duplicate key \"%s\"", key);
+    return HC_OK;
+}
+
+static hc_status parse_shape(const cJSON *s, hc_st_tensor *t, hc_error *err)
+{
+    if (!cJSON_IsArray(s)) HC_FAIL(err, HC_ERR_FORMAT, "\"shape\" is not an array");
+    int n = cJSON_GetArraySize(s), i = 0;
+    if (n > HC_MAX_DIMS)
+        HC_FAIL(err, HC_ERR_FORMAT, "shape has %d dimensions; at most %d are supported", n,
+                HC_MAX_DIMS);
+    for (const cJSON *c = s->child; c; c = c->next, i++) {
+        uint64_t v = 0;
+        const char *why = json_uint(c, &v);
+        if (why) HC_FAIL(err, HC_ERR_FORMAT, "shape[%d] %s", i, why);
+        t->shape[i] = (int64_t)v;
+    }
+    t->ndim = n;
+    return HC_OK;
+}
+
+static hc_status parse_offsets(const cJSON *o, uint64_t off[2], hc_error *err)
+{
+    if (!cJSON_IsArray(o) || cJSON_GetArraySize(o) != 2)
+        HC_FAIL(err, HC_ERR_FORMAT, "\"data_offsets\" is not an array of two integers");
+    const cJSON *c = o->child;
+    for (int i = 0; i < 2; i++, c = c->next) {
+        const char *why = json_uint(c, &off[i]);
+        if (why) HC_FAIL(err, HC_ERR_FORMAT, "data_offsets[%d] %s", i, why);
+    }
+    if (off[1] < off[0])
+        HC_FAIL(err, HC_ERR_FORMAT, "data_offsets end %llu is before begin %llu", (ull)off[1],
+                (ull)off[0]);
+    return HC_OK;
+}
+
+/* Bytes of dtype x shape with checked multiplication. */
+static hc_status byte_size(const hc_st_tensor *t, uint64_t *out, hc_error *err)
+{
+    char sh[256];
+    hc_shape_format(t->ndim, t->shape, sh, sizeof sh);
+    uint64_t n = 1, bits = (uint64_t)hc_dtype_bits(t->dtype);
+    for (int i = 0; i < t->ndim; i++) {
+        uint64_t d = (uint64_t)t->shape[i];
+        if (d != 0 && n > UINT64_MAX / d)
+            HC_FAIL(err, HC_ERR_FORMAT, "element count of shape %s overflows", sh);
+        n *= d;
+    }
+    if (n > UINT64_MAX / bits)
+        HC_FAIL(err, HC_ERR_FORMAT, "byte size of %s %s overflows", hc_dtype_name(t->dtype), sh);
+    if ((n * bits) % 8 != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s %s is %llu bits, not a whole number of bytes",
+                hc_dtype_name(t->dtype), sh, (ull)(n * bits));
+    *out = n * bits / 8;
+    return HC_OK;
+}
+
+static hc_status check_extent(const hc_st_file *f, hc_st_tensor *t, const uint64_t off[2],
+                              hc_error *err)
+{
+    uint64_t need = 0;
+    char sh[256];
+    HC_TRY(byte_size(t, &need, err));
+    hc_shape_format(t->ndim, t->shape, sh, sizeof sh);
+    if (off[1] - off[0] != need)
+        HC_FAIL(err, HC_ERR_FORMAT, "data_offsets [%llu, %llu] hold %llu bytes but %s %s needs "
+                "%llu", (ull)off[0], (ull)off[1], (ull)(off[1] - off[0]),
+                hc_dtype_name(t->dtype), sh, (ull)need);
+    if (off[1] > data_len(f))
+        HC_FAIL(err, HC_ERR_FORMAT, "data_offsets [%llu, %llu] run past the end of the data "
+                "section (%llu bytes)", (ull)off[0], (ull)off[1], (ull)data_len(f));
+    t->offset = off[0];
+    t->nbytes = (size_t)need;
+    t->data = f->map + 8 + f->hlen + off[0];
+    return HC_OK;
+}
+
+static hc_status parse_entry(const hc_st_file *f, const cJSON *e, hc_st_tensor *t, hc_error *err)
+{
+    const cJSON *dt = NULL, *shape = NULL, *offs = NULL;
+    uint64_t off[2];
+    t->name = e->string;
+    t->file = f->path;
+    if (!cJSON_IsObject(e)) HC_FAIL(err, HC_ERR_FORMAT, "entry is not an object");
+    HC_TRY(get_field(e, "dtype", &dt, err));
+    if (!cJSON_IsString(dt)) HC_FAIL(err, HC_ERR_FORMAT, "\"dtype\" is not a string");
+    if (hc_dtype_parse(dt->valuestring, &t->dtype) != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "unknown dtype \"%s\"", dt->valuestring);
+    HC_TRY(get_field(e, "shape", &shape, err));
+    HC_TRY(parse_shape(shape, t, err));
+    HC_TRY(get_field(e, "data_offsets", &offs, err));
+    HC_TRY(parse_offsets(offs, off, err));
+    return check_extent(f, t, off, err);
+}
+
+static hc_status collect(hc_st_file *f, hc_error *err)
+{
+    size_t n = 0;
+    for (const cJSON *c = f->root->child; c; c = c->next) {
+        if (strcmp(c->string, META_KEY) != 0) {
+            n++;
+        } else {
+            if (f->meta) HC_FAIL(err, HC_ERR_FORMAT, "duplicate \"__metadata__\" entry");
+            HC_TRY(check_metadata(f, c, err));
+        }
+    }
+    f->tensors = calloc(n ? n : 1, sizeof *f->tensors);
+    HC_CHECK_ALLOC(err, f->tensors, "tensor table");
+    for (const cJSON *c = f->root->child; c; c = c->next) {
+        if (strcmp(c->string, META_KEY) == 0) continue;
+        if (parse_entry(f, c, &f->tensors[f->count], err) != HC_OK)
+            return hc_error_prefix(err, "tensor '%s': ", c->string);
+        f->count++;
+    }
+    return HC_OK;
+}
+
+static int cmp_offset(const void *a, const void *b)
+{
+    const hc_st_tensor *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    if (x->nbytes != y->nbytes) return x->nbytes < y->nbytes ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_tensor_name(const void *a, const void *b)
+{
+    const hc_st_tensor *x = *(const hc_st_tensor *const *)a, *y = *(const hc_st_tensor *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+/* Sorts tensors into file order and builds the name index; rejects duplicates. */
+static hc_status index_names(hc_st_file *f, hc_error *err)
+{
+    qsort(f->tensors, f->count, sizeof *f->tensors, cmp_offset);
+    f->by_name = calloc(f->count ? f->count : 1, sizeof *f->by_name);
+    HC_CHECK_ALLOC(err, f->by_name, "tensor name index");
+    for (size_t i = 0; i < f->count; i++) f->by_name[i] = &f->tensors[i];
+    qsort(f->by_name, f->count, sizeof *f->by_name, cmp_tensor_name);
+    for (size_t i = 1; i < f->count; i++)
+        if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0)
+            HC_FAIL(err, HC_ERR_FORMAT, "tensor '%s': duplicate tensor name in the header",
+                    f->by_name[i]->name);
+    return HC_OK;
+}
+
+/* Tensors must tile the data section exactly: no holes, overlaps or tail. */
+static hc_status check_layout(const hc_st_file *f, hc_error *err)
+{
+    uint64_t pos = 0;
+    const hc_st_tensor *prev = NULL;
+    for (size_t i = 0; i < f->count; i++) {
+        const hc_st_tensor *t = &f->tensors[i];
+        if (t->offset > pos && prev == NULL)
+            HC_FAIL(err, HC_ERR_FORMAT, "tensor '%s': hole: the first tensor begins at offset "
+                    "%llu, not 0", t->name, (ull)t->offset);
+        if (t->offset > pos)
+            HC_FAIL(err, HC_ERR_FORMAT, "tensor '%s': hole of %llu bytes after tensor '%s' "
+                    "(which ends at offset %llu)", t->name, (ull)(t->offset - pos), prev->name,
+                    (ull)pos);
+        if (t->offset < pos)
+            HC_FAIL(err, HC_ERR_FORMAT, "tensor '%s': data at offset %llu overlaps tensor '%s' "
+                    "(which ends at offset %llu)", t->name, (ull)t->offset, prev->name, (ull)pos);
+        pos = t->offset + t->nbytes;
+        prev = t;
+    }
+    if (pos != data_len(f))
+        HC_FAIL(err, HC_ERR_FORMAT, "%llu trailing bytes after the last tensor (tensors end at "
+                "offset %llu of a %llu-byte data section)", (ull)(data_len(f) - pos), (ull)pos,
+                (ull)data_len(f));
+    return HC_OK;
+}
+
+static hc_status open_steps(hc_st_file *f, hc_error *err)
+{
+    HC_TRY(map_file(f, err));
+    HC_TRY(check_prefix(f, err));
+    HC_TRY(parse_header(f, err));
+    HC_TRY(collect(f, err));
+    HC_TRY(index_names(f, err));
+    return check_layout(f, err);
+}
+
+hc_status hc_st_open(const char *path, hc_st_file **out, hc_error *err)
+{
+    *out = NULL;
+    hc_st_file *f = calloc(1, sizeof *f);
+    HC_CHECK_ALLOC(err, f, "safetensors handle");
+    f->path = strdup(path);
+    if (f->path == NULL) {
+        free(f);
+        HC_FAIL(err, HC_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (open_steps(f, err) != HC_OK) {
+        hc_st_close(f);
+        return hc_error_prefix(err, "%s: ", path);
+    }
+    *out = f;
+    return HC_OK;
+}
+
+void hc_st_close(hc_st_file *f)
+{
+    if (f == NULL) return;
+    if (f->map) munmap((void *)f->map, f->size);
+    cJSON_Delete(f->root);
+    free(f->tensors);
+    free(f->by_name);
+    free(f->path);
+    free(f);
+}
+
+const char *hc_st_path(const hc_st_file *f) { return f->path; }
+
+size_t hc_st_count(const hc_st_file *f) { return f->count; }
+
+const hc_st_tensor *hc_st_tensor_at(const hc_st_file *f, size_t i)
+{
+    return i < f->count ? &f->tensors[i] : NULL;
+}
+
+static int cmp_key_tensor(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, (*(const hc_st_tensor *const *)elem)->name);
+}
+
+const hc_st_tensor *hc_st_find(const hc_st_file *f, const char *name)
+{
+    const hc_st_tensor *const *p =
+        bsearch(name, f->by_name, f->count, sizeof *f->by_name, cmp_key_tensor);
+    return p ? *p : NULL;
+}
+
+size_t hc_st_metadata_count(const hc_st_file *f) { return f->nmeta; }
+
+int hc_st_metadata_at(const hc_st_file *f, size_t i, const char **key, const char **value)
+{
+    if (i >= f->nmeta) return -1;
+    const cJSON *c = f->meta->child;
+    while (i-- > 0) c = c->next;
+    *key = c->string;
+    *value = c->valuestring;
+    return 0;
+}
+
+const char *hc_st_metadata_get(const hc_st_file *f, const char *key)
+{
+    if (f->meta == NULL) return NULL;
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(f->meta, key);
+    return c ? c->valuestring : NULL;
+}
+
+void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dtype = d->dtype;
+    out->ndim = d->ndim;
+    memcpy(out->shape, d->shape, sizeof out->shape);
+    out->data = (void *)(uintptr_t)d->data;
+    out->nbytes = d->nbytes;
+    out->owned = 0;
+}

@@ -1,0 +1,477 @@
+/* hc_safetensors_write.c - streaming safetensors writer (see hc_safetensors.h).
+ *
+ * The header is built by hand (not with cJSON) so that integers are printed
+ * exactly and the bytes are deterministic: {"__metadata__":{...}, then the
+ * tensors in declaration order with contiguous offsets}, right-padded with
+ * spaces so that 8 + N is a multiple of 8. */
+#include "hc_safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_utf8.h"
+
+#define MAX_EXACT_DIM 9007199254740992LL /* 2^53, the largest dim readers take */
+
+typedef unsigned long long ull;
+
+typedef struct {
+    char *name;
+    hc_dtype dtype;
+    int ndim;
+    int64_t shape[HC_MAX_DIMS];
+    uint64_t nbytes, written;
+} wtensor;
+
+struct hc_st_writer {
+    char *path, *tmp;
+    int fd;
+    int created;         /* tmp exists and is ours to remove */
+    int begun;           /* header written */
+    wtensor *t;
+    size_t n, cap;
+    char **meta;         /* key, value, key, value, ... */
+    size_t nmeta, metacap;
+    size_t cur;          /* first tensor that may still be incomplete */
+};
+
+/* ---- growable string ---------------------------------------------------- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_u64(sbuf *b, unsigned long long v)
+{
+    char tmp[32];
+    int n = snprintf(tmp, sizeof tmp, "%llu", v);
+    sb_add(b, tmp, (size_t)n);
+}
+
+/* A JSON string literal; s is valid UTF-8, so only quote, backslash and
+ * control characters need escapes. */
+static void sb_json(sbuf *b, const char *s)
+{
+    sb_add(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            sb_add(b, esc, 2);
+        } else if (*p < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            sb_add(b, esc, 6);
+        } else {
+            sb_add(b, (const char *)p, 1);
+        }
+    }
+    sb_add(b, "\"", 1);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int valid_utf8_str(const char *s)
+{
+    return hc_utf8_valid((const unsigned char *)s, strlen(s), NULL);
+}
+
+static hc_status write_all(int fd, const void *data, size_t len, hc_error *err)
+{
+    const unsigned char *p = data;
+    while (len > 0) {
+        ssize_t k = write(fd, p, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) HC_FAIL(err, HC_ERR_IO, "write failed: %s", k < 0 ? strerror(errno) : "no progress");
+        p += k;
+        len -= (size_t)k;
+    }
+    return HC_OK;
+}
+
+static void writer_free(hc_st_writer *w)
+{
+    if (w->fd >= 0) close(w->fd);
+    for (size_t i = 0; i < w->n; i++) free(w->t[i].name);
+    for (size_t i = 0; i < 2 * w->nmeta; i++) free(w->meta[i]);
+    free(w->t);
+    free(w->meta);
+    free(w->path);
+    free(w->tmp);
+    free(w);
+}
+
+/* ---- open --------------------------------------------------------------- */
+
+static hc_status create_temp(hc_st_writer *w, size_t cap, hc_error *err)
+{
+    static atomic_uint counter;
+    for (int tries = 0; tries < 1000; tries++) {
+        snprintf(w->tmp, cap, "%s.tmp.%ld.%u", w->path, (long)getpid(),
+                 atomic_fetch_add(&counter, 1u));
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (w->fd >= 0) {
+            w->created = 1;
+            return HC_OK;
+        }
+        if (errno != EEXIST)
+            HC_FAIL(err, HC_ERR_IO, "cannot create temporary file %s: %s", w->tmp, strerror(errno));
+    }
+    HC_FAIL(err, HC_ERR_IO, "cannot find a free temporary file name next to the output");
+}
+
+hc_status hc_st_writer_open(const char *path, hc_st_writer **out, hc_error *err)
+{
+    *out = NULL;
+    hc_st_writer *w = calloc(1, sizeof *w);
+    HC_CHECK_ALLOC(err, w, "safetensors writer");
+    w->fd = -1;
+    size_t cap = strlen(path) + 64;
+    w->path = strdup(path);
+    w->tmp = malloc(cap);
+    hc_status st = (w->path && w->tmp) ? create_temp(w, cap, err)
+                                       : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+    if (st != HC_OK) {
+        writer_free(w);
+        return hc_error_prefix(err, "writing %s: ", path);
+    }
+    *out = w;
+    return HC_OK;
+}
+
+/* ---- declarations ------------------------------------------------------- */
+
+static hc_status check_decl(const char *name, hc_dtype dtype, int ndim, const int64_t *shape,
+                            hc_error *err)
+{
+    if (!valid_utf8_str(name)) HC_FAIL(err, HC_ERR_ARG, "name is not valid UTF-8");
+    if (strcmp(name, "__metadata__") == 0)
+        HC_FAIL(err, HC_ERR_ARG, "\"__metadata__\" is reserved and cannot name a tensor");
+    if (hc_dtype_name(dtype) == NULL) HC_FAIL(err, HC_ERR_ARG, "invalid dtype %d", (int)dtype);
+    if (ndim < 0 || ndim > HC_MAX_DIMS)
+        HC_FAIL(err, HC_ERR_ARG, "rank %d outside 0..%d", ndim, HC_MAX_DIMS);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0 || shape[i] > MAX_EXACT_DIM)
+            HC_FAIL(err, HC_ERR_ARG, "shape[%d] = %lld is negative or too large", i,
+                    (long long)shape[i]);
+    if (hc_tensor_byte_size(dtype, ndim, shape) < 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s size overflows or is not a whole number of bytes",
+                hc_dtype_name(dtype));
+    return HC_OK;
+}
+
+static hc_status add_impl(hc_st_writer *w, const char *name, hc_dtype dtype, int ndim,
+                          const int64_t *shape, hc_error *err)
+{
+    if (w->begun) HC_FAIL(err, HC_ERR_ARG, "declared after hc_st_writer_begin_data");
+    HC_TRY(check_decl(name, dtype, ndim, shape, err));
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        wtensor *t = realloc(w->t, cap * sizeof *t);
+        HC_CHECK_ALLOC(err, t, "tensor declarations");
+        w->t = t;
+        w->cap = cap;
+    }
+    wtensor *t = &w->t[w->n];
+    memset(t, 0, sizeof *t);
+    t->name = strdup(name);
+    HC_CHECK_ALLOC(err, t->name, "tensor name");
+    t->dtype = dtype;
+    t->ndim = ndim;
+    if (ndim > 0) memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->nbytes = (uint64_t)hc_tensor_byte_size(dtype, ndim, shape);
+    w->n++;
+    return HC_OK;
+}
+
+hc_status hc_st_writer_add(hc_st_writer *w, const char *name, hc_dtype dtype, int ndim,
+                           const int64_t *shape, hc_error *err)
+{
+    if (add_impl(w, name, dtype, ndim, shape, err) != HC_OK)
+        return hc_error_prefix(err, "writing %s: tensor '%s': ", w->path, name);
+    return HC_OK;
+}
+
+static hc_status meta_impl(hc_st_writer *w, const char *key, const char *value, hc_error *err)
+{
+    if (w->begun) HC_FAIL(err, HC_ERR_ARG, "set after hc_st_writer_begin_data");
+    if (!valid_utf8_str(key) || !valid_utf8_str(value))
+        HC_FAIL(err, HC_ERR_ARG, "key or value is not valid UTF-8");
+    char *v = strdup(value);
+    HC_CHECK_ALLOC(err, v, "metadata value");
+    for (size_t i = 0; i < w->nmeta; i++) {
+        if (strcmp(w->meta[2 * i], key) == 0) {
+            free(w->meta[2 * i + 1]);
+            w->meta[2 * i + 1] = v;
+            return HC_OK;
+        }
+    }
+    if (w->nmeta == w->metacap) {
+        size_t cap = w->metacap ? 2 * w->metacap : 8;
+        char **m = realloc(w->meta, 2 * cap * sizeof *m);
+        if (m == NULL) free(v);
+        HC_CHECK_ALLOC(err, m, "metadata");
+        w->meta = m;
+        w->metacap = cap;
+    }
+    char *k = strdup(key);
+    if (k == NULL) free(v);
+    HC_CHECK_ALLOC(err, k, "metadata key");
+    w->meta[2 * w->nmeta] = k;
+    w->meta[2 * w->nmeta + 1] = v;
+    w->nmeta++;
+    return HC_OK;
+}
+
+hc_status hc_st_writer_set_metadata(hc_st_writer *w, const char *key, const char *value,
+                                    hc_error *err)
+{
+    if (meta_impl(w, key, value, err) != HC_OK)
+        return hc_error_prefix(err, "writing %s: metadata \"%s\": ", w->path, key);
+    return HC_OK;
+}
+
+/* ---- header ------------------------------------------------------------- */
+
+static int cmp_str_ptr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static hc_status check_unique_names(const hc_st_writer *w, hc_error *err)
+{
+    const char **names = malloc((w->n ? w->n : 1) * sizeof *names);
+    HC_CHECK_ALLOC(err, names, "name list");
+    for (size_t i = 0; i < w->n; i++) names[i] = w->t[i].name;
+    qsort(names, w->n, sizeof *names, cmp_str_ptr);
+    hc_status st = HC_OK;
+    for (size_t i = 1; i < w->n && st == HC_OK; i++)
+        if (strcmp(names[i - 1], names[i]) == 0)
+            st = hc_error_set(err, HC_ERR_ARG, "tensor '%s' declared twice", names[i]);
+    free(names);
+    return st;
+}
+
+static void build_tensor_json(sbuf *b, const wtensor *t, uint64_t begin)
+{
+    sb_json(b, t->name);
+    sb_str(b, ":{\"dtype\":");
+    sb_json(b, hc_dtype_name(t->dtype));
+    sb_str(b, ",\"shape\":[");
+    for (int d = 0; d < t->ndim; d++) {
+        if (d) sb_str(b, ",");
+        sb_u64(b, (ull)t->shape[d]);
+    }
+    sb_str(b, "],\"data_offsets\":[");
+    sb_u64(b, (ull)begin);
+    sb_str(b, ",");
+    sb_u64(b, (ull)(begin + t->nbytes));
+    sb_str(b, "]}");
+}
+
+/* Header JSON after the 8-byte prefix, space-padded to a multiple of 8. */
+static void build_header(const hc_st_writer *w, sbuf *b)
+{
+    int first = 1;
+    sb_str(b, "{");
+    if (w->nmeta > 0) {
+        sb_str(b, "\"__metadata__\":{");
+        for (size_t i = 0; i < w->nmeta; i++) {
+            if (i) sb_str(b, ",");
+            sb_json(b, w->meta[2 * i]);
+            sb_str(b, ":");
+            sb_json(b, w->meta[2 * i + 1]);
+        }
+        sb_str(b, "}");
+        first = 0;
+    }
+    uint64_t off = 0;
+    for (size_t i = 0; i < w->n; i++, first = 0) {
+        if (!first) sb_str(b, ",");
+        build_tensor_json(b, &w->t[i], off);
+        off += w->t[i].nbytes;
+    }
+    sb_str(b, "}");
+    while (b->len % 8 != 0) sb_str(b, " ");
+}
+
+static hc_status begin_impl(hc_st_writer *w, hc_error *err)
+{
+    if (w->begun) HC_FAIL(err, HC_ERR_ARG, "hc_st_writer_begin_data called twice");
+    HC_TRY(check_unique_names(w, err));
+    sbuf b = {0};
+    build_header(w, &b);
+    if (b.oom) {
+        free(b.p);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory building the header");
+    }
+    unsigned char prefix[8];
+    for (int i = 0; i < 8; i++) prefix[i] = (unsigned char)((uint64_t)b.len >> (8 * i));
+    hc_status st = HC_OK;
+    if (b.len > HC_ST_MAX_HEADER)
+        st = hc_error_set(err, HC_ERR_ARG, "header of %zu bytes exceeds the maximum of %llu",
+                          b.len, (ull)HC_ST_MAX_HEADER);
+    if (st == HC_OK) st = write_all(w->fd, prefix, 8, err);
+    if (st == HC_OK) st = write_all(w->fd, b.p, b.len, err);
+    free(b.p);
+    if (st == HC_OK) w->begun = 1;
+    return st;
+}
+
+hc_status hc_st_writer_begin_data(hc_st_writer *w, hc_error *err)
+{
+    if (begin_impl(w, err) != HC_OK) return hc_error_prefix(err, "writing %s: ", w->path);
+    return HC_OK;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+static hc_status write_impl(hc_st_writer *w, size_t index, const void *data, size_t len,
+                            hc_error *err)
+{
+    if (!w->begun) HC_FAIL(err, HC_ERR_ARG, "data written before hc_st_writer_begin_data");
+    if (index >= w->n) HC_FAIL(err, HC_ERR_ARG, "tensor index %zu out of range (%zu declared)",
+                               index, w->n);
+    while (w->cur < index && w->t[w->cur].written == w->t[w->cur].nbytes) w->cur++;
+    wtensor *t = &w->t[index];
+    if (index < w->cur && len == 0) return HC_OK;
+    if (index < w->cur)
+        HC_FAIL(err, HC_ERR_ARG, "tensor '%s' is already complete", t->name);
+    if (index > w->cur)
+        HC_FAIL(err, HC_ERR_ARG, "tensor '%s' written before tensor '%s' is complete (%llu of "
+                "%llu bytes)", t->name, w->t[w->cur].name, (ull)w->t[w->cur].written,
+                (ull)w->t[w->cur].nbytes);
+    if (len > t->nbytes - t->written)
+        HC_FAIL(err, HC_ERR_ARG, "tensor '%s': chunk of %zu bytes overruns its size (%llu of "
+                "%llu bytes written)", t->name, len, (ull)t->written, (ull)t->nbytes);
+    HC_TRY(write_all(w->fd, data, len, err));
+    t->written += len;
+    return HC_OK;
+}
+
+hc_status hc_st_writer_write(hc_st_writer *w, size_t index, const void *data, size_t len,
+                             hc_error *err)
+{
+    if (write_impl(w, index, data, len, err) != HC_OK)
+        return hc_error_prefix(err, "writing %s: ", w->path);
+    return HC_OK;
+}
+
+/* ---- finish / abort ------------------------------------------------------ */
+
+/* Best effort: makes the rename durable where the file system allows it. */
+static void sync_parent_dir(const char *path)
+{
+    char *dir = strdup(path);
+    if (dir == NULL) return;
+    char *slash = strrchr(dir, '/');
+    const char *d = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+static hc_status finish_impl(hc_st_writer *w, hc_error *err)
+{
+    if (!w->begun) HC_TRY(begin_impl(w, err));
+    for (size_t i = 0; i < w->n; i++)
+        if (w->t[i].written != w->t[i].nbytes)
+            HC_FAIL(err, HC_ERR_ARG, "tensor '%s' is incomplete: %llu of %llu bytes written",
+                    w->t[i].name, (ull)w->t[i].written, (ull)w->t[i].nbytes);
+    if (fsync(w->fd) != 0) HC_FAIL(err, HC_ERR_IO, "fsync failed: %s", strerror(errno));
+    int rc = close(w->fd);
+    w->fd = -1;
+    if (rc != 0) HC_FAIL(err, HC_ERR_IO, "close failed: %s", strerror(errno));
+    if (rename(w->tmp, w->path) != 0)
+        HC_FAIL(err, HC_ERR_IO, "cannot rename %s into place: %s", w->tmp, strerror(errno));
+    w->created = 0;
+    sync_parent_dir(w->path);
+    return HC_OK;
+}
+
+hc_status hc_st_writer_finish(hc_st_writer *w, hc_error *err)
+{
+    hc_status st = finish_impl(w, err);
+    if (st != HC_OK) {
+        hc_error_prefix(err, "writing %s: ", w->path);
+        hc_st_writer_abort(w);
+        return st;
+    }
+    writer_free(w);
+    return HC_OK;
+}
+
+void hc_st_writer_abort(hc_st_writer *w)
+{
+    if (w == NULL) return;
+    if (w->fd >= 0) close(w->fd);
+    w->fd = -1;
+    if (w->created) unlink(w->tmp);
+    writer_free(w);
+}
+
+/* ---- one call ----------------------------------------------------------- */
+
+static hc_status write_file_steps(hc_st_writer *w, const hc_tensor *tensors,
+                                  const char *const *names, size_t count,
+                                  const char *const *metadata, hc_error *err)
+{
+    for (size_t i = 0; metadata && metadata[i]; i += 2) {
+        if (metadata[i + 1] == NULL)
+            HC_FAIL(err, HC_ERR_ARG, "writing %s: metadata key \"%s\" has no value", w->path,
+                    metadata[i]);
+        HC_TRY(hc_st_writer_set_metadata(w, metadata[i], metadata[i + 1], err));
+    }
+    for (size_t i = 0; i < count; i++)
+        HC_TRY(hc_st_writer_add(w, names[i], tensors[i].dtype, tensors[i].ndim,
+                                tensors[i].shape, err));
+    HC_TRY(hc_st_writer_begin_data(w, err));
+    for (size_t i = 0; i < count; i++)
+        HC_TRY(hc_st_writer_write(w, i, tensors[i].data, tensors[i].nbytes, err));
+    return HC_OK;
+}
+
+hc_status hc_st_write_file(const char *path, const hc_tensor *tensors, const char *const *names,
+                           size_t count, const char *const *metadata, hc_error *err)
+{
+    hc_st_writer *w = NULL;
+    HC_TRY(hc_st_writer_open(path, &w, err));
+    hc_status st = write_file_steps(w, tensors, names, count, metadata, err);
+    if (st != HC_OK) {
+        hc_st_writer_abort(w);
+        return st;
+    }
+    return hc_st_writer_finish(w, err);
+}

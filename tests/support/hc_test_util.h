@@ -1,0 +1,28 @@
+/* hc_test_util.h - small helpers shared by the CMocka tests: temporary
+ * directories, whole-file I/O, paths. All return values the caller frees
+ * with free(); failures return NULL / -1 and never abort. */
+#ifndef HC_TEST_UTIL_H
+#define HC_TEST_UTIL_H
+
+#include <stddef.h>
+
+/* Creates a new empty directory $TMPDIR/hc-<tag>-XXXXXX (/tmp when TMPDIR is
+ * unset) and returns its path, or NULL. */
+char *hc_test_mkdtemp(const char *tag);
+/* Removes path and everything below it, like `rm -rf` (symlinks are not
+ * followed). A missing path is success. Returns 0 or -1. */
+int hc_test_rm_rf(const char *path);
+/* Returns "dir/name" (malloc'ed) or NULL. */
+char *hc_test_path_join(const char *dir, const char *name);
+/* Creates or truncates path and writes len bytes. Returns 0 or -1. */
+int hc_test_write_file(const char *path, const void *data, size_t len);
+/* Reads a whole file into a malloc'ed buffer with one extra NUL byte after
+ * the contents (so text can be used as a string); *len gets the size.
+ * Returns NULL on failure. */
+void *hc_test_read_file(const char *path, size_t *len);
+/* 1 if path exists (any kind of file), else 0. */
+int hc_test_exists(const char *path);
+/* Number of entries in dir other than "." and "..", or -1. */
+int hc_test_dir_count(const char *dir);
+
+#endif
