@@ -26,7 +26,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps test asan demo bench clean
-all: $(LIB_A) $(CLI) $(EX_BIN) $(TEST_BIN)
+all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN)
 
 deps:
 	@bash scripts/install-deps.sh

@@ -24,7 +24,11 @@ hc_status hc_error_prefix(hc_error *err, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     char joined[HC_ERROR_MSG_MAX];
-    snprintf(joined, sizeof joined, "%s%s", prefix, err->msg);
+    size_t lp = strnlen(prefix, sizeof joined - 1);
+    size_t lm = strnlen(err->msg, sizeof joined - 1 - lp);
+    memcpy(joined, prefix, lp);
+    memcpy(joined + lp, err->msg, lm);
+    joined[lp + lm] = '\0';
     memcpy(err->msg, joined, sizeof joined);
     return err->status;
 }
