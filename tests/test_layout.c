@@ -362,12 +362,176 @@ static void test_layer_padded_vs_reference(void **state)
     layer_case(4, 4, 90, 2, 70, 96, 1);
 }
 
+/* ---- (c) weight transforms: int->fp, zero points, int8 flip, W4A4 ---------- */
+
+static void test_int2fp_examples(void **state)
+{
+    (void)state;
+    static const uint32_t v[5] = {8, 9, 15, 7, 0}, want[5] = {0, 1, 7, 8, 15};
+    for (int i = 0; i < 5; i++) assert_int_equal(hc_int2fp_code(v[i], 8, 4), want[i]);
+    static const uint32_t vz[4] = {5, 15, 4, 0}, wz[4] = {0, 10, 11, 15};
+    for (int i = 0; i < 4; i++) assert_int_equal(hc_int2fp_code(vz[i], 5, 4), wz[i]);
+}
+
+/* N-packs zero codes (E, N, G) into (E, N*b/32, G) words, bit by bit. */
+static uint32_t *pack_zp(const uint8_t *z, int64_t E, int64_t N, int64_t G, int b)
+{
+    uint32_t *w = calloc((size_t)(E * N * b / 32 * G), sizeof *w);
+    assert_non_null(w);
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t g = 0; g < G; g++)
+                for (int t = 0; t < b; t++) {
+                    int64_t bit = n * b + t;
+                    if ((z[(e * N + n) * G + g] >> t) & 1)
+                        w[(e * (N * b / 32) + bit / 32) * G + g] |= 1u << (bit % 32);
+                }
+    return w;
+}
+
+typedef struct {
+    int b, a_fmt, sm, compat, zp;  /* zp: integer zero point */
+    int64_t E, N, K, gs;
+} xform_case;
+
+/* Runs the layer on random codes/zero points and checks post.weight against
+ * the reference with the 4.7 transform applied by hand; returns how many
+ * codes differ between the true and the truncated zero point. */
+static int run_xform_case(const xform_case *c)
+{
+    int moe = c->E > 1, b = c->b;
+    int64_t G = c->K / c->gs;
+    hc_layer_config cfg = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
+                           .scale_format = HC_FMT_BF16, .act_format = (hc_format_id)c->a_fmt,
+                           .param_format = HC_FMT_BF16, .scale_type = HC_SCALE_GROUP,
+                           .group_size = c->gs, .has_zero_point = c->zp, .sm = c->sm,
+                           .humming_bug_compat = c->compat};
+    hc_layer_meta m;
+    hc_error err = {0};
+    if (hc_layer_plan(&cfg, moe, c->E, c->N, c->K, &m, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_true(m.preprocess_int2fp);
+    assert_int_equal(m.zp_in_repack, c->zp);
+    assert_int_equal(m.Np, c->N);
+    assert_int_equal(m.Kp, c->K);
+    uint8_t *codes = random_codes(c->E * c->N * c->K, b);
+    uint8_t *zc = random_codes(c->E * c->N * G, b);
+    uint32_t *packed = pack_rows(codes, c->E * c->N, c->K, b);
+    uint32_t *zpw = pack_zp(zc, c->E, c->N, G, b);
+    uint16_t *scales = calloc((size_t)(c->E * c->N * G), 2);
+    assert_non_null(scales);
+    hc_layer_tensors pre = {0}, post;
+    tensor_of(&pre.weight, HC_DT_I32, moe, c->E, c->N, c->K * b / 32, packed);
+    tensor_of(&pre.weight_scale, HC_DT_BF16, moe, c->E, c->N, G, scales);
+    if (c->zp) tensor_of(&pre.zero_point, HC_DT_I32, moe, c->E, c->N * b / 32, G, zpw);
+    assert_int_equal(hc_layer_transform(&cfg, &m, &pre, &post, &err), HC_OK);
+    int straddled = 0;
+    for (int64_t e = 0; e < c->E; e++)
+        for (int64_t n = 0; n < c->N; n++)
+            for (int64_t k = 0; k < c->K; k++) {
+                int64_t g = k / c->gs, bit = n * b;
+                uint32_t z = 1u << (b - 1), zt = z;
+                if (c->zp) {
+                    z = zc[(e * c->N + n) * G + g];
+                    zt = (zpw[(e * (c->N * b / 32) + bit / 32) * G + g] >> (bit % 32)) &
+                         ((1u << b) - 1);
+                }
+                uint8_t *v = &codes[(e * c->N + n) * c->K + k];
+                uint32_t t = hc_int2fp_code(*v, c->compat ? zt : z, b);
+                straddled += t != hc_int2fp_code(*v, z, b);
+                *v = (uint8_t)t;
+            }
+    uint32_t *want = ref_repack(codes, b, m.act_bits, m.transposed_mini_block, c->E, c->N, c->K);
+    assert_memory_equal(post.weight.data, want, post.weight.nbytes);
+    hc_layer_tensors_free(&post);
+    free(want); free(scales); free(zpw); free(packed); free(zc); free(codes);
+    return straddled;
+}
+
+static void test_int2fp_layer(void **state)
+{
+    (void)state;
+    /* no zero point: fp8 activations (always), bf16 only for uint8 */
+    for (int b = 1; b <= 5; b++)
+        run_xform_case(&(xform_case){b, HC_FMT_F8E4M3, 90, 0, 0, 1, 128, 256, 64});
+    for (int b = 1; b <= 4; b++)
+        run_xform_case(&(xform_case){b, HC_FMT_F8E5M2, 89, 0, 0, 2, 64, 128, 128});
+    run_xform_case(&(xform_case){8, HC_FMT_BF16, 90, 0, 0, 1, 64, 128, 32});
+    /* integer zero points: uint1..4 with e4m3, MoE, group 64 */
+    for (int b = 1; b <= 4; b++)
+        run_xform_case(&(xform_case){b, HC_FMT_F8E4M3, b % 2 ? 90 : 89, 0, 1, 2, 128, 256,
+                                     64});
+    /* straddling widths: our fix uses the true zero point, compat truncates */
+    assert_int_equal(run_xform_case(&(xform_case){3, HC_FMT_F8E4M3, 90, 0, 1, 2, 128, 256,
+                                                  64}), 0);
+    assert_true(run_xform_case(&(xform_case){3, HC_FMT_F8E4M3, 90, 1, 1, 2, 128, 256, 64}) > 0);
+    assert_true(run_xform_case(&(xform_case){7, HC_FMT_BF16, 90, 1, 1, 1, 64, 256, 128}) > 0);
+    assert_int_equal(run_xform_case(&(xform_case){7, HC_FMT_BF16, 80, 0, 1, 1, 64, 256, 128}),
+                     0);
+}
+
+/* Every word of post.weight for an all-zero-code 64 x K layer must be equal;
+ * returns it. */
+static uint32_t first_word_of_zeros(const hc_layer_config *cfg, int64_t K)
+{
+    hc_layer_meta m;
+    hc_error err = {0};
+    assert_int_equal(hc_layer_plan(cfg, 0, 1, 64, K, &m, &err), HC_OK);
+    int b = m.weight_bits;
+    uint32_t *w = calloc((size_t)(64 * K * b / 32), 4);
+    uint16_t *s = calloc(64, 2);
+    assert_non_null(w);
+    assert_non_null(s);
+    hc_layer_tensors pre = {0}, post;
+    tensor_of(&pre.weight, HC_DT_I32, 0, 1, 64, K * b / 32, w);
+    tensor_of(&pre.weight_scale, HC_DT_F16, 0, 1, 64, 1, s);
+    assert_int_equal(hc_layer_transform(cfg, &m, &pre, &post, &err), HC_OK);
+    const uint32_t *o = post.weight.data;
+    for (size_t i = 0; i < post.weight.nbytes / 4; i++) assert_int_equal(o[i], o[0]);
+    uint32_t first = o[0];
+    hc_layer_tensors_free(&post);
+    free(w);
+    free(s);
+    return first;
+}
+
+static void test_int8_flip_and_w4a4(void **state)
+{
+    (void)state;
+    hc_layer_config cfg = {.weight_format = HC_FMT_UINT8, .scale_format = HC_FMT_F16,
+                           .act_format = HC_FMT_INT8, .param_format = HC_FMT_F16,
+                           .scale_type = HC_SCALE_CHANNEL, .sm = 80};
+    hc_layer_meta m;
+    hc_error err = {0};
+    assert_int_equal(hc_layer_plan(&cfg, 0, 1, 64, 64, &m, &err), HC_OK);
+    assert_true(m.int8_byte_flip && m.kernel_weight_signed && !m.preprocess_int2fp);
+    cfg.weight_format = HC_FMT_UINT4;
+    cfg.act_format = HC_FMT_INT4;
+    assert_int_equal(hc_layer_plan(&cfg, 0, 1, 64, 128, &m, &err), HC_OK);
+    assert_true(m.int4_nibble_flip && m.kernel_weight_signed && !m.int8_byte_flip);
+    cfg.humming_bug_compat = 1;
+    assert_int_equal(hc_layer_plan(&cfg, 0, 1, 64, 128, &m, &err), HC_OK);
+    assert_false(m.int4_nibble_flip);
+    /* offset-binary code 0 (= -8) becomes two's-complement nibble 0x8; as Humming
+     * (compat) it stays 0 */
+    assert_int_equal(first_word_of_zeros(&cfg, 128), 0x00000000u);
+    cfg.humming_bug_compat = 0;
+    assert_int_equal(first_word_of_zeros(&cfg, 128), 0x88888888u);
+    cfg.weight_format = HC_FMT_UINT8;
+    cfg.act_format = HC_FMT_INT8;
+    assert_int_equal(first_word_of_zeros(&cfg, 64), 0x80808080u);
+    layer_case(4, 4, 80, 1, 64, 128, 0);
+    layer_case(8, 8, 90, 2, 64, 64, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_words),
         cmocka_unit_test(test_repack_vs_reference),
         cmocka_unit_test(test_layer_padded_vs_reference),
+        cmocka_unit_test(test_int2fp_examples),
+        cmocka_unit_test(test_int2fp_layer),
+        cmocka_unit_test(test_int8_flip_and_w4a4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
