@@ -73,8 +73,9 @@ typedef struct {
 
 /* Validates cfg for the given shapes and decides the kernel-level options.
  * N, K are the unpadded sizes, E the expert count (is_moe: tensors have an
- * expert dim). Pads N to a multiple of 64 and K to a multiple of both 512/a and
- * the group size. Fails with HC_ERR_UNSUPPORTED (message saying what is
+ * expert dim). Pads N to a multiple of 64 (and of gn for block scales) and K
+ * to a multiple of lcm(512/a, group size, 64 for MoE stacks). cfg->sm picks the
+ * tile variant (WGMMA transposed mini-blocks iff sm / 10 == 9). Fails with HC_ERR_UNSUPPORTED (message saying what is
  * supported) for combinations the kernels do not support. */
 hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                         int64_t K, hc_layer_meta *meta, hc_error *err);

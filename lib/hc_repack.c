@@ -29,16 +29,6 @@ uint32_t hc_stream_get_truncated(const uint32_t *words, int64_t idx, int b)
     return (words[bit >> 5] >> (bit & 31)) & ((1u << b) - 1u);
 }
 
-void hc_stream_put(uint32_t *words, int64_t idx, int b, uint32_t v)
-{
-    int64_t bit = idx * b;
-    int64_t w = bit >> 5;
-    int off = (int)(bit & 31);
-    v &= (1u << b) - 1u;
-    words[w] |= v << off;
-    if (off + b > 32) words[w + 1] |= v >> (32 - off);
-}
-
 uint32_t hc_int2fp_code(uint32_t v, uint32_t z, int b)
 {
     uint32_t mask = (1u << b) - 1u;

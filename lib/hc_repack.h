@@ -30,8 +30,6 @@ uint32_t hc_stream_get(const uint32_t *words, int64_t idx, int b);
 /* The same without straddle handling: only the bits inside the first word
  * (what Humming's int->fp preprocessing reads for zero points, spec 4.7). */
 uint32_t hc_stream_get_truncated(const uint32_t *words, int64_t idx, int b);
-/* Stores code idx (b bits) into a zeroed little-endian bit stream. */
-void hc_stream_put(uint32_t *words, int64_t idx, int b, uint32_t v);
 
 /* 4.7: v' = v - z if v >= z, else 2^b - 1 - v. */
 uint32_t hc_int2fp_code(uint32_t v, uint32_t z, int b);
