@@ -34,6 +34,11 @@ typedef struct {
     int has_zero_point;
     int is_fp_zero_point;
     int sm;                      /* target arch: 75, 80, 86, 89, 90, 100, 120 */
+    int humming_bug_compat;      /* 0 (default): write what makes Humming's kernel
+                                    compute the right values (true straddling zero
+                                    points in the int->fp transform, two's-complement
+                                    nibbles for W4A4). 1: reproduce Humming's bytes
+                                    exactly, bugs included (spec 8 items 3 and 4). */
 } hc_layer_config;
 
 /* Kernel-level decisions and shapes for one layer (spec 5.2, 4.1). */
@@ -52,6 +57,11 @@ typedef struct {
     int preprocess_int2fp;
     int zp_in_repack;            /* integer zero point used by the int->fp transform */
     int int8_byte_flip;
+    int int4_nibble_flip;        /* W4A4 fix: offset-binary -> two's complement
+                                    nibbles (never with humming_bug_compat) */
+    int64_t group_size;          /* along K; Kp for channel-wise */
+    int64_t group_size_n;        /* block scales only, else 0 */
+    int64_t G;                   /* scale groups along Kp (1 for channel) */
     hc_scale_type scale_type;    /* after 5.2 adjustments */
     hc_format_id scale_format;   /* after 5.2 adjustments (int weight scale: param) */
 } hc_layer_meta;
@@ -63,8 +73,9 @@ typedef struct {
 
 /* Validates cfg for the given shapes and decides the kernel-level options.
  * N, K are the unpadded sizes, E the expert count (is_moe: tensors have an
- * expert dim). Pads N to a multiple of 64 and K to a multiple of both 512/a and
- * the group size. Fails with HC_ERR_UNSUPPORTED (message saying what is
+ * expert dim). Pads N to a multiple of 64 (and of gn for block scales) and K
+ * to a multiple of lcm(512/a, group size, 64 for MoE stacks). cfg->sm picks the
+ * tile variant (WGMMA transposed mini-blocks iff sm / 10 == 9). Fails with HC_ERR_UNSUPPORTED (message saying what is
  * supported) for combinations the kernels do not support. */
 hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                         int64_t K, hc_layer_meta *meta, hc_error *err);

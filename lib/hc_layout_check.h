@@ -1,0 +1,14 @@
+/* hc_layout_check.h - validation of pre-repack layer tensors (internal). */
+#ifndef HC_LAYOUT_CHECK_H
+#define HC_LAYOUT_CHECK_H
+
+#include "hc_layout.h"
+
+/* Storage dtype of a scale / param format; HC_DT_COUNT if it has none. */
+hc_dtype hc_layout_storage_dtype(hc_format_id f);
+
+/* Checks dtype and (unpadded) shape of every tensor of pre against the plan. */
+hc_status hc_layout_check_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
+                              const hc_layer_tensors *pre, hc_error *err);
+
+#endif

@@ -1,0 +1,249 @@
+/* hc_layout_layer.c - hc_layer_transform: the order of operations of spec 5.1
+ * (pad, fused e8m0, weight repack, scales, zero points, bias, int weight
+ * scales, global scale). Works on padded copies that always carry an expert
+ * dim; the outputs drop it again for dense layers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_layout.h"
+#include "hc_layout_check.h"
+#include "hc_layout_ops.h"
+#include "hc_repack.h"
+
+/* Padded working copies, shapes (E, rows, cols). */
+typedef struct {
+    hc_tensor w, s, zp, bias;
+    uint8_t *zp_codes;   /* true integer zero points (E, Np, G) */
+    uint8_t *zp_repack;  /* what the int->fp transform uses (E, Np, G) */
+} work_set;
+
+static void work_free(work_set *wk)
+{
+    hc_tensor_free(&wk->w);
+    hc_tensor_free(&wk->s);
+    hc_tensor_free(&wk->zp);
+    hc_tensor_free(&wk->bias);
+    free(wk->zp_codes);
+    free(wk->zp_repack);
+}
+
+void hc_layer_tensors_free(hc_layer_tensors *t)
+{
+    if (t == NULL) return;
+    hc_tensor_free(&t->weight);
+    hc_tensor_free(&t->weight_scale);
+    hc_tensor_free(&t->zero_point);
+    hc_tensor_free(&t->global_scale);
+    hc_tensor_free(&t->bias);
+}
+
+/* Right-pads src seen as (E, R, C) to (E, Rp, Cp); new elements are bytes `fill`. */
+static hc_status pad3(const void *src, hc_dtype dt, int64_t E, int64_t R, int64_t C, int64_t Rp,
+                      int64_t Cp, unsigned char fill, hc_tensor *dst, hc_error *err)
+{
+    int64_t shape[3] = {E, Rp, Cp};
+    HC_TRY(hc_tensor_alloc(dst, dt, 3, shape, err));
+    size_t es = (size_t)hc_dtype_bits(dt) / 8;
+    if (fill) memset(dst->data, fill, dst->nbytes);
+    const unsigned char *s = src;
+    unsigned char *d = dst->data;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t r = 0; r < R; r++)
+            memcpy(d + (size_t)((e * Rp + r) * Cp) * es, s + (size_t)((e * R + r) * C) * es,
+                   (size_t)C * es);
+    return HC_OK;
+}
+
+/* Allocates an output tensor of shape (E?, d0[, d1]). */
+static hc_status alloc_out(hc_tensor *t, hc_dtype dt, const hc_layer_meta *m, int nd, int64_t d0,
+                           int64_t d1, hc_error *err)
+{
+    int64_t shape[3];
+    int n = 0;
+    if (m->is_moe) shape[n++] = m->E;
+    shape[n++] = d0;
+    if (nd == 2) shape[n++] = d1;
+    return hc_tensor_alloc(t, dt, n, shape, err);
+}
+
+/* Scale tensor dims (rows, cols) before and after padding. */
+static void scale_dims(const hc_layer_meta *m, int64_t *r, int64_t *c, int64_t *rp, int64_t *cp)
+{
+    if (m->scale_type == HC_SCALE_BLOCK) {
+        *r = m->N / m->group_size_n, *c = m->K / m->group_size;
+        *rp = m->Np / m->group_size_n, *cp = m->Kp / m->group_size;
+    } else {
+        *r = m->N, *rp = m->Np, *cp = m->G;
+        *c = m->G == 1 ? 1 : m->K / m->group_size;
+    }
+}
+
+/* 5.1 step 3: int weight scales are cast to the layer dtype before padding
+ * (so padding is 0 for them); e8m0 scales are padded with byte 127. */
+static hc_status pad_scales(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_tensor *s, work_set *wk, hc_error *err)
+{
+    int64_t r, c, rp, cp;
+    scale_dims(m, &r, &c, &rp, &cp);
+    if (!m->use_int_weight_scale) {
+        unsigned char fill = s->dtype == HC_DT_F8_E8M0 ? 127 : 0;
+        return pad3(s->data, s->dtype, m->E, r, c, rp, cp, fill, &wk->s, err);
+    }
+    int64_t count = m->E * r * c;
+    uint16_t *half = malloc((size_t)count * sizeof *half + 1);
+    HC_CHECK_ALLOC(err, half, "weight scales cast to the layer dtype");
+    hc_scales_to_half(cfg->scale_format, s->data, cfg->param_format, half, count);
+    hc_status st = pad3(half, hc_layout_storage_dtype(cfg->param_format), m->E, r, c, rp, cp, 0,
+                        &wk->s, err);
+    free(half);
+    return st;
+}
+
+static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_layer_tensors *pre, work_set *wk, hc_error *err)
+{
+    int b = m->weight_bits;
+    HC_TRY(pad3(pre->weight.data, HC_DT_I32, m->E, m->N, m->K * b / 32, m->Np, m->Kp * b / 32, 0,
+                &wk->w, err));
+    if (m->scale_type != HC_SCALE_TENSOR) HC_TRY(pad_scales(cfg, m, &pre->weight_scale, wk, err));
+    const hc_tensor *z = &pre->zero_point;
+    if (z->data && cfg->is_fp_zero_point)
+        HC_TRY(pad3(z->data, z->dtype, m->E, m->N, m->G == 1 ? 1 : m->K / m->group_size, m->Np,
+                    m->G, 0, &wk->zp, err));
+    else if (z->data)
+        HC_TRY(pad3(z->data, HC_DT_I32, m->E, m->N * b / 32, m->G == 1 ? 1 : m->K / m->group_size,
+                    m->Np * b / 32, m->G, 0, &wk->zp, err));
+    if (pre->bias.data)
+        HC_TRY(pad3(pre->bias.data, pre->bias.dtype, m->E, 1, m->N, 1, m->Np, 0, &wk->bias, err));
+    return HC_OK;
+}
+
+/* Integer zero points as codes: the true ones (for 5.5) and, for the int->fp
+ * transform, Humming's truncated straddlers under humming_bug_compat (4.7). */
+static hc_status unpack_zero_points(const hc_layer_config *cfg, const hc_layer_meta *m,
+                                    work_set *wk, hc_error *err)
+{
+    size_t count = (size_t)(m->E * m->Np * m->G);
+    wk->zp_codes = malloc(count);
+    HC_CHECK_ALLOC(err, wk->zp_codes, "zero-point codes");
+    hc_zp_unpack(wk->zp.data, wk->zp_codes, m->E, m->Np, m->G, m->weight_bits, 0);
+    if (!m->zp_in_repack || !cfg->humming_bug_compat) return HC_OK;
+    wk->zp_repack = malloc(count);
+    HC_CHECK_ALLOC(err, wk->zp_repack, "truncated zero-point codes");
+    hc_zp_unpack(wk->zp.data, wk->zp_repack, m->E, m->Np, m->G, m->weight_bits, 1);
+    return HC_OK;
+}
+
+static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
+                        hc_error *err)
+{
+    int P = 256 / m->act_bits;
+    HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->Kp / P, m->Np * P * m->weight_bits / 32, err));
+    hc_repack_params p = {
+        .bits = m->weight_bits, .act_bits = m->act_bits,
+        .transposed = m->transposed_mini_block, .E = m->E, .N = m->Np, .K = m->Kp,
+        .code_xor = m->int8_byte_flip ? 0x80u : m->int4_nibble_flip ? 0x8u : 0u,
+        .int2fp = m->preprocess_int2fp, .zp_groups = m->G,
+        .zp = !m->zp_in_repack ? NULL : wk->zp_repack ? wk->zp_repack : wk->zp_codes,
+    };
+    return hc_repack_weight(&p, wk->w.data, out->data, err);
+}
+
+/* 5.4: block scales transposed; others (E, Np, G) -> (E?, G, Np) permuted. */
+static hc_status layout_scales(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
+                               hc_error *err)
+{
+    const hc_tensor *s = &wk->s;
+    size_t es = (size_t)hc_dtype_bits(s->dtype) / 8;
+    HC_TRY(alloc_out(out, s->dtype, m, 2, s->shape[2], s->shape[1], err));
+    if (m->scale_type == HC_SCALE_BLOCK)
+        hc_transpose_last2(s->data, out->data, m->E, s->shape[1], s->shape[2], es);
+    else
+        hc_scales_permute(s->data, out->data, m->E, m->Np, m->G, es, m->to_apply_on_c ? 32 : 64);
+    return HC_OK;
+}
+
+/* 5.5: float zero points like scales (perm64); integer ones as permuted codes
+ * in a byte stream, shape (E*G, Np*zb/32) exactly as Humming returns it. */
+static hc_status layout_zero_point(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
+                                   hc_error *err)
+{
+    if (wk->zp.dtype != HC_DT_I32) {
+        HC_TRY(alloc_out(out, wk->zp.dtype, m, 2, m->G, m->Np, err));
+        hc_scales_permute(wk->zp.data, out->data, m->E, m->Np, m->G, 2, 64);
+        return HC_OK;
+    }
+    int zb = m->weight_bits <= 4 ? 4 : 8;
+    int64_t shape[2] = {m->E * m->G, m->Np * zb / 32};
+    size_t count = (size_t)(m->E * m->G * m->Np);
+    uint8_t *perm = malloc(count);
+    HC_CHECK_ALLOC(err, perm, "permuted zero points");
+    hc_status st = hc_tensor_alloc(out, HC_DT_I32, 2, shape, err);
+    if (st == HC_OK) {
+        hc_scales_permute(wk->zp_codes, perm, m->E, m->Np, m->G, 1, 64);
+        hc_zp_pack_bytes(perm, out->data, (int64_t)count, m->weight_bits);
+    }
+    free(perm);
+    return st;
+}
+
+/* 5.6: bias permuted with perm32 in chunks of 32 along N. */
+static hc_status layout_bias(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
+                             hc_error *err)
+{
+    HC_TRY(alloc_out(out, wk->bias.dtype, m, 1, m->Np, 0, err));
+    hc_scales_permute(wk->bias.data, out->data, m->E, m->Np, 1,
+                      (size_t)hc_dtype_bits(wk->bias.dtype) / 8, 32);
+    return HC_OK;
+}
+
+/* 5.1 step 10: (E,) for MoE, (1,) dense. Starts as a copy of the input
+ * global scale (ones if none); fused e8m0 / int weight scales rewrite it. */
+static hc_status alloc_global(const hc_layer_meta *m, const hc_tensor *in, hc_tensor *out,
+                              hc_error *err)
+{
+    int64_t n = m->is_moe ? m->E : 1;
+    HC_TRY(hc_tensor_alloc(out, HC_DT_F32, 1, &n, err));
+    float *g = out->data;
+    for (int64_t e = 0; e < n; e++) g[e] = 1.0f;
+    if (in->data) memcpy(g, in->data, (size_t)n * sizeof *g);
+    return HC_OK;
+}
+
+static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *m,
+                           const hc_layer_tensors *pre, hc_layer_tensors *post, work_set *wk,
+                           hc_error *err)
+{
+    HC_TRY(pad_inputs(cfg, m, pre, wk, err));
+    if (pre->global_scale.data || m->use_fused_e8m0 || m->use_int_weight_scale)
+        HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
+    float *gs = post->global_scale.data;
+    if (m->use_fused_e8m0)
+        hc_fused_e8m0(wk->w.data, wk->s.data, m->E, m->Np, m->Kp, m->G,
+                      cfg->act_format == HC_FMT_INT8, pre->global_scale.data, gs);
+    if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(cfg, m, wk, err));
+    HC_TRY(repack(m, wk, &post->weight, err));
+    if (wk->s.data) HC_TRY(layout_scales(m, wk, &post->weight_scale, err));
+    if (wk->zp.data) HC_TRY(layout_zero_point(m, wk, &post->zero_point, err));
+    if (wk->bias.data) HC_TRY(layout_bias(m, wk, &post->bias, err));
+    if (m->use_int_weight_scale) {
+        hc_tensor *s = &post->weight_scale;
+        hc_int_weight_scales(s->data, (int64_t)(s->nbytes / 2), m->scale_format,
+                             pre->global_scale.data, gs, post->global_scale.shape[0]);
+    }
+    return HC_OK;
+}
+
+hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                             const hc_layer_tensors *pre, hc_layer_tensors *post,
+                             hc_error *err)
+{
+    memset(post, 0, sizeof *post);
+    HC_TRY(hc_layout_check_pre(cfg, meta, pre, err));
+    work_set wk;
+    memset(&wk, 0, sizeof wk);
+    hc_status st = run_steps(cfg, meta, pre, post, &wk, err);
+    work_free(&wk);
+    if (st != HC_OK) hc_layer_tensors_free(post);
+    return st;
+}

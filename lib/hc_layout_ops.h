@@ -1,0 +1,60 @@
+/* hc_layout_ops.h - the layout steps of spec 5.3-5.7 on raw arrays.
+ *
+ * Internal to the library (and its tests): hc_layer_transform strings these
+ * together. Arrays carry an explicit expert count E (1 for a dense layer);
+ * every function only reads `in` and writes the caller-allocated `out`. */
+#ifndef HC_LAYOUT_OPS_H
+#define HC_LAYOUT_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hc_error.h"
+#include "hc_format.h"
+
+/* perm64[j] = 8*(j%8) + j/8; perm32[j] = {0,1,8,9,16,17,24,25}[j%8] + 2*(j/8). */
+int hc_scale_perm(int chunk, int j);
+
+/* 5.4: (E, R, G) elements of `elem` bytes -> (E, G, R), permuted inside every
+ * chunk of `chunk` (32 or 64) along R: out[e][g][c*L+j] = in[e][c*L+perm[j]][g].
+ * R % chunk == 0. Also serves bias (G = 1) and float zero points. */
+void hc_scales_permute(const void *in, void *out, int64_t E, int64_t R, int64_t G,
+                       size_t elem, int chunk);
+
+/* (E, R, C) -> (E, C, R), elements of `elem` bytes (block scales, 5.4). */
+void hc_transpose_last2(const void *in, void *out, int64_t E, int64_t R, int64_t C,
+                        size_t elem);
+
+/* N-packed zero points (E, N*b/32, G) int32 -> codes (E, N, G). With
+ * `truncated`, straddling codes keep only their low part (Humming's int->fp
+ * preprocessing, spec 4.7). */
+void hc_zp_unpack(const uint32_t *in, uint8_t *codes, int64_t E, int64_t N, int64_t G, int b,
+                  int truncated);
+
+/* 5.5: permuted codes (E, G, N) -> byte stream (two codes per byte, low nibble
+ * first, if b <= 4; else one per byte). `out` holds E*G*N*zb/8 bytes. */
+void hc_zp_pack_bytes(const uint8_t *codes, uint8_t *out, int64_t count, int b);
+
+/* Value of element i of a scale array in format f (F16, BF16, F8E4M3, F8E5M2,
+ * F8E8M0, F32) as float32 (exact). */
+float hc_scale_value(hc_format_id f, const void *data, int64_t i);
+
+/* Converts `count` scales of format `from` to fp16/bf16 `to` (RNE). */
+void hc_scales_to_half(hc_format_id from, const void *in, hc_format_id to, uint16_t *out,
+                       int64_t count);
+
+/* 5.7: in place on fp16/bf16 scales: f = max|ws| / 1024, ws <- int16 bits of
+ * rne(ws / f); gs_out[e] = gs_in[e] * f (gs_in NULL: ones). Returns f. */
+float hc_int_weight_scales(uint16_t *ws, int64_t count, hc_format_id fmt, const float *gs_in,
+                           float *gs_out, int64_t n_gs);
+
+/* 5.3: fused e8m0 on row-packed fp4 words (E, N, K/8) and e8m0 scale bytes
+ * (E, N, G) in place; gs_out[e] = gs_in[e] * 2^(base-127) (* 0.5 for int8
+ * activations). rmax = 12 (float8e4m3) or 3 (int8). */
+void hc_fused_e8m0(uint32_t *w, uint8_t *scales, int64_t E, int64_t N, int64_t K, int64_t G,
+                   int int8_act, const float *gs_in, float *gs_out);
+
+/* fp4 e2m1 code divided by 2^d, re-rounded with ties away from zero, sign kept. */
+uint32_t hc_fp4_shift_down(uint32_t code, int d);
+
+#endif
