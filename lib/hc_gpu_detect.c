@@ -3,6 +3,7 @@
 #include "hc_gpu_detect.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 
 typedef int (*cu_init_fn)(unsigned int);
 typedef int (*cu_device_get_fn)(int *, int);

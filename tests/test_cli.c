@@ -28,7 +28,7 @@ static const char *config_uint4 =
 
 static void write_text(const char *dir, const char *name, const char *text)
 {
-    char path[4400];
+    char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     unlink(path);
     assert_int_equal(hc_fs_write_file(path, text, strlen(text), NULL), HC_OK);
@@ -47,7 +47,7 @@ static void write_valid_model(const char *dir, int64_t n, int64_t k, int bits)
     for (size_t i = 0; i < t[1].nbytes / 2; i++) ((uint16_t *)t[1].data)[i] = 0x2E66; /* ~0.1 */
     for (size_t i = 0; i < t[2].nbytes / 2; i++) ((uint16_t *)t[2].data)[i] = 0x3C00;
     const char *names[3] = {"layer.weight", "layer.weight_scale", "norm.weight"};
-    char path[4400];
+    char path[8192];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     unlink(path);
     assert_int_equal(hc_st_write_file(path, t, names, 3, NULL, NULL), HC_OK);
@@ -117,7 +117,7 @@ static void assert_no_output(const fixture *f)
 static void write_raw_st(const char *dir, const char *name, uint64_t header_len,
                          const char *header, size_t data_len)
 {
-    char path[4400];
+    char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *fp = fopen(path, "wb");
     assert_non_null(fp);
@@ -174,7 +174,7 @@ static void test_malformed_safetensors(void **state)
     assert_true(n >= 15);
     for (size_t i = 0; i < n; i++) {
         const bad_file *b = &bad_files[i];
-        char path[4400];
+        char path[8192];
         snprintf(path, sizeof path, "%s/model.safetensors", f->in);
         unlink(path);
         if (i == 0) {
@@ -207,9 +207,9 @@ static void expect_refusal(fixture *f, const char *extra, int want_rc, const cha
 static void test_bad_index(void **state)
 {
     fixture *f = *state;
-    char path[4400];
+    char path[8192];
     snprintf(path, sizeof path, "%s/model.safetensors", f->in);
-    char shard[4400];
+    char shard[8192];
     snprintf(shard, sizeof shard, "%s/model-00001-of-00002.safetensors", f->in);
     assert_int_equal(rename(path, shard), 0);
     write_text(f->in, "model.safetensors.index.json",
@@ -262,7 +262,7 @@ static uint64_t dir_fingerprint(const char *dir)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
-        char path[4400], *text = NULL;
+        char path[8192], *text = NULL;
         size_t len = 0;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         assert_int_equal(hc_file_read_all(path, &text, &len, NULL), HC_OK);
@@ -280,7 +280,7 @@ static void test_success_force_and_input_untouched(void **state)
     uint64_t before = dir_fingerprint(f->in);
     assert_int_equal(run_cli(f, f->in, f->out, "-q --arch sm80"), 0);
     assert_int_equal(dir_fingerprint(f->in), before);
-    char path[4400];
+    char path[8192];
     snprintf(path, sizeof path, "%s/tokenizer.json", f->out);
     assert_true(hc_path_exists(path));
     snprintf(path, sizeof path, "%s/model.safetensors", f->out);
@@ -312,7 +312,7 @@ static void test_sharded_output(void **state)
     assert_true(hc_st_model_file_count(m) >= 2);
     assert_non_null(hc_st_model_find(m, "layer.weight_scale"));
     hc_st_model_close(m);
-    char path[4400];
+    char path[8192];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", f->out);
     assert_true(hc_path_exists(path));
 }

@@ -49,7 +49,7 @@ static void write_input_config(const char *dir, const cJSON *meta)
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "torch_dtype", td->valuestring);
     cJSON_AddItemToObject(root, "quantization_config", cJSON_Duplicate(wc, 1));
-    char *text = cJSON_Print(root), path[4096];
+    char *text = cJSON_Print(root), path[8192];
     snprintf(path, sizeof path, "%s/config.json", dir);
     assert_int_equal(hc_fs_write_file(path, text, strlen(text), NULL), HC_OK);
     free(text);
@@ -73,7 +73,7 @@ static void write_input_tensors(const char *dir, const hc_st_file *g)
         name_ptrs[n] = names[n];
         n++;
     }
-    char path[4096];
+    char path[8192];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     hc_error err;
     hc_status st = hc_st_write_file(path, tensors, name_ptrs, n, NULL, &err);
@@ -83,7 +83,7 @@ static void write_input_tensors(const char *dir, const hc_st_file *g)
 static int run_cli(const char *in, const char *out, const char *act)
 {
     const char *cli = getenv("HC_CLI");
-    char cmd[8192];
+    char cmd[16384];
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --activation %s --humming-compat -q",
              cli ? cli : "build/humming-convert", in, out, act);
     return system(cmd);
@@ -91,7 +91,7 @@ static int run_cli(const char *in, const char *out, const char *act)
 
 static void compare_outputs(const char *file, const hc_st_file *g, const char *out_dir)
 {
-    char path[4096];
+    char path[8192];
     snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
     hc_st_file *o = NULL;
     hc_error err;
@@ -121,7 +121,7 @@ static void compare_outputs(const char *file, const hc_st_file *g, const char *o
 static void compare_decisions(const char *file, const cJSON *meta, const char *out_dir)
 {
     cJSON *lm = cJSON_Parse(cJSON_GetObjectItem(meta, "layer_meta")->valuestring);
-    char path[4096], *text = NULL;
+    char path[8192], *text = NULL;
     snprintf(path, sizeof path, "%s/config.json", out_dir);
     assert_int_equal(hc_file_read_all(path, &text, NULL, NULL), HC_OK);
     cJSON *cfg = cJSON_Parse(text);
@@ -145,7 +145,7 @@ static void compare_decisions(const char *file, const cJSON *meta, const char *o
 
 static void check_golden_file(const char *dir, const char *file)
 {
-    char path[4096];
+    char path[8192];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     hc_st_file *g = NULL;
     hc_error err;
