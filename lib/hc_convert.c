@@ -7,15 +7,24 @@
 
 #include "hc_fs.h"
 
-static hc_status read_qconfig(const hc_convert_options *opts, hc_humming_qconfig *q,
-                              hc_error *err)
+/* Reads config.json and decides the input kind: float, or Humming row-packed. */
+static hc_status read_config(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
 {
     char path[4096], *text = NULL;
     HC_TRY(hc_path_join(path, sizeof path, opts->in_dir, "config.json", err));
     HC_TRY(hc_file_read_all(path, &text, NULL, err));
-    hc_status st = hc_humming_qconfig_parse(text, path, q, err);
+    hc_model_info info;
+    hc_status st = hc_model_info_parse(text, path, &info, err);
+    if (st == HC_OK && !info.is_float && strcmp(info.quant_method, "humming") != 0)
+        st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: quant_method is \"%s\"; this version "
+                          "reads float checkpoints and \"humming\" ones", path, info.quant_method);
+    if (st == HC_OK && !info.is_float) st = hc_humming_qconfig_parse(text, path, &plan->qconfig, err);
     free(text);
-    return st;
+    HC_TRY(st);
+    plan->kind = info.is_float ? HC_SRC_FLOAT : HC_SRC_HUMMING;
+    plan->param_format = info.param_format;
+    snprintf(plan->model_type, sizeof plan->model_type, "%s", info.model_type);
+    return HC_OK;
 }
 
 static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
@@ -49,8 +58,8 @@ static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_pla
 static hc_status convert_model(const hc_convert_options *opts, hc_st_model *model,
                                hc_conv_plan *plan, hc_error *err)
 {
-    HC_TRY(read_qconfig(opts, &plan->qconfig, err));
-    plan->activation = opts->has_activation ? opts->activation : plan->qconfig.param_format;
+    HC_TRY(read_config(opts, plan, err));
+    plan->activation = opts->has_activation ? opts->activation : plan->param_format;
     HC_TRY(hc_conv_plan_build(opts, model, plan, err));
     log_plan(opts, plan);
     if (opts->dry_run) return HC_OK;

@@ -9,12 +9,25 @@
 
 #include <stdint.h>
 
+#include <stddef.h>
+
 #include "hc_error.h"
 #include "hc_format.h"
+#include "hc_preset.h"
 
 /* Receives one progress/log line (no trailing newline). The library never
  * prints; the CLI decides where lines go. */
 typedef void (*hc_log_fn)(void *ctx, const char *line);
+
+/* Chooses the target of one float layer (the CLI wires this to its recipe and
+ * flags). Sets *skip to keep the layer in its original dtype; writes a short
+ * reason into why. Returns an error for a bad rule. */
+typedef hc_status (*hc_target_fn)(void *ctx, const char *layer, hc_target *out, int *skip,
+                                  char *why, size_t why_len, hc_error *err);
+
+/* Progress after each written layer or tensor: items done of total, bytes written. */
+typedef void (*hc_progress_fn)(void *ctx, int done, int total, int64_t bytes_done,
+                               int64_t bytes_total, const char *current);
 
 typedef struct {
     const char *in_dir;
@@ -27,8 +40,12 @@ typedef struct {
     int64_t max_shard_bytes;    /* 0: default 4 GiB */
     int humming_bug_compat;     /* reproduce Humming's bytes where its transform
                                    disagrees with its kernel (tests only) */
+    hc_target_fn choose_target; /* required for float inputs */
+    void *choose_ctx;
     hc_log_fn log;
     void *log_ctx;
+    hc_progress_fn progress;    /* may be NULL */
+    void *progress_ctx;
     const char *command_line;   /* recorded in the output config */
 } hc_convert_options;
 

@@ -5,6 +5,7 @@
 #include "hc_convert.h"
 #include "hc_layout.h"
 #include "hc_model_config.h"
+#include "hc_preset.h"
 #include "hc_safetensors.h"
 
 /* Tensor roles of one quantized layer, in output order. */
@@ -21,9 +22,23 @@ typedef struct {
     int64_t nbytes;
 } hc_out_desc;
 
+typedef enum {
+    HC_SRC_HUMMING, /* Humming row-packed tensors: repacked losslessly */
+    HC_SRC_FLOAT    /* fp16/bf16/fp32 weights: quantized, then repacked */
+} hc_src_kind;
+
 typedef struct {
-    char *prefix;                              /* "model.layers.0.mlp.up_proj" */
-    const hc_st_tensor *pre[HC_ROLE_COUNT]; /* NULL when absent */
+    char *prefix;                     /* "model.layers.0.mlp.up_proj" */
+    hc_src_kind kind;
+    /* Humming: the pre tensors by role. Float: [WEIGHT] is the 2-D weight or
+     * the fused 3-D expert stack, [BIAS] its bias; other roles NULL. */
+    const hc_st_tensor *pre[HC_ROLE_COUNT];
+    const hc_st_tensor **experts;     /* float per-expert stack: one 2-D weight per expert */
+    int n_experts;
+    int transpose;                    /* fused float stack stored [E, in, out] */
+    hc_target target;                 /* float: resolved target */
+    char why[192];                    /* float: why this target was chosen */
+    int has_zero, has_global, has_bias; /* input roles present (or produced) */
     hc_layer_config cfg;
     hc_layer_meta meta;
     hc_out_desc out[HC_ROLE_COUNT];
@@ -38,7 +53,10 @@ typedef struct {
 } hc_conv_item;
 
 typedef struct {
-    hc_humming_qconfig qconfig;
+    hc_src_kind kind;                 /* of every layer in the input */
+    hc_humming_qconfig qconfig;       /* Humming inputs */
+    hc_format_id param_format;        /* layer / output dtype: F16 or BF16 */
+    char model_type[64];              /* config.json model_type, "" if absent */
     hc_format_id activation;
     hc_conv_layer *layers;
     int n_layers;
@@ -48,11 +66,38 @@ typedef struct {
     int64_t bytes_in, bytes_out;
 } hc_conv_plan;
 
-/* Finds the quantized layers of model, plans each one and the output shards.
- * Fails before any output is written if any layer is unsupported. */
+/* Finds the layers of model (kind from plan->kind), plans each one and the
+ * output shards. Fails before any output is written if any layer is unsupported. */
 hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
                              hc_conv_plan *plan, hc_error *err);
 void hc_conv_plan_free(hc_conv_plan *plan);
+
+/* Adds the layers of a Humming-format input to plan->layers; *layer_of[i] is
+ * the layer whose item sits at model tensor i (else -1). */
+hc_status hc_conv_find_humming(const hc_convert_options *opts, hc_st_model *model,
+                               hc_conv_plan *plan, int *layer_of, hc_error *err);
+/* Same for a float input: dense weights, per-expert stacks, fused stacks,
+ * each given its target by opts->choose_target (skipped ones are copied). */
+hc_status hc_conv_find_float(const hc_convert_options *opts, hc_st_model *model,
+                             hc_conv_plan *plan, int *layer_of, hc_error *err);
+/* Decides cfg and meta of one layer (hc_layer_plan) for its source kind. */
+hc_status hc_conv_plan_humming_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
+                                     hc_conv_layer *L, hc_error *err);
+hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
+                                   hc_conv_layer *L, hc_error *err);
+
+/* Fills L->out from L->cfg/L->meta and the role flags (spec 5.8). */
+void hc_conv_describe_outputs(hc_conv_layer *L);
+
+/* Source-specific loaders behind hc_conv_load_pre. */
+hc_status hc_conv_load_humming(const hc_conv_layer *L, hc_layer_tensors *pre, hc_error *err);
+hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
+                             hc_layer_tensors *pre, float **ref, hc_error *err);
+
+/* Produces the layer's pre-repack tensors (owned). For float sources *ref
+ * receives the source weights as float32 (E, N, K) (caller frees), else NULL. */
+hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
+                           hc_layer_tensors *pre, float **ref, hc_error *err);
 
 /* Writes every shard (and the index when there are several) into dir. */
 hc_status hc_conv_write_shards(const hc_convert_options *opts, const hc_conv_plan *plan,

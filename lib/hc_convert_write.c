@@ -14,12 +14,19 @@ void hc_conv_shard_name(int i, int n, char *buf, size_t len)
     else snprintf(buf, len, "model-%05d-of-%05d.safetensors", i + 1, n);
 }
 
-/* Copies a (possibly unaligned, mapped) input tensor into an owned aligned one. */
-static hc_status load_owned(const hc_st_tensor *t, hc_tensor *out, hc_error *err)
+hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
+                           hc_layer_tensors *pre, float **ref, hc_error *err)
 {
-    HC_TRY(hc_tensor_alloc(out, t->dtype, t->ndim, t->shape, err));
-    memcpy(out->data, t->data, t->nbytes);
-    return HC_OK;
+    *ref = NULL;
+    memset(pre, 0, sizeof *pre);
+    hc_status st = L->kind == HC_SRC_HUMMING ? hc_conv_load_humming(L, pre, err)
+                                             : hc_conv_load_float(plan, L, pre, ref, err);
+    if (st != HC_OK) {
+        hc_layer_tensors_free(pre);
+        free(*ref);
+        *ref = NULL;
+    }
+    return st;
 }
 
 static hc_status declare_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *err)
@@ -49,19 +56,15 @@ static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t,
 
 /* Transforms one layer and streams its tensors into w; *index counts the
  * tensors written so far in declaration order. */
-static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, size_t *index,
-                             hc_error *err)
+static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc_conv_layer *L,
+                             size_t *index, hc_error *err)
 {
     hc_layer_tensors pre, post;
-    memset(&pre, 0, sizeof pre);
     memset(&post, 0, sizeof post);
-    hc_tensor *pre_t[HC_ROLE_COUNT] = {&pre.weight, &pre.weight_scale, &pre.zero_point,
-                                       &pre.global_scale, &pre.bias};
     hc_tensor *post_t[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
                                         &post.global_scale, &post.bias};
-    hc_status st = HC_OK;
-    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
-        if (L->pre[r]) st = load_owned(L->pre[r], pre_t[r], err);
+    float *ref = NULL;
+    hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
     if (st == HC_OK && hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err) != HC_OK)
         st = hc_error_prefix(err, "layer %s: ", L->prefix);
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
@@ -71,6 +74,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, size_t *in
             st = hc_st_writer_write(w, (*index)++, post_t[r]->data, post_t[r]->nbytes, err);
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&post);
+    free(ref);
     return st;
 }
 
@@ -82,7 +86,7 @@ static hc_status write_shard_items(hc_st_writer *w, const hc_conv_plan *plan, in
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard) continue;
         if (it->layer >= 0) {
-            HC_TRY(write_layer(w, &plan->layers[it->layer], &index, err));
+            HC_TRY(write_layer(w, plan, &plan->layers[it->layer], &index, err));
         } else {
             HC_TRY(hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err));
         }

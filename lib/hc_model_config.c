@@ -197,6 +197,33 @@ hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
     return st;
 }
 
+static void copy_string_field(const cJSON *o, const char *key, char *dst, size_t len)
+{
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    snprintf(dst, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+hc_status hc_model_info_parse(const char *json_text, const char *path, hc_model_info *out,
+                              hc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *root = cJSON_Parse(json_text);
+    if (root == NULL || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a valid JSON object", path);
+    }
+    hc_status st = parse_param_dtype(root, path, &out->param_format, err);
+    copy_string_field(root, "model_type", out->model_type, sizeof out->model_type);
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    out->is_float = q == NULL || cJSON_IsNull(q);
+    if (!out->is_float) {
+        copy_string_field(q, "quant_method", out->quant_method, sizeof out->quant_method);
+        if (out->quant_method[0] == '\0') snprintf(out->quant_method, sizeof out->quant_method, "%s", "(none)");
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
 hc_status hc_activation_parse(const char *name, hc_format_id *out, hc_error *err)
 {
     hc_format_id f;

@@ -24,6 +24,19 @@ typedef struct {
     int is_fp_zero_point;
 } hc_humming_qconfig;
 
+/* What config.json says about the checkpoint as a whole. */
+typedef struct {
+    hc_format_id param_format;     /* torch_dtype (float32 models: F16) */
+    char model_type[64];           /* "" if absent */
+    char quant_method[64];         /* quantization_config.quant_method, "" if none */
+    int is_float;                  /* no quantization_config */
+} hc_model_info;
+
+/* Parses config.json text for hc_model_info (path used in messages only).
+ * HC_ERR_FORMAT on malformed JSON. */
+hc_status hc_model_info_parse(const char *json_text, const char *path, hc_model_info *out,
+                              hc_error *err);
+
 /* Parses the JSON text of config.json (`path` is used in messages only).
  * Fails with HC_ERR_FORMAT on malformed JSON or fields of the wrong type, and
  * HC_ERR_UNSUPPORTED when quant_method is not "humming". */

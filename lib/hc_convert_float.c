@@ -1,0 +1,365 @@
+/* hc_convert_float.c - fp16/bf16/fp32 inputs: find the linear layers (dense,
+ * per-expert stacks "X.experts.<i>.Y.weight", fused 3-D expert stacks), give
+ * each its target, quantize it (hc_quant) into Humming's row-packed form. */
+#include "hc_convert_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_quant.h"
+
+static int is_float_dtype(hc_dtype dt)
+{
+    return dt == HC_DT_F16 || dt == HC_DT_BF16 || dt == HC_DT_F32;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* "X.experts.<i>.Y.weight" -> key "X.experts.Y" and index i; 0 if no match. */
+static int parse_expert_name(const char *name, char *key, size_t key_len, long *index)
+{
+    const char *p = strstr(name, ".experts.");
+    if (p == NULL || !ends_with(name, ".weight")) return 0;
+    const char *digits = p + 9, *q = digits;
+    while (isdigit((unsigned char)*q)) q++;
+    if (q == digits || *q != '.' || q - digits > 6) return 0;
+    *index = strtol(digits, NULL, 10);
+    int n = snprintf(key, key_len, "%.*s.experts.%.*s", (int)(p - name), name,
+                     (int)(strlen(q + 1) - 7), q + 1);
+    return n > 0 && (size_t)n < key_len;
+}
+
+typedef struct {
+    char key[512];
+    long index;
+    size_t tensor;  /* model index */
+} expert_entry;
+
+static int cmp_expert(const void *a, const void *b)
+{
+    const expert_entry *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Asks opts->choose_target; fills L's target and reason. Returns skip flag in *skip. */
+static hc_status choose(const hc_convert_options *opts, hc_conv_layer *L, int *skip,
+                        hc_error *err)
+{
+    *skip = 0;
+    if (opts->choose_target == NULL)
+        HC_FAIL(err, HC_ERR_ARG, "float checkpoint %s: no target format given (use --format, "
+                "--weight-dtype or --recipe)", opts->in_dir);
+    if (opts->choose_target(opts->choose_ctx, L->prefix, &L->target, skip, L->why,
+                            sizeof L->why, err) != HC_OK)
+        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    return HC_OK;
+}
+
+/* Starts a layer at plan->layers[plan->n_layers] (not yet counted). */
+static hc_status begin_layer(hc_conv_plan *plan, const char *prefix, size_t prefix_len,
+                             hc_conv_layer **out, hc_error *err)
+{
+    hc_conv_layer *L = &plan->layers[plan->n_layers];
+    memset(L, 0, sizeof *L);
+    L->kind = HC_SRC_FLOAT;
+    L->prefix = strndup(prefix, prefix_len);
+    HC_CHECK_ALLOC(err, L->prefix, "layer name");
+    *out = L;
+    return HC_OK;
+}
+
+/* Keeps the started layer if its target says so; frees it when skipped. */
+static hc_status finish_layer(const hc_convert_options *opts, hc_conv_plan *plan,
+                              hc_conv_layer *L, int *kept, hc_error *err)
+{
+    int skip = 0;
+    hc_status st = choose(opts, L, &skip, err);
+    *kept = st == HC_OK && !skip;
+    if (*kept) {
+        plan->n_layers++;
+        return HC_OK;
+    }
+    free(L->prefix);
+    free(L->experts);
+    memset(L, 0, sizeof *L);
+    return st;
+}
+
+/* A dense 2-D "P.weight" or a fused 3-D expert stack "...experts...". */
+static hc_status add_single(const hc_convert_options *opts, hc_st_model *model,
+                            hc_conv_plan *plan, const hc_st_tensor *t, int *kept, hc_error *err)
+{
+    size_t len = strlen(t->name), plen = ends_with(t->name, ".weight") ? len - 7 : len;
+    hc_conv_layer *L = NULL;
+    HC_TRY(begin_layer(plan, t->name, plen, &L, err));
+    L->pre[HC_ROLE_WEIGHT] = t;
+    char bias[4096];
+    snprintf(bias, sizeof bias, t->ndim == 3 ? "%s_bias" : "%s.bias", L->prefix);
+    const hc_st_tensor *b = hc_st_model_find(model, bias);
+    if (b && is_float_dtype(b->dtype) && b->ndim == t->ndim - 1) L->pre[HC_ROLE_BIAS] = b;
+    /* fused stacks of these families are stored [E, in, out] (used as x @ W) */
+    L->transpose = t->ndim == 3 && (strcmp(plan->model_type, "llama4") == 0 ||
+                                    strcmp(plan->model_type, "gpt_oss") == 0);
+    return finish_layer(opts, plan, L, kept, err);
+}
+
+static int is_candidate(const hc_st_tensor *t)
+{
+    if (!is_float_dtype(t->dtype)) return 0;
+    if (t->ndim == 2) return ends_with(t->name, ".weight");
+    return t->ndim == 3 && strstr(t->name, "experts") != NULL;
+}
+
+/* Experts [first, last) of one sorted key must be 0..E-1, all of one shape and dtype. */
+static hc_status check_stack(hc_st_model *model, const expert_entry *e, size_t n, hc_error *err)
+{
+    const hc_st_tensor *t0 = hc_st_model_tensor_at(model, e[0].tensor);
+    for (size_t i = 0; i < n; i++) {
+        const hc_st_tensor *t = hc_st_model_tensor_at(model, e[i].tensor);
+        if (e[i].index != (long)i)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: expert stack %s has %s expert %ld (experts must be "
+                    "numbered 0..%zu without gaps)", t->name, e[0].key,
+                    i > 0 && e[i].index == e[i - 1].index ? "a duplicate" : "a missing", (long)i, n - 1);
+        if (t->dtype != t0->dtype || t->shape[0] != t0->shape[0] || t->shape[1] != t0->shape[1])
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: shape or dtype differs from %s in expert stack %s",
+                    t->name, t0->name, e[0].key);
+    }
+    return HC_OK;
+}
+
+static hc_status add_stacks(const hc_convert_options *opts, hc_st_model *model,
+                            hc_conv_plan *plan, expert_entry *e, size_t n, int *layer_of,
+                            hc_error *err)
+{
+    qsort(e, n, sizeof *e, cmp_expert);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(e[j].key, e[i].key) == 0; j++) {}
+        HC_TRY(check_stack(model, e + i, j - i, err));
+        hc_conv_layer *L = NULL;
+        HC_TRY(begin_layer(plan, e[i].key, strlen(e[i].key), &L, err));
+        L->experts = malloc((j - i) * sizeof *L->experts);
+        HC_CHECK_ALLOC(err, L->experts, "expert list");
+        L->n_experts = (int)(j - i);
+        for (size_t k = i; k < j; k++) L->experts[k - i] = hc_st_model_tensor_at(model, e[k].tensor);
+        int kept = 0;
+        HC_TRY(finish_layer(opts, plan, L, &kept, err));
+        if (kept) layer_of[e[i].tensor] = plan->n_layers - 1;
+    }
+    return HC_OK;
+}
+
+hc_status hc_conv_find_float(const hc_convert_options *opts, hc_st_model *model,
+                             hc_conv_plan *plan, int *layer_of, hc_error *err)
+{
+    size_t count = hc_st_model_count(model), n_experts = 0;
+    expert_entry *experts = calloc(count + 1, sizeof *experts);
+    HC_CHECK_ALLOC(err, experts, "expert table");
+    hc_status st = HC_OK;
+    for (size_t i = 0; st == HC_OK && i < count; i++) {
+        const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
+        expert_entry *x = &experts[n_experts];
+        if (!is_candidate(t)) continue;
+        if (t->ndim == 2 && parse_expert_name(t->name, x->key, sizeof x->key, &x->index)) {
+            x->tensor = i;
+            n_experts++;
+            continue;
+        }
+        int kept = 0;
+        st = add_single(opts, model, plan, t, &kept, err);
+        if (st == HC_OK && kept) layer_of[i] = plan->n_layers - 1;
+    }
+    if (st == HC_OK) st = add_stacks(opts, model, plan, experts, n_experts, layer_of, err);
+    free(experts);
+    return st;
+}
+
+/* E, N, K of a float layer as the quantizer sees it ([E, out, in]). */
+static void float_dims(const hc_conv_layer *L, int64_t *E, int64_t *N, int64_t *K)
+{
+    const hc_st_tensor *w = L->experts ? L->experts[0] : L->pre[HC_ROLE_WEIGHT];
+    int nd = w->ndim;
+    *E = L->experts ? L->n_experts : nd == 3 ? w->shape[0] : 1;
+    *N = w->shape[nd - (L->transpose ? 1 : 2)];
+    *K = w->shape[nd - (L->transpose ? 2 : 1)];
+}
+
+static hc_quant_desc quant_desc(const hc_target *t)
+{
+    hc_quant_desc d = {
+        .weight_format = t->weight_format, .scale_format = t->scale_format,
+        .group_size = t->group_size > 0 ? (int)t->group_size
+                      : t->group_size == 0 ? HC_QUANT_GROUP_CHANNEL : HC_QUANT_GROUP_TENSOR,
+        .group_size_n = (int)t->group_size_n,
+        .zero_point = t->zero_point == HC_TARGET_ZP_INT ? HC_ZP_INT
+                      : t->zero_point == HC_TARGET_ZP_FLOAT ? HC_ZP_FLOAT : HC_ZP_NONE,
+        .global_scale = t->global_scale,
+        .quantizer = t->rounding == HC_TARGET_MSE ? HC_QUANTIZER_MSE : HC_QUANTIZER_RTN};
+    return d;
+}
+
+static hc_scale_type target_scale_type(const hc_target *t)
+{
+    if (t->group_size_n > 1) return HC_SCALE_BLOCK;
+    if (t->group_size < 0) return HC_SCALE_TENSOR;
+    if (t->global_scale) return HC_SCALE_GROUP_TENSOR;
+    return t->group_size == 0 ? HC_SCALE_CHANNEL : HC_SCALE_GROUP;
+}
+
+/* Humming stores signed integer codes offset-binary as uintB (spec 1.2). */
+static hc_format_id stored_format(hc_format_id f)
+{
+    const hc_format_info *fi = hc_format_get(f);
+    return fi->kind == HC_KIND_INT ? (hc_format_id)(HC_FMT_UINT1 + fi->bits - 1) : f;
+}
+
+hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
+                                   hc_conv_layer *L, hc_error *err)
+{
+    L->target = hc_target_resolve(L->target, plan->param_format);
+    const hc_target *t = &L->target;
+    int64_t E, N, K;
+    float_dims(L, &E, &N, &K);
+    hc_quant_desc d = quant_desc(t);
+    if (hc_quant_check(&d, E, N, K, err) != HC_OK)
+        return hc_error_prefix(err, "layer %s [%lld x %lld]: ", L->prefix, (long long)N,
+                               (long long)K);
+    L->cfg = (hc_layer_config){
+        .weight_format = stored_format(t->weight_format), .scale_format = t->scale_format,
+        .act_format = t->activation, .param_format = plan->param_format,
+        .scale_type = target_scale_type(t), .group_size = t->group_size > 0 ? t->group_size : 0,
+        .group_size_n = t->group_size_n, .has_zero_point = t->zero_point != HC_TARGET_ZP_NONE,
+        .is_fp_zero_point = t->zero_point == HC_TARGET_ZP_FLOAT, .sm = opts->sm,
+        .humming_bug_compat = opts->humming_bug_compat};
+    if (hc_layer_plan(&L->cfg, L->experts != NULL || L->pre[HC_ROLE_WEIGHT]->ndim == 3, E, N, K,
+                      &L->meta, err) != HC_OK)
+        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    L->has_zero = L->cfg.has_zero_point;
+    L->has_global = t->global_scale || t->group_size < 0;
+    L->has_bias = L->pre[HC_ROLE_BIAS] != NULL;
+    return HC_OK;
+}
+
+/* Converts n elements of a float tensor (unaligned bytes) to float32, exactly. */
+static void read_floats(const hc_st_tensor *t, size_t offset, size_t n, float *dst)
+{
+    const unsigned char *p = (const unsigned char *)t->data;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = offset + i;
+        if (t->dtype == HC_DT_F32) {
+            memcpy(&dst[i], p + 4 * j, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * j, 2);
+            dst[i] = t->dtype == HC_DT_F16 ? hc_f16_to_f32(h) : hc_bf16_to_f32(h);
+        }
+    }
+}
+
+/* The layer's weights as float32 (E, N, K). */
+static hc_status read_source(const hc_conv_layer *L, int64_t E, int64_t N, int64_t K,
+                             float **out, hc_error *err)
+{
+    size_t slab = (size_t)(N * K);
+    float *w = malloc((size_t)E * slab * sizeof *w), *tmp = NULL;
+    HC_CHECK_ALLOC(err, w, "layer weights");
+    if (L->transpose && (tmp = malloc(slab * sizeof *tmp)) == NULL) {
+        free(w);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory transposing %s", L->prefix);
+    }
+    for (int64_t e = 0; e < E; e++) {
+        float *dst = w + (size_t)e * slab;
+        if (L->experts) {
+            read_floats(L->experts[e], 0, slab, dst);
+        } else if (!L->transpose) {
+            read_floats(L->pre[HC_ROLE_WEIGHT], (size_t)e * slab, slab, dst);
+        } else { /* stored [K, N] per expert */
+            read_floats(L->pre[HC_ROLE_WEIGHT], (size_t)e * slab, slab, tmp);
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t n = 0; n < N; n++) dst[n * K + k] = tmp[k * N + n];
+        }
+    }
+    free(tmp);
+    *out = w;
+    return HC_OK;
+}
+
+/* Allocates t as (E?, a, b) and copies len bytes from src. */
+static hc_status make_tensor(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int64_t a, int64_t b,
+                             const void *src, size_t len, hc_error *err)
+{
+    int64_t s3[3] = {E, a, b};
+    HC_TRY(hc_tensor_alloc(t, dt, moe ? 3 : 2, moe ? s3 : s3 + 1, err));
+    if (t->nbytes != len)
+        HC_FAIL(err, HC_ERR_INTERNAL, "quantizer output holds %zu bytes, expected %zu", len,
+                t->nbytes);
+    memcpy(t->data, src, len);
+    return HC_OK;
+}
+
+static hc_status pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,
+                                 hc_error *err)
+{
+    int64_t E = r->experts, NS = r->group_rows, G = r->groups, b = r->bits;
+    HC_TRY(make_tensor(&pre->weight, HC_DT_I32, moe, E, r->n, r->k * b / 32, r->codes,
+                       (size_t)(E * r->n * r->k * b / 32) * 4, err));
+    if (r->scales)
+        HC_TRY(make_tensor(&pre->weight_scale, hc_format_storage_dtype(r->desc.scale_format), moe,
+                           E, NS, G, r->scales, (size_t)(E * NS * G * r->scale_bytes), err));
+    if (r->zero_points)
+        HC_TRY(make_tensor(&pre->zero_point, HC_DT_I32, moe, E, NS * b / 32, G, r->zero_points,
+                           (size_t)(E * NS * b / 32 * G) * 4, err));
+    if (r->zero_points_f)
+        HC_TRY(make_tensor(&pre->zero_point, hc_format_storage_dtype(r->zp_float_format), moe, E,
+                           NS, G, r->zero_points_f, (size_t)(E * NS * G) * 2, err));
+    if (r->global_scale) {
+        int64_t shape[1] = {E};
+        HC_TRY(hc_tensor_alloc(&pre->global_scale, HC_DT_F32, 1, shape, err));
+        memcpy(pre->global_scale.data, r->global_scale, (size_t)E * sizeof(float));
+    }
+    return HC_OK;
+}
+
+/* Bias converted to the param dtype, same shape as the source. */
+static hc_status load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor *out,
+                           hc_error *err)
+{
+    hc_dtype dt = hc_format_storage_dtype(param);
+    HC_TRY(hc_tensor_alloc(out, dt, b->ndim, b->shape, err));
+    size_t n = out->nbytes / 2;
+    float *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    HC_CHECK_ALLOC(err, tmp, "bias");
+    read_floats(b, 0, n, tmp);
+    uint16_t *dst = out->data;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = dt == HC_DT_BF16 ? hc_f32_to_bf16(tmp[i]) : hc_f32_to_f16(tmp[i]);
+    free(tmp);
+    return HC_OK;
+}
+
+hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
+                             hc_layer_tensors *pre, float **ref, hc_error *err)
+{
+    int64_t E, N, K;
+    float_dims(L, &E, &N, &K);
+    float *w = NULL;
+    HC_TRY(read_source(L, E, N, K, &w, err));
+    hc_quant_desc d = quant_desc(&L->target);
+    hc_quant_result r;
+    memset(&r, 0, sizeof r);
+    hc_status st = hc_quantize(&d, w, E, N, K, &r, err);
+    if (st != HC_OK) st = hc_error_prefix(err, "layer %s: ", L->prefix);
+    if (st == HC_OK) st = pre_from_result(&r, L->meta.is_moe, pre, err);
+    if (st == HC_OK && L->pre[HC_ROLE_BIAS])
+        st = load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
+    hc_quant_result_free(&r);
+    if (st == HC_OK) *ref = w;
+    else free(w);
+    return st;
+}
