@@ -1,0 +1,369 @@
+/* hc_quant.c - the quantizer driver: checks, input scan, global scales, the
+ * parallel loop over groups (RTN or clip-ratio MSE search) and packing. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_quant_internal.h"
+
+#define HQ_MSE_STEPS 51 /* clip ratios 1.00, 0.99, ..., 0.50 */
+
+typedef struct {
+    int64_t n, k;   /* rows and columns of one expert */
+    int64_t gn, gk; /* rows and columns of one group */
+    int64_t ns, g;  /* groups along N and along K */
+} hq_geom;
+
+static int is_scale_format(hc_format_id f) { return hc_quant_scale_bytes(f) != 0; }
+
+static hc_status check_weight(const hc_quant_desc *d, hc_error *err)
+{
+    const hc_format_info *wf = hc_format_get(d->weight_format);
+    if (!wf) HC_FAIL(err, HC_ERR_ARG, "quantize: unknown weight format %d", (int)d->weight_format);
+    if (wf->bits > 8 || (wf->kind == HC_KIND_FLOAT && !wf->is_signed))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: %s is not a weight format (1..8 bit "
+                "integers or signed floats)", wf->name);
+    if (d->zero_point != HC_ZP_NONE && wf->kind == HC_KIND_FLOAT)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: zero points need an integer weight format, "
+                "not %s", wf->name);
+    if ((unsigned)d->zero_point > HC_ZP_FLOAT || (unsigned)d->quantizer > HC_QUANTIZER_MSE)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: bad zero-point mode or quantizer");
+    return HC_OK;
+}
+
+static hc_status check_scales(const hc_quant_desc *d, int bits, hc_error *err)
+{
+    if (d->group_size == HC_QUANT_GROUP_TENSOR) {
+        if (d->group_size_n != 0 || d->zero_point != HC_ZP_NONE)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: tensor granularity takes no block "
+                    "scales and no zero point");
+        return HC_OK;
+    }
+    const char *sn = hc_format_get(d->scale_format) ? hc_format_get(d->scale_format)->name : "?";
+    if (!is_scale_format(d->scale_format))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: %s is not a scale format", sn);
+    if (d->group_size_n > 0 && (d->scale_format != HC_FMT_F32 || d->global_scale))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: block scales are float32, without global scale");
+    if (d->global_scale && (d->scale_format == HC_FMT_F32 || d->scale_format == HC_FMT_F8E8M0))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: no global scale with %s scales", sn);
+    if (d->scale_format == HC_FMT_F8E8M0 && bits == 1 && d->zero_point == HC_ZP_NONE)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: symmetric 1-bit weights have no e8m0 scale "
+                "(element max 0)");
+    return HC_OK;
+}
+
+static hc_status check_shape(const hc_quant_desc *d, int bits, int64_t e, int64_t n, int64_t k,
+                             hc_error *err)
+{
+    if (e <= 0 || n <= 0 || k <= 0 || e > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: bad shape (%lld, %lld, %lld)", (long long)e,
+                (long long)n, (long long)k);
+    if (d->group_size < HC_QUANT_GROUP_TENSOR || d->group_size_n < 0)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: bad group size %d x %d", d->group_size_n,
+                d->group_size);
+    if (d->group_size > 0 && k % d->group_size != 0)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: K = %lld is not a multiple of group size %d",
+                (long long)k, d->group_size);
+    int64_t ns = d->group_size_n > 0 ? n / d->group_size_n : n;
+    if (d->group_size_n > 0 && n % d->group_size_n != 0)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: N = %lld is not a multiple of group_size_n %d",
+                (long long)n, d->group_size_n);
+    if (k * bits % 32 != 0)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: K * bits = %lld is not a multiple of 32",
+                (long long)(k * bits));
+    if (d->zero_point == HC_ZP_INT && ns * bits % 32 != 0)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: integer zero points need scale rows * bits "
+                "(%lld) to be a multiple of 32", (long long)(ns * bits));
+    return HC_OK;
+}
+
+hc_status hc_quant_check(const hc_quant_desc *d, int64_t e, int64_t n, int64_t k, hc_error *err)
+{
+    if (!d) HC_FAIL(err, HC_ERR_ARG, "quantize: no description");
+    HC_TRY(check_weight(d, err));
+    int bits = hc_format_get(d->weight_format)->bits;
+    HC_TRY(check_scales(d, bits, err));
+    return check_shape(d, bits, e, n, k, err);
+}
+
+/* Rejects NaN/Inf, naming the first one's position. */
+static hc_status check_finite(const float *w, int64_t e, int64_t n, int64_t k, hc_error *err)
+{
+    int64_t first = INT64_MAX;
+#pragma omp parallel for reduction(min : first) schedule(static)
+    for (int64_t row = 0; row < e * n; row++)
+        for (int64_t i = 0; i < k; i++)
+            if (!isfinite(w[row * k + i])) {
+                if (row * k + i < first) first = row * k + i;
+                break;
+            }
+    if (first == INT64_MAX) return HC_OK;
+    HC_FAIL(err, HC_ERR_FORMAT, "quantize: non-finite weight %g at expert %lld, row %lld, "
+            "column %lld", (double)w[first], (long long)(first / (n * k)),
+            (long long)(first / k % n), (long long)(first % k));
+}
+
+static hq_geom make_geom(const hc_quant_desc *d, int64_t n, int64_t k)
+{
+    hq_geom g = {n, k, 1, k, n, 1};
+    if (d->group_size == HC_QUANT_GROUP_TENSOR) {
+        g.gn = n;
+        g.ns = 1;
+        return g;
+    }
+    if (d->group_size > 0) g.gk = d->group_size;
+    if (d->group_size_n > 0) g.gn = d->group_size_n;
+    g.ns = n / g.gn;
+    g.g = k / g.gk;
+    return g;
+}
+
+/* Copies group idx of one expert into buf (gn rows of gk). */
+static void gather(const hq_geom *q, const float *w, int64_t idx, float *buf)
+{
+    int64_t r0 = idx / q->g * q->gn, c0 = idx % q->g * q->gk;
+    for (int64_t i = 0; i < q->gn; i++)
+        memcpy(buf + i * q->gk, w + (r0 + i) * q->k + c0, (size_t)q->gk * sizeof *buf);
+}
+
+static void scatter(const hq_geom *q, uint8_t *codes, int64_t idx, const uint8_t *buf)
+{
+    int64_t r0 = idx / q->g * q->gn, c0 = idx % q->g * q->gk;
+    for (int64_t i = 0; i < q->gn; i++)
+        memcpy(codes + (r0 + i) * q->k + c0, buf + i * q->gk, (size_t)q->gk);
+}
+
+/* Per-expert global scale from the RTN float32 group scales: mean |s| for
+ * fp16/bf16 scales (Humming's rule; summed in double), max |s| / scale-format
+ * max for fp8 scales (every block scale fits). Never below FLT_MIN. */
+static hc_status expert_global(const hq_ctx *c, const hq_geom *q, const float *w, float *gs,
+                               hc_error *err)
+{
+    int64_t ng = q->ns * q->g, gsz = q->gn * q->gk;
+    double sum = 0.0, amax = 0.0;
+    int nomem = 0;
+#pragma omp parallel reduction(+ : sum) reduction(max : amax) reduction(| : nomem)
+    {
+        float *buf = malloc((size_t)gsz * sizeof *buf);
+        nomem |= buf == NULL;
+#pragma omp for schedule(static)
+        for (int64_t idx = 0; idx < ng; idx++) {
+            if (!buf) continue;
+            float mx, mn;
+            gather(q, w, idx, buf);
+            hq_stats(buf, gsz, 1.0f, &mx, &mn);
+            double s = fabs((double)hq_raw_scale(c, mx, mn));
+            sum += s;
+            amax = fmax(amax, s);
+        }
+        free(buf);
+    }
+    if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+    if (c->mode == HQ_EFFECTIVE)
+        *gs = (float)(amax / hc_format_get(c->d.scale_format)->max_value);
+    else
+        *gs = (float)(sum / (double)ng);
+    *gs = fmaxf(*gs, FLT_MIN);
+    return HC_OK;
+}
+
+/* RTN parameters and codes, or the best clip ratio by squared error (ratio
+ * 1.0, the RTN result, first; a candidate replaces it only when strictly
+ * better, so MSE is never worse than RTN on any group). */
+static void choose(const hq_ctx *c, const float *x, int64_t n, float gs, hq_group *best,
+                   uint8_t *bc, uint8_t *tmp)
+{
+    hq_group_params(c, x, n, 1.0f, gs, best);
+    hq_group_codes(c, best, x, n, bc);
+    if (c->d.quantizer != HC_QUANTIZER_MSE || best->bad) return;
+    double be = hq_group_sqerr(c, best, x, bc, n);
+    for (int i = 1; i < HQ_MSE_STEPS; i++) {
+        hq_group g;
+        hq_group_params(c, x, n, 1.0f - 0.01f * (float)i, gs, &g);
+        if (g.bad) continue;
+        hq_group_codes(c, &g, x, n, tmp);
+        double e = hq_group_sqerr(c, &g, x, tmp, n);
+        if (e < be) {
+            be = e;
+            *best = g;
+            memcpy(bc, tmp, (size_t)n);
+        }
+    }
+}
+
+typedef struct {
+    uint8_t *codes8;  /* (E, N, K) one code per byte */
+    uint8_t *zq;      /* (E, NS, G) integer zero points, or NULL */
+    hc_quant_result *r;
+} hq_sink;
+
+static void store_group(const hq_ctx *c, hq_sink *s, int64_t e, int64_t idx, const hq_group *g)
+{
+    hc_quant_result *r = s->r;
+    int64_t gi = e * r->group_rows * r->groups + idx;
+    if (c->tensor) r->global_scale[e] = (float)g->val;
+    if (r->scales)
+        for (int b = 0; b < r->scale_bytes; b++)
+            r->scales[gi * r->scale_bytes + b] = (uint8_t)(g->scale_bits >> (8 * b));
+    if (s->zq) s->zq[gi] = (uint8_t)g->zq;
+    if (r->zero_points_f) r->zero_points_f[gi] = g->zf_bits;
+}
+
+/* Quantizes every group of expert e; *bad = first group whose stored scale
+ * is not finite (INT64_MAX if none). */
+static hc_status quantize_expert(const hq_ctx *c, const hq_geom *q, const float *w, int64_t e,
+                                 float gs, hq_sink *s, int64_t *bad, hc_error *err)
+{
+    int64_t ng = q->ns * q->g, gsz = q->gn * q->gk, first = INT64_MAX;
+    int nomem = 0;
+#pragma omp parallel reduction(min : first) reduction(| : nomem)
+    {
+        float *buf = malloc((size_t)gsz * sizeof *buf);
+        uint8_t *bc = malloc((size_t)gsz), *tmp = malloc((size_t)gsz);
+        nomem |= !buf || !bc || !tmp;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t idx = 0; idx < ng; idx++) {
+            if (!buf || !bc || !tmp) continue;
+            hq_group g;
+            gather(q, w, idx, buf);
+            choose(c, buf, gsz, gs, &g, bc, tmp);
+            if (g.bad && idx < first) first = idx;
+            store_group(c, s, e, idx, &g);
+            scatter(q, s->codes8 + e * q->n * q->k, idx, bc);
+        }
+        free(buf);
+        free(bc);
+        free(tmp);
+    }
+    if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+    *bad = first;
+    return HC_OK;
+}
+
+static hc_status bad_scale_error(const hq_ctx *c, const hq_geom *q, const float *w, int64_t e,
+                                 int64_t idx, float gs, hc_error *err)
+{
+    float *buf = malloc((size_t)(q->gn * q->gk) * sizeof *buf);
+    HC_CHECK_ALLOC(err, buf, "quantize scratch");
+    hq_group g;
+    gather(q, w, idx, buf);
+    hq_group_params(c, buf, q->gn * q->gk, 1.0f, gs, &g);
+    free(buf);
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: scale %g of group (expert %lld, scale row %lld, "
+            "group %lld) does not fit %s; use a wider scale format or a global scale",
+            (double)g.s, (long long)e, (long long)(idx / q->g), (long long)(idx % q->g),
+            hc_format_get(c->d.scale_format)->name);
+}
+
+void hc_quant_result_free(hc_quant_result *r)
+{
+    if (!r) return;
+    free(r->codes);
+    free(r->scales);
+    free(r->zero_points);
+    free(r->zero_points_f);
+    free(r->global_scale);
+    memset(r, 0, sizeof *r);
+}
+
+static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_quant_result *r,
+                              hc_error *err)
+{
+    int64_t ngroups = e * q->ns * q->g;
+    r->desc = c->d;
+    r->experts = e;
+    r->n = q->n;
+    r->k = q->k;
+    r->bits = c->bits;
+    r->group_rows = q->ns;
+    r->group_cols = q->gk;
+    r->groups = q->g;
+    r->zp_float_format = c->d.scale_format == HC_FMT_F16 ? HC_FMT_F16 : HC_FMT_BF16;
+    r->codes = calloc((size_t)(e * q->n * q->k * c->bits / 32), sizeof *r->codes);
+    HC_CHECK_ALLOC(err, r->codes, "quantized codes");
+    if (!c->tensor) {
+        r->scale_bytes = hc_quant_scale_bytes(c->d.scale_format);
+        r->scales = calloc((size_t)ngroups, (size_t)r->scale_bytes);
+        HC_CHECK_ALLOC(err, r->scales, "scales");
+    }
+    if (c->tensor || c->d.global_scale) {
+        r->global_scale = calloc((size_t)e, sizeof *r->global_scale);
+        HC_CHECK_ALLOC(err, r->global_scale, "global scales");
+    }
+    if (c->d.zero_point == HC_ZP_INT) {
+        r->zero_points = calloc((size_t)(ngroups * c->bits / 32), sizeof *r->zero_points);
+        HC_CHECK_ALLOC(err, r->zero_points, "zero points");
+    }
+    if (c->d.zero_point == HC_ZP_FLOAT) {
+        r->zero_points_f = calloc((size_t)ngroups, sizeof *r->zero_points_f);
+        HC_CHECK_ALLOC(err, r->zero_points_f, "float zero points");
+    }
+    return HC_OK;
+}
+
+/* Integer zero points (E, NS, G) -> packed along NS: (E, NS*b/32, G). */
+static hc_status pack_zero_points(hc_quant_result *r, const uint8_t *zq, hc_error *err)
+{
+    int64_t ns = r->group_rows, G = r->groups, wpc = ns * r->bits / 32;
+    uint8_t *col = malloc((size_t)ns);
+    uint32_t *words = malloc((size_t)wpc * sizeof *words);
+    if (!col || !words) {
+        free(col);
+        free(words);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating zero-point packing");
+    }
+    for (int64_t e = 0; e < r->experts; e++)
+        for (int64_t g = 0; g < G; g++) {
+            for (int64_t i = 0; i < ns; i++) col[i] = zq[(e * ns + i) * G + g];
+            hc_pack_rows(col, 1, ns, r->bits, words);
+            for (int64_t w = 0; w < wpc; w++) r->zero_points[(e * wpc + w) * G + g] = words[w];
+        }
+    free(col);
+    free(words);
+    return HC_OK;
+}
+
+static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const float *w, hq_sink *s,
+                             hc_error *err)
+{
+    for (int64_t e = 0; e < s->r->experts; e++) {
+        const float *we = w + e * q->n * q->k;
+        float gs = 1.0f;
+        int64_t bad = INT64_MAX;
+        if (c->d.global_scale && !c->tensor) {
+            HC_TRY(expert_global(c, q, we, &gs, err));
+            s->r->global_scale[e] = gs;
+        }
+        HC_TRY(quantize_expert(c, q, we, e, gs, s, &bad, err));
+        if (bad != INT64_MAX) return bad_scale_error(c, q, we, e, bad, gs, err);
+    }
+    return HC_OK;
+}
+
+hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t e, int64_t n, int64_t k,
+                      hc_quant_result *out, hc_error *err)
+{
+    if (!out || !w) HC_FAIL(err, HC_ERR_ARG, "quantize: missing input or output");
+    memset(out, 0, sizeof *out);
+    HC_TRY(hc_quant_check(d, e, n, k, err));
+    HC_TRY(check_finite(w, e, n, k, err));
+    hq_ctx c;
+    hq_ctx_init(&c, d);
+    hq_geom q = make_geom(d, n, k);
+    hq_sink s = {NULL, NULL, out};
+    hc_status st = alloc_result(&c, &q, e, out, err);
+    if (st == HC_OK) {
+        s.codes8 = malloc((size_t)(e * n * k));
+        if (d->zero_point == HC_ZP_INT) s.zq = malloc((size_t)(e * q.ns * q.g));
+        if (!s.codes8 || (d->zero_point == HC_ZP_INT && !s.zq))
+            st = hc_error_set(err, HC_ERR_NOMEM, "out of memory allocating quantize codes");
+    }
+    if (st == HC_OK) st = run_experts(&c, &q, w, &s, err);
+    if (st == HC_OK) hc_pack_rows(s.codes8, e * n, k, c.bits, out->codes);
+    if (st == HC_OK && s.zq) st = pack_zero_points(out, s.zq, err);
+    free(s.codes8);
+    free(s.zq);
+    if (st != HC_OK) hc_quant_result_free(out);
+    return st;
+}

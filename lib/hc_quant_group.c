@@ -1,0 +1,121 @@
+/* hc_quant_group.c - one group: statistics, scale, storage of scale and zero
+ * point, codes and squared error. Dispatches to the per-kind rules. */
+#include <math.h>
+#include <string.h>
+
+#include "hc_quant_internal.h"
+
+static hq_mode pick_mode(const hc_quant_desc *d)
+{
+    if (d->group_size == HC_QUANT_GROUP_TENSOR) return HQ_HUMMING;
+    if (d->scale_format == HC_FMT_F8E8M0) return HQ_MX;
+    if (d->global_scale && (d->scale_format == HC_FMT_F8E4M3 || d->scale_format == HC_FMT_F8E5M2))
+        return HQ_EFFECTIVE;
+    return HQ_HUMMING;
+}
+
+void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d)
+{
+    memset(c, 0, sizeof *c);
+    c->d = *d;
+    c->wf = hc_format_get(d->weight_format);
+    c->mode = pick_mode(d);
+    c->is_float = c->wf->kind == HC_KIND_FLOAT;
+    c->bits = c->wf->bits;
+    c->tensor = d->group_size == HC_QUANT_GROUP_TENSOR;
+    c->dmax = c->wf->max_value;
+    c->qlo = 0;
+    c->qhi = (int32_t)((1u << c->bits) - 1u);
+    c->offset = c->is_float ? 0 : (int32_t)(1u << (c->bits - 1));
+    for (uint32_t code = 0; code <= (uint32_t)c->qhi; code++) {
+        if (c->is_float) c->lut[code] = hc_format_decode(d->weight_format, code);
+        else if (d->zero_point == HC_ZP_NONE) c->lut[code] = (double)code - c->offset;
+        else c->lut[code] = code;
+    }
+}
+
+void hq_stats(const float *x, int64_t n, float ratio, float *mx, float *mn)
+{
+    float hi = 1e-30f, lo = -1e-30f;
+    for (int64_t i = 0; i < n; i++) {
+        hi = fmaxf(hi, x[i]);
+        lo = fminf(lo, x[i]);
+    }
+    *mx = hi * ratio;
+    *mn = lo * ratio;
+}
+
+float hq_raw_scale(const hq_ctx *c, float mx, float mn)
+{
+    if (c->is_float) return fmaxf(mx, fabsf(mn)) / (float)c->dmax;
+    if (c->d.zero_point == HC_ZP_NONE) return hq_int_sym_scale(c, mx, mn);
+    return hq_int_zp_scale(c, mx, mn);
+}
+
+static uint32_t f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+void hq_store_scale(hc_format_id sf, float v, float gs, hq_group *g)
+{
+    uint32_t b;
+    switch (sf) {
+    case HC_FMT_F16: b = hc_f32_to_f16(v); break;
+    case HC_FMT_BF16: b = hc_f32_to_bf16(v); break;
+    case HC_FMT_F32: b = f32_bits(v); break;
+    default: b = hc_format_encode(sf, v); break;
+    }
+    g->scale_bits = b;
+    g->val = hc_quant_scale_value(sf, b) * (double)gs;
+    g->bad = !isfinite(g->val);
+}
+
+void hq_store_zp_float(hc_format_id zf, float zp, hq_group *g)
+{
+    g->zf_bits = zf == HC_FMT_F16 ? hc_f32_to_f16(zp) : hc_f32_to_bf16(zp);
+    g->zp_val = zf == HC_FMT_F16 ? hc_f16_to_f32(g->zf_bits) : hc_bf16_to_f32(g->zf_bits);
+}
+
+void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, float gs,
+                     hq_group *g)
+{
+    memset(g, 0, sizeof *g);
+    if (c->mode == HQ_MX) {
+        hq_mx_params(c, x, n, ratio, g);
+        return;
+    }
+    float mx, mn;
+    hq_stats(x, n, ratio, &mx, &mn);
+    g->s = hq_raw_scale(c, mx, mn);
+    if (c->tensor) {
+        g->scale_bits = f32_bits(g->s);
+        g->val = g->s;
+    } else if (c->d.global_scale) {
+        hq_store_scale(c->d.scale_format, g->s / gs, gs, g);
+    } else {
+        hq_store_scale(c->d.scale_format, g->s, 1.0f, g);
+    }
+    if (c->d.zero_point != HC_ZP_NONE) hq_zp_params(c, mx, mn, g);
+}
+
+void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
+                    uint8_t *codes)
+{
+    if (c->mode != HQ_HUMMING) hq_codes_effective(c, g, x, n, codes);
+    else if (c->is_float) hq_float_codes_humming(c, g, x, n, codes);
+    else hq_int_codes_humming(c, g, x, n, codes);
+}
+
+double hq_group_sqerr(const hq_ctx *c, const hq_group *g, const float *x,
+                      const uint8_t *codes, int64_t n)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (c->lut[codes[i]] - g->zp_val) * g->val - (double)x[i];
+        sum += d * d;
+    }
+    return sum;
+}

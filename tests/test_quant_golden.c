@@ -1,0 +1,209 @@
+/* test_quant_golden.c - the quantizer against Humming's golden vectors.
+ *
+ * For every $HC_SHARED_DIR/golden/NAME.safetensors: quantize src.weight with RTN
+ * under the file's weight_config and compare pre.weight / pre.weight_scale /
+ * pre.zero_point bit for bit, except for e8m0 (MX) scales, where Humming is
+ * knowingly not followed: there the OCP-rule output must decode every element
+ * to within one element step of src without any element overflowing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_quant.h"
+#include "hc_test_quant_st.h"
+
+static char golden_dir[1024];
+
+static int has_golden(void)
+{
+    const char *s = getenv("HC_SHARED_DIR");
+    snprintf(golden_dir, sizeof golden_dir, "%s/golden", s && *s ? s : "../shared");
+    DIR *d = opendir(golden_dir);
+    if (!d) {
+        printf("NOTICE: %s not found: golden quantizer tests skipped\n", golden_dir);
+        return 0;
+    }
+    closedir(d);
+    return 1;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int json_flag(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
+    if (cJSON_IsString(v)) return strcmp(v->valuestring, "True") == 0 || strcmp(v->valuestring, "true") == 0;
+    return cJSON_IsNumber(v) && v->valuedouble != 0;
+}
+
+/* The quantizer description from the file's meta JSON; -1 if unusable. */
+static int desc_from_meta(const char *meta, hc_quant_desc *d)
+{
+    cJSON *m = cJSON_Parse(meta);
+    const cJSON *wc = cJSON_GetObjectItemCaseSensitive(m, "weight_config");
+    const char *dtype = json_str(wc, "dtype"), *gs = json_str(wc, "group_size");
+    const char *sd = json_str(wc, "scale_dtype"), *td = json_str(m, "torch_dtype");
+    int rc = -1;
+    memset(d, 0, sizeof *d);
+    if (dtype && hc_format_parse(dtype, &d->weight_format) == 0 && td) {
+        const cJSON *gsn = cJSON_GetObjectItemCaseSensitive(wc, "group_size");
+        d->group_size = gs ? atoi(gs) : (cJSON_IsNumber(gsn) ? gsn->valueint : 0);
+        if (d->group_size < 0) d->group_size = 0;
+        d->scale_format = strstr(td, "bfloat16") ? HC_FMT_BF16 : HC_FMT_F16;
+        rc = (sd && hc_format_parse(sd, &d->scale_format) != 0) ? -1 : 0;
+        if (json_flag(wc, "has_zero_point"))
+            d->zero_point = json_flag(wc, "is_fp_zero_point") ? HC_ZP_FLOAT : HC_ZP_INT;
+    }
+    cJSON_Delete(m);
+    return rc;
+}
+
+/* Number of differing 32-bit words / bytes between two buffers. */
+static int64_t count_diff(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    int64_t d = 0;
+    for (size_t i = 0; i < n; i++) d += a[i] != b[i];
+    return d;
+}
+
+static int compare_tensor(const hc_tq_file *f, const char *name, const void *ours, size_t nbytes,
+                          const char *file)
+{
+    hc_tq_tensor t;
+    if (hc_tq_get(f, name, &t) != 0) {
+        printf("  %s: %s missing\n", file, name);
+        return 1;
+    }
+    if (t.nbytes != nbytes) {
+        printf("  %s: %s has %zu bytes, ours %zu\n", file, name, t.nbytes, nbytes);
+        return 1;
+    }
+    int64_t d = count_diff(t.data, ours, nbytes);
+    printf("  %s: %s %s (%lld of %zu bytes differ)\n", file, name, d ? "MISMATCH" : "bit exact",
+           (long long)d, nbytes);
+    return d != 0;
+}
+
+static int check_exact(const hc_tq_file *f, const hc_quant_result *r, const char *file)
+{
+    int bad = compare_tensor(f, "pre.weight", r->codes,
+                             (size_t)(r->experts * r->n * r->k * r->bits / 8), file);
+    bad += compare_tensor(f, "pre.weight_scale", r->scales,
+                          (size_t)(r->experts * r->group_rows * r->groups * r->scale_bytes), file);
+    hc_tq_tensor z;
+    if (hc_tq_get(f, "pre.zero_point", &z) == 0) {
+        size_t zn = r->zero_points ? (size_t)(r->experts * r->group_rows * r->bits / 32 * r->groups * 4)
+                                   : (size_t)(r->experts * r->group_rows * r->groups * 2);
+        const void *zp = r->zero_points ? (const void *)r->zero_points : (const void *)r->zero_points_f;
+        bad += zp ? compare_tensor(f, "pre.zero_point", zp, zn, file) : 1;
+    }
+    return bad;
+}
+
+/* Grid spacing of a float format around magnitude y (codes of the positive
+ * half are increasing). */
+static double local_step(hc_format_id id, int bits, double y)
+{
+    uint32_t top = (1u << (bits - 1)) - 1u;
+    for (uint32_t c = 0; c < top; c++) {
+        double lo = hc_format_decode(id, c), hi = hc_format_decode(id, c + 1);
+        if (y <= hi) return hi - lo;
+        (void)lo;
+    }
+    return INFINITY; /* beyond the max: overflow */
+}
+
+/* OCP-rule MX output: within one element step, no element past the max. */
+static int check_mx(const hc_quant_result *r, const float *src, const char *file)
+{
+    int64_t total = r->experts * r->n * r->k, bad = 0, overflow = 0;
+    float *deq = malloc((size_t)total * sizeof *deq);
+    assert_non_null(deq);
+    assert_int_equal(hc_dequantize(r, deq, NULL), HC_OK);
+    const hc_format_info *wf = hc_format_get(r->desc.weight_format);
+    for (int64_t i = 0; i < total; i++) {
+        int64_t row = i / r->k, g = (i % r->k) / r->group_cols;
+        double s = ldexp(1.0, (int)r->scales[row * r->groups + g] - 127);
+        double y = fabs((double)src[i]) / s;
+        if (y > wf->max_value) overflow++;
+        if (fabs((double)deq[i] - src[i]) > local_step(r->desc.weight_format, wf->bits, y) * s) bad++;
+    }
+    printf("  %s: OCP MX rule: %lld elements beyond one step, %lld overflow (Humming's own "
+           "pre.* is not compared, see docs/quantization.md)\n", file, (long long)bad,
+           (long long)overflow);
+    free(deq);
+    return bad != 0 || overflow != 0;
+}
+
+static int run_file(const char *path, const char *file)
+{
+    hc_tq_file f;
+    hc_tq_tensor src;
+    hc_quant_desc d;
+    hc_quant_result r;
+    hc_error err = {0};
+    const char *meta;
+    if (hc_tq_open(path, &f) != 0 || hc_tq_get(&f, "src.weight", &src) != 0 || src.ndim != 2 ||
+        !(meta = hc_tq_metadata(&f, "meta")) || desc_from_meta(meta, &d) != 0) {
+        printf("  %s: unreadable golden file\n", file);
+        if (f.buf) hc_tq_close(&f);
+        return 1;
+    }
+    float *w = malloc((size_t)hc_tq_numel(&src) * sizeof *w);
+    assert_non_null(w);
+    assert_int_equal(hc_tq_to_f32(&src, w), 0);
+    int bad = 1;
+    if (hc_quantize(&d, w, 1, src.shape[0], src.shape[1], &r, &err) != HC_OK) {
+        printf("  %s: quantize failed: %s\n", file, err.msg);
+    } else {
+        bad = d.scale_format == HC_FMT_F8E8M0 ? check_mx(&r, w, file) : check_exact(&f, &r, file);
+        hc_quant_result_free(&r);
+    }
+    free(w);
+    hc_tq_close(&f);
+    return bad;
+}
+
+static void test_golden_files(void **state)
+{
+    (void)state;
+    if (!has_golden()) skip();
+    DIR *dir = opendir(golden_dir);
+    assert_non_null(dir);
+    struct dirent *de;
+    int files = 0, failed = 0;
+    while ((de = readdir(dir)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 12 || strcmp(de->d_name + len - 12, ".safetensors") != 0) continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", golden_dir, de->d_name);
+        files++;
+        failed += run_file(path, de->d_name);
+    }
+    closedir(dir);
+    printf("  golden: %d files, %d failed\n", files, failed);
+    assert_true(files > 0);
+    assert_int_equal(failed, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
