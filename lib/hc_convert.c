@@ -31,14 +31,19 @@ static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
 {
     for (int i = 0; i < plan->n_layers; i++) {
         const hc_conv_layer *L = &plan->layers[i];
-        char shape[96];
-        hc_shape_format(L->pre[HC_ROLE_WEIGHT]->ndim, L->pre[HC_ROLE_WEIGHT]->shape, shape,
-                        sizeof shape);
-        hc_conv_log(opts, "layer %s: %s x %s, N=%lld K=%lld (padded %lld x %lld), %s, %s layout",
-                    L->prefix, hc_format_get(L->cfg.weight_format)->name,
-                    hc_format_get(L->cfg.act_format)->name, (long long)L->meta.N,
-                    (long long)L->meta.K, (long long)L->meta.Np, (long long)L->meta.Kp,
-                    hc_scale_type_name(L->meta.scale_type), hc_layout_variant_name(&L->meta));
+        int64_t in = 0, out = 0;
+        for (int r = 0; r < HC_ROLE_COUNT; r++) {
+            if (L->pre[r]) in += (int64_t)L->pre[r]->nbytes;
+            if (L->out[r].present) out += L->out[r].nbytes;
+        }
+        for (int e = 0; e < L->n_experts; e++) in += (int64_t)L->experts[e]->nbytes;
+        hc_conv_log(opts, "layer %s: %s%lld x %lld -> %s x %s, %s, %s layout, %lld -> %lld bytes%s%s",
+                    L->prefix, L->meta.is_moe ? "experts " : "",
+                    (long long)L->meta.N, (long long)L->meta.K,
+                    hc_format_get(L->cfg.weight_format)->name,
+                    hc_format_get(L->cfg.act_format)->name, hc_scale_type_name(L->meta.scale_type),
+                    hc_layout_variant_name(&L->meta), (long long)in, (long long)out,
+                    L->why[0] ? "; " : "", L->why);
     }
     hc_conv_log(opts, "plan: %d layers, %d tensors, %d shard(s), %lld -> %lld bytes",
                 plan->n_layers, plan->n_items, plan->n_shards, (long long)plan->bytes_in,

@@ -50,6 +50,7 @@ typedef struct {
     const hc_st_tensor *copy;    /* when layer < 0 */
     int shard;
     int64_t nbytes;
+    int64_t bytes_through;            /* output bytes of items 0..this one */
 } hc_conv_item;
 
 typedef struct {

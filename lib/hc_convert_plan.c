@@ -109,6 +109,7 @@ static void assign_shards(hc_conv_plan *plan, int64_t max_bytes)
         }
         it->shard = shard;
         fill += it->nbytes;
+        it->bytes_through = it->nbytes + (i > 0 ? plan->items[i - 1].bytes_through : 0);
     }
     plan->n_shards = shard + 1;
 }

@@ -78,8 +78,17 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     return st;
 }
 
-static hc_status write_shard_items(hc_st_writer *w, const hc_conv_plan *plan, int shard,
-                                   hc_error *err)
+/* Progress after item i: items and bytes done so far in output order. */
+static void report_progress(const hc_convert_options *opts, const hc_conv_plan *plan, int i)
+{
+    if (opts->progress == NULL) return;
+    const hc_conv_item *it = &plan->items[i];
+    opts->progress(opts->progress_ctx, i + 1, plan->n_items, it->bytes_through, plan->bytes_out,
+                   it->layer >= 0 ? plan->layers[it->layer].prefix : it->copy->name);
+}
+
+static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer *w,
+                                   const hc_conv_plan *plan, int shard, hc_error *err)
 {
     size_t index = 0;
     for (int i = 0; i < plan->n_items; i++) {
@@ -90,6 +99,7 @@ static hc_status write_shard_items(hc_st_writer *w, const hc_conv_plan *plan, in
         } else {
             HC_TRY(hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err));
         }
+        report_progress(opts, plan, i);
     }
     return HC_OK;
 }
@@ -121,7 +131,7 @@ static hc_status write_shard(const hc_convert_options *opts, const hc_conv_plan 
     HC_TRY(hc_st_writer_open(path, &w, err));
     hc_status st = declare_shard(w, plan, shard, err);
     if (st == HC_OK) st = hc_st_writer_begin_data(w, err);
-    if (st == HC_OK) st = write_shard_items(w, plan, shard, err);
+    if (st == HC_OK) st = write_shard_items(opts, w, plan, shard, err);
     if (st == HC_OK) st = hc_st_writer_finish(w, err);
     else hc_st_writer_abort(w);
     if (st == HC_OK) hc_conv_log(opts, "wrote %s", name);

@@ -3,123 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "hc_convert.h"
-#include "hc_gpu_detect.h"
-#include "hc_model_config.h"
-#include "hc_version.h"
-
-enum { EXIT_USAGE = 2 };
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: humming-convert IN_DIR OUT_DIR [options]\n"
-            "\n"
-            "Converts a Humming-format checkpoint (quant_method \"humming\", row-packed int32\n"
-            "weights) into the kernel-ready tile layout of the Humming GEMM kernels.\n"
-            "\n"
-            "options:\n"
-            "  --arch SM            target GPU: sm75 sm80 sm86 sm89 sm90 sm100 sm120\n"
-            "                       (default: the local GPU, else sm90)\n"
-            "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
-            "                       (default: the checkpoint's torch_dtype)\n"
-            "  --max-shard-size N   output shard size limit, bytes or with K/M/G suffix (default 4G)\n"
-            "  --force              replace OUT_DIR if it exists\n"
-            "  --dry-run            print the per-layer plan, write nothing\n"
-            "  --humming-compat     reproduce Humming's bytes exactly where its transform\n"
-            "                       disagrees with its kernel (see docs/layout.md)\n"
-            "  -q, --quiet          no progress lines\n"
-            "  -h, --help           this text\n"
-            "  --version            print the version\n");
-}
+#include "cli.h"
+#include "hc_recipe.h"
 
 static void log_line(void *ctx, const char *line)
 {
     if (ctx == NULL) fprintf(stderr, "humming-convert: %s\n", line);
-}
-
-static int parse_size(const char *s, int64_t *out)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end == s || v <= 0) return -1;
-    double mult = 1;
-    if (*end == 'K' || *end == 'k') mult = 1024.0, end++;
-    else if (*end == 'M' || *end == 'm') mult = 1024.0 * 1024, end++;
-    else if (*end == 'G' || *end == 'g') mult = 1024.0 * 1024 * 1024, end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end != '\0') return -1;
-    *out = (int64_t)(v * mult);
-    return 0;
-}
-
-typedef struct {
-    hc_convert_options opts;
-    const char *arch, *activation, *shard_size;
-    int quiet;
-} cli_args;
-
-/* Returns -1 on a usage error (message printed), 1 for --help/--version, 0 to run. */
-static int parse_args(int argc, char **argv, cli_args *a)
-{
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        const char **value = NULL;
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { usage(stdout); return 1; }
-        if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
-        if (!strcmp(s, "--force")) a->opts.force = 1;
-        else if (!strcmp(s, "--dry-run")) a->opts.dry_run = 1;
-        else if (!strcmp(s, "--humming-compat")) a->opts.humming_bug_compat = 1;
-        else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
-        else if (!strcmp(s, "--arch")) value = &a->arch;
-        else if (!strcmp(s, "--activation")) value = &a->activation;
-        else if (!strcmp(s, "--max-shard-size")) value = &a->shard_size;
-        else if (s[0] == '-' && s[1] != '\0') {
-            fprintf(stderr, "humming-convert: unknown option %s (see --help)\n", s);
-            return -1;
-        } else if (npos < 2) pos[npos++] = s;
-        else {
-            fprintf(stderr, "humming-convert: unexpected argument %s (see --help)\n", s);
-            return -1;
-        }
-        if (value && ++i >= argc) {
-            fprintf(stderr, "humming-convert: %s needs a value\n", s);
-            return -1;
-        }
-        if (value) *value = argv[i];
-    }
-    if (npos != 2) {
-        fprintf(stderr, "humming-convert: need IN_DIR and OUT_DIR (see --help)\n");
-        return -1;
-    }
-    a->opts.in_dir = pos[0];
-    a->opts.out_dir = pos[1];
-    return 0;
-}
-
-/* Resolves --arch, --activation and --max-shard-size into opts. */
-static int resolve_args(cli_args *a, hc_error *err)
-{
-    if (a->arch) {
-        if (hc_arch_parse(a->arch, &a->opts.sm, err) != HC_OK) return -1;
-    } else {
-        int sm = hc_gpu_detect_sm();
-        a->opts.sm = sm >= 75 ? (sm >= 120 ? 120 : sm >= 100 ? 100 : sm >= 90 ? 90
-                                 : sm >= 89 ? 89 : sm >= 86 ? 86 : sm >= 80 ? 80 : 75) : 90;
-    }
-    if (a->activation) {
-        if (hc_activation_parse(a->activation, &a->opts.activation, err) != HC_OK) return -1;
-        a->opts.has_activation = 1;
-    }
-    if (a->shard_size && parse_size(a->shard_size, &a->opts.max_shard_bytes) != 0) {
-        hc_error_set(err, HC_ERR_ARG, "--max-shard-size: cannot parse \"%s\"", a->shard_size);
-        return -1;
-    }
-    return 0;
 }
 
 static char *join_command_line(int argc, char **argv)
@@ -134,32 +24,48 @@ static char *join_command_line(int argc, char **argv)
     return s;
 }
 
+static int run_convert(cli_args *a, int argc, char **argv)
+{
+    hc_error err;
+    hc_error_clear(&err);
+    char *cmdline = join_command_line(argc, argv);
+    a->opts.command_line = cmdline;
+    a->opts.log = log_line;
+    a->opts.log_ctx = a->quiet ? (void *)a : NULL;
+    a->opts.progress = a->quiet ? NULL : cli_progress;
+    a->opts.progress_ctx = a;
+    a->opts.choose_target = cli_choose_target;
+    a->opts.choose_ctx = a;
+    hc_convert_stats stats;
+    hc_status st = hc_convert_run(&a->opts, &stats, &err);
+    free(cmdline);
+    if (st != HC_OK) {
+        fprintf(stderr, "humming-convert: error: %s\n", err.msg);
+        return st == HC_ERR_ARG ? HC_EXIT_USAGE : HC_EXIT_FAIL;
+    }
+    if (!a->quiet && !a->opts.dry_run)
+        fprintf(stderr, "humming-convert: done: %d layers converted, %d tensors copied, %d shard(s), "
+                "%lld -> %lld bytes in %s\n", stats.layers, stats.tensors_copied, stats.shards,
+                (long long)stats.bytes_in, (long long)stats.bytes_out, a->opts.out_dir);
+    return HC_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     cli_args a;
     memset(&a, 0, sizeof a);
-    int r = parse_args(argc, argv, &a);
-    if (r != 0) return r > 0 ? 0 : EXIT_USAGE;
+    int r = cli_parse_args(argc, argv, &a);
+    if (r != 0) return r > 0 ? HC_EXIT_OK : HC_EXIT_USAGE;
     hc_error err;
     hc_error_clear(&err);
-    if (resolve_args(&a, &err) != 0) {
+    if (cli_resolve(&a, &err) != 0) {
         fprintf(stderr, "humming-convert: %s\n", err.msg);
-        return EXIT_USAGE;
+        hc_recipe_free(a.recipe);
+        return HC_EXIT_USAGE;
     }
-    char *cmdline = join_command_line(argc, argv);
-    a.opts.command_line = cmdline;
-    a.opts.log = log_line;
-    a.opts.log_ctx = a.quiet ? (void *)&a : NULL;
-    hc_convert_stats stats;
-    hc_status st = hc_convert_run(&a.opts, &stats, &err);
-    free(cmdline);
-    if (st != HC_OK) {
-        fprintf(stderr, "humming-convert: error: %s\n", err.msg);
-        return st == HC_ERR_ARG ? EXIT_USAGE : 1;
-    }
-    if (!a.quiet && !a.opts.dry_run)
-        fprintf(stderr, "humming-convert: done: %d layers converted, %d tensors copied, %d shard(s), "
-                "%lld -> %lld bytes in %s\n", stats.layers, stats.tensors_copied, stats.shards,
-                (long long)stats.bytes_in, (long long)stats.bytes_out, a.opts.out_dir);
-    return 0;
+    int rc = HC_EXIT_OK;
+    if (a.list_formats) cli_list_formats(stdout, a.opts.sm);
+    else rc = run_convert(&a, argc, argv);
+    hc_recipe_free(a.recipe);
+    return rc;
 }

@@ -1,0 +1,184 @@
+/* cli_args.c - command-line parsing and resolution into conversion options. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hc_gpu_detect.h"
+#include "hc_model_config.h"
+#include "hc_recipe.h"
+#include "hc_version.h"
+
+void cli_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: humming-convert IN_DIR OUT_DIR [options]\n"
+            "       humming-convert --list-formats [--arch SM]\n"
+            "\n"
+            "Quantizes a float checkpoint, or repacks a Humming-format one, into the\n"
+            "kernel-ready tile layout of the Humming GEMM kernels.\n"
+            "\n"
+            "target (float checkpoints):\n"
+            "  --format PRESET      w4a16 w8a16 w4a8 w4a8-int8 w8a8 w8a8-int8 w4a4 mxfp4\n"
+            "                       mxfp4-a8 mxint4 nvfp4 fp8 ... (see --list-formats)\n"
+            "  --weight-dtype D     uint4 int8 float8e4m3 float4e2m1 ... (any format-table name)\n"
+            "  --group-size G       power of two, 0 or channel, tensor\n"
+            "  --scale-dtype D      float16 bfloat16 float8e4m3 float8e5m2 float8e8m0 float32\n"
+            "  --zero-point Z       int, float or none\n"
+            "  --quantizer Q        rtn (default; Humming's rounding) or mse (clip search)\n"
+            "  --recipe FILE        per-layer YAML recipe (docs/recipes.md)\n"
+            "common:\n"
+            "  --arch SM            sm75 sm80 sm86 sm89 sm90 sm100 sm120\n"
+            "                       (default: the recipe's, else the local GPU, else sm90)\n"
+            "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
+            "  --max-shard-size N   output shard size limit, bytes or K/M/G (default 4G)\n"
+            "  --force              replace OUT_DIR if it exists\n"
+            "  --dry-run            print the per-layer plan, write nothing\n"
+            "  --humming-compat     reproduce Humming's bytes where its transform disagrees\n"
+            "                       with its kernel (docs/layout.md); for comparisons only\n"
+            "  -q, --quiet          no progress output\n"
+            "  -h, --help, --version\n");
+}
+
+static const char *const field_flags[][2] = {
+    {"--weight-dtype", "weight_dtype"}, {"--group-size", "group_size"},
+    {"--scale-dtype", "scale_dtype"},   {"--zero-point", "zero_point"},
+    {"--quantizer", "quantizer"},       {"--group-size-n", "group_size_n"},
+};
+
+/* Returns the address where the value of option s goes, or NULL for a flag. */
+static const char **value_slot(cli_args *a, const char *s, int *is_option)
+{
+    *is_option = 1;
+    if (!strcmp(s, "--arch")) return &a->arch;
+    if (!strcmp(s, "--activation")) return &a->activation;
+    if (!strcmp(s, "--max-shard-size")) return &a->shard_size;
+    if (!strcmp(s, "--format")) return &a->format;
+    if (!strcmp(s, "--recipe")) return &a->recipe_path;
+    for (size_t i = 0; i < sizeof field_flags / sizeof field_flags[0]; i++)
+        if (!strcmp(s, field_flags[i][0]) && a->n_fields < 16) {
+            a->fields[a->n_fields].key = field_flags[i][1];
+            return &a->fields[a->n_fields++].value;
+        }
+    *is_option = 0;
+    return NULL;
+}
+
+static int set_flag(cli_args *a, const char *s)
+{
+    if (!strcmp(s, "--force")) a->opts.force = 1;
+    else if (!strcmp(s, "--dry-run")) a->opts.dry_run = 1;
+    else if (!strcmp(s, "--humming-compat")) a->opts.humming_bug_compat = 1;
+    else if (!strcmp(s, "--list-formats")) a->list_formats = 1;
+    else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
+    else return 0;
+    return 1;
+}
+
+int cli_parse_args(int argc, char **argv, cli_args *a)
+{
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0, is_option = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }
+        if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
+        if (set_flag(a, s)) continue;
+        const char **slot = value_slot(a, s, &is_option);
+        if (is_option) {
+            if (slot == NULL || ++i >= argc) {
+                fprintf(stderr, "humming-convert: %s needs a value\n", s);
+                return -1;
+            }
+            *slot = argv[i];
+        } else if (s[0] == '-' && s[1] != '\0') {
+            fprintf(stderr, "humming-convert: unknown option %s (see --help)\n", s);
+            return -1;
+        } else if (npos < 2) {
+            pos[npos++] = s;
+        } else {
+            fprintf(stderr, "humming-convert: unexpected argument %s (see --help)\n", s);
+            return -1;
+        }
+    }
+    if (npos != 2 && !(a->list_formats && npos == 0)) {
+        fprintf(stderr, "humming-convert: need IN_DIR and OUT_DIR (see --help)\n");
+        return -1;
+    }
+    a->opts.in_dir = pos[0];
+    a->opts.out_dir = pos[1];
+    return 0;
+}
+
+static int parse_size(const char *s, int64_t *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end), mult = 1;
+    if (end == s || v <= 0) return -1;
+    if (*end == 'K' || *end == 'k') mult = 1024.0, end++;
+    else if (*end == 'M' || *end == 'm') mult = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') mult = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0' || v * mult > 9e18) return -1;
+    *out = (int64_t)(v * mult);
+    return 0;
+}
+
+/* The base target: --format, then field flags, then --activation. The
+ * weight format stays HC_FMT_COUNT ("unset") when nothing names one. */
+static int resolve_base(cli_args *a, hc_error *err)
+{
+    const hc_preset *p = a->format ? hc_preset_find(a->format) : NULL;
+    if (a->format && p == NULL) {
+        hc_error_set(err, HC_ERR_ARG, "unknown format \"%s\" (see --list-formats)", a->format);
+        return -1;
+    }
+    a->base = p ? p->target
+                : (hc_target){.weight_format = HC_FMT_COUNT, .scale_format = HC_FMT_PARAM,
+                              .group_size = 128, .activation = HC_FMT_PARAM};
+    for (int i = 0; i < a->n_fields; i++)
+        if (hc_target_set_field(&a->base, a->fields[i].key, a->fields[i].value, err) != HC_OK)
+            return -1;
+    if (a->opts.has_activation) a->base.activation = a->opts.activation;
+    a->has_base = a->base.weight_format != HC_FMT_COUNT;
+    return 0;
+}
+
+static int resolve_arch(cli_args *a, hc_error *err)
+{
+    const char *arch = a->arch ? a->arch : a->recipe ? hc_recipe_arch(a->recipe) : NULL;
+    if (arch) return hc_arch_parse(arch, &a->opts.sm, err) == HC_OK ? 0 : -1;
+    int sm = hc_gpu_detect_sm();
+    static const int known[] = {120, 100, 90, 89, 86, 80, 75};
+    a->opts.sm = 90;
+    for (size_t i = 0; sm >= 75 && i < sizeof known / sizeof known[0]; i++)
+        if (sm >= known[i]) { a->opts.sm = known[i]; break; }
+    return 0;
+}
+
+int cli_resolve(cli_args *a, hc_error *err)
+{
+    if (a->activation) {
+        if (hc_activation_parse(a->activation, &a->opts.activation, err) != HC_OK) return -1;
+        a->opts.has_activation = 1;
+    }
+    if (a->shard_size && parse_size(a->shard_size, &a->opts.max_shard_bytes) != 0) {
+        hc_error_set(err, HC_ERR_ARG, "--max-shard-size: cannot parse \"%s\"", a->shard_size);
+        return -1;
+    }
+    hc_status st = a->recipe_path ? hc_recipe_load(a->recipe_path, &a->recipe, err)
+                                  : hc_recipe_default(&a->recipe, err);
+    if (st != HC_OK) return -1;
+    if (resolve_arch(a, err) != 0) return -1;
+    return resolve_base(a, err);
+}
+
+hc_status cli_choose_target(void *ctx, const char *layer, hc_target *out, int *skip, char *why,
+                            size_t why_len, hc_error *err)
+{
+    cli_args *a = ctx;
+    HC_TRY(hc_recipe_resolve(a->recipe, layer, &a->base, out, skip, why, why_len));
+    if (!*skip && out->weight_format == HC_FMT_COUNT)
+        HC_FAIL(err, HC_ERR_ARG, "no target format (use --format, --weight-dtype or a recipe "
+                "with defaults.format)");
+    return HC_OK;
+}
