@@ -362,7 +362,7 @@ static void test_mx_scale_rule(void **state)
     assert_int_equal(mx_byte_of(1e-40f), 0);      /* clamped to 2^-127 */
     assert_int_equal(mx_byte_of(3e38f), 253);     /* 2^126: 3e38 / 2^125 > 6 */
     assert_int_equal(mx_byte_of(FLT_MAX), 253);
-    /* int4 elements: emax = floor(log2 7) = 2; amax 7.5 -> 7.5/4 > 7? no -> byte 127+0+... */
+    /* int4 elements: emax = floor(log2 7) = 2; amax 8: 2^(3-2), 8/2 = 4 <= 7 */
     float w[32] = {7.5f, -8.0f};
     hc_quant_desc d = mk(HC_FMT_INT4, HC_FMT_F8E8M0, 32, HC_ZP_NONE, 0);
     hc_quant_result r;
