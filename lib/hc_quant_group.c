@@ -1,5 +1,6 @@
 /* hc_quant_group.c - one group: statistics, scale, storage of scale and zero
  * point, codes and squared error. Dispatches to the per-kind rules. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -101,12 +102,29 @@ void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, fl
     if (c->d.zero_point != HC_ZP_NONE) hq_zp_params(c, mx, mn, g);
 }
 
+/* Codes whose dequantized value would exceed float32 max (only possible for
+ * inputs near FLT_MAX) move one step toward zero. Never changes a code whose
+ * value is finite, so it does not affect bit exactness elsewhere. */
+static void fix_overflow(const hq_ctx *c, const hq_group *g, int64_t n, uint8_t *codes)
+{
+    double top = 0.0;
+    for (int32_t q = c->qlo; q <= c->qhi; q++) top = fmax(top, fabs(c->lut[q] - g->zp_val));
+    if (top * fabs(g->val) <= FLT_MAX) return;
+    for (int64_t i = 0; i < n; i++) {
+        double v = c->lut[codes[i]] - g->zp_val;
+        if (fabs(v * g->val) <= FLT_MAX) continue;
+        if (c->is_float) codes[i]--; /* sign-magnitude: one magnitude step down */
+        else codes[i] = (uint8_t)(v > 0 ? codes[i] - 1 : codes[i] + 1);
+    }
+}
+
 void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                     uint8_t *codes)
 {
     if (c->mode != HQ_HUMMING) hq_codes_effective(c, g, x, n, codes);
     else if (c->is_float) hq_float_codes_humming(c, g, x, n, codes);
     else hq_int_codes_humming(c, g, x, n, codes);
+    fix_overflow(c, g, n, codes);
 }
 
 double hq_group_sqerr(const hq_ctx *c, const hq_group *g, const float *x,

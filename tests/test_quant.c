@@ -335,6 +335,243 @@ static void test_bounds_all_formats(void **state)
     free(w);
 }
 
+/* ---- MX and NVFP4 scale rules --------------------------------------------- */
+
+static uint8_t mx_byte_of(float amax)
+{
+    float w[32] = {0};
+    w[5] = -amax;
+    hc_quant_desc d = mk(HC_FMT_F4E2M1, HC_FMT_F8E8M0, 32, HC_ZP_NONE, 0);
+    hc_quant_result r;
+    float *out = quant_roundtrip(&d, w, 1, 1, 32, &r);
+    uint8_t b = r.scales[0];
+    assert_true(fabsf(out[5] + amax) <= 1.0f * (float)ldexp(1.0, b - 127)); /* half step of 2 */
+    free(out);
+    hc_quant_result_free(&r);
+    return b;
+}
+
+static void test_mx_scale_rule(void **state)
+{
+    (void)state;
+    assert_int_equal(mx_byte_of(5.0f), 127);      /* 2^(2-2) */
+    assert_int_equal(mx_byte_of(6.0f), 127);      /* exactly the max: fits */
+    assert_int_equal(mx_byte_of(7.0f), 128);      /* 7 > 6: one exponent up */
+    assert_int_equal(mx_byte_of(0.75f), 124);     /* 0.75 * 8 = 6 */
+    assert_int_equal(mx_byte_of(0.0f), 0);        /* all zero: 2^-127 */
+    assert_int_equal(mx_byte_of(1e-40f), 0);      /* clamped to 2^-127 */
+    assert_int_equal(mx_byte_of(3e38f), 253);     /* 2^126: 3e38 / 2^125 > 6 */
+    assert_int_equal(mx_byte_of(FLT_MAX), 253);
+    /* int4 elements: emax = floor(log2 7) = 2; amax 8: 2^(3-2), 8/2 = 4 <= 7 */
+    float w[32] = {7.5f, -8.0f};
+    hc_quant_desc d = mk(HC_FMT_INT4, HC_FMT_F8E8M0, 32, HC_ZP_NONE, 0);
+    hc_quant_result r;
+    float *out = quant_roundtrip(&d, w, 1, 1, 32, &r);
+    assert_int_equal(r.scales[0], 128); /* 8 / 2^1 = 4 <= 7; 2^0 would give 8 > 7 */
+    assert_true(out[0] == 8.0f && out[1] == -8.0f);
+    free(out);
+    hc_quant_result_free(&r);
+}
+
+static void test_nvfp4_rule(void **state)
+{
+    (void)state;
+    enum { E = 2, N = 16, K = 64 };
+    float w[E * N * K];
+    fill_random(w, N, K, E);
+    w[3 * K + 7] = 90.0f; /* expert 0 amax */
+    hc_quant_desc d = mk(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, HC_ZP_NONE, 1);
+    hc_quant_result r;
+    float *out = quant_roundtrip(&d, w, E, N, K, &r);
+    for (int e = 0; e < E; e++) {
+        float amax = 0, bmax = 0;
+        for (int i = 0; i < N * K; i++) amax = fmaxf(amax, fabsf(w[e * N * K + i]));
+        assert_true(r.global_scale[e] == (amax / 6.0f) / 448.0f);
+        for (int g = 0; g < N * K / 16; g++) {
+            bmax = 0;
+            for (int i = 0; i < 16; i++) bmax = fmaxf(bmax, fabsf(w[e * N * K + g * 16 + i]));
+            uint8_t sb = r.scales[e * N * K / 16 + g];
+            assert_int_equal(sb, hc_format_encode(HC_FMT_F8E4M3, (bmax / 6.0f) / r.global_scale[e]));
+            assert_true(sb <= 0x7E);
+        }
+    }
+    assert_int_equal(r.scales[(3 * K + 7) / 16], 0x7E); /* the tensor max block: 448 */
+    free(out);
+    hc_quant_result_free(&r);
+}
+
+/* Block scales: codes come back in natural (n, k) order (not Humming's
+ * block-flattened order); each block's float32 scale is Humming's. */
+static void test_block_natural_order(void **state)
+{
+    (void)state;
+    enum { N = 4, K = 32 };
+    float w[N * K];
+    for (int i = 0; i < N * K; i++) w[i] = (float)(i % 13) - 6.0f + (float)(i / K);
+    hc_quant_desc d = mk(HC_FMT_UINT8, HC_FMT_F32, 16, HC_ZP_NONE, 0);
+    d.group_size_n = 2;
+    hc_quant_result r;
+    float *out = quant_roundtrip(&d, w, 1, N, K, &r);
+    assert_int_equal(r.group_rows, 2);
+    assert_int_equal(r.groups, 2);
+    for (int i = 0; i < N * K; i++) assert_true(fabsf(out[i] - w[i]) < 0.05f);
+    free(out);
+    hc_quant_result_free(&r);
+}
+
+static void test_tensor_granularity(void **state)
+{
+    (void)state;
+    enum { E = 2, N = 8, K = 64 };
+    float w[E * N * K];
+    fill_random(w, N, K, E);
+    hc_quant_desc d = mk(HC_FMT_UINT4, HC_FMT_F16, HC_QUANT_GROUP_TENSOR, HC_ZP_NONE, 0);
+    hc_quant_result r;
+    float *out = quant_roundtrip(&d, w, E, N, K, &r);
+    assert_null(r.scales);
+    assert_non_null(r.global_scale);
+    for (int e = 0; e < E; e++) {
+        float mx = 1e-30f, mn = -1e-30f;
+        for (int i = 0; i < N * K; i++) { mx = fmaxf(mx, w[e * N * K + i]); mn = fminf(mn, w[e * N * K + i]); }
+        float amax = fmaxf(mx, -mn), amin = fminf(mx, -mn);
+        float s = fmaxf((float)((double)amax / 8.499), (float)((double)amin / 7.499));
+        assert_true(r.global_scale[e] == (mx > -mn ? -s : s));
+    }
+    free(out);
+    hc_quant_result_free(&r);
+}
+
+/* ---- adversarial inputs ---------------------------------------------------- */
+
+static void adversarial_fill(int kind, float *w, int n)
+{
+    for (int i = 0; i < n; i++) {
+        switch (kind) {
+        case 0: w[i] = 0.0f; break;
+        case 1: w[i] = (float)((i & 1 ? -1e38 : 1e38) * (i % 7) / 6.0); break;
+        case 2: w[i] = (i & 1 ? -1e-40f : 1e-40f) * (float)(i % 5); break;
+        case 3: w[i] = i % 3 == 0 ? FLT_MAX : -FLT_MAX; break;
+        case 4: w[i] = i == 17 ? 1e30f : nrand() * 1e-3f; break; /* one outlier */
+        default: w[i] = (i % 4 == 0 ? -1.0f : 1.0f) * (float)ldexp(1.0, i % 60 - 30); break;
+        }
+    }
+}
+
+static void test_adversarial(void **state)
+{
+    (void)state;
+    enum { N = 32, K = 64 };
+    float w[N * K], out[N * K];
+    int ran = 0, refused = 0;
+    for (int kind = 0; kind < 6; kind++) {
+        adversarial_fill(kind, w, N * K);
+        for (size_t fi = 0; fi < sizeof weight_fmts / sizeof *weight_fmts; fi++)
+            for (size_t si = 0; si < sizeof scale_fmts / sizeof *scale_fmts; si++)
+                for (int zp = 0; zp < 3; zp++)
+                    for (int cfg = 0; cfg < 8; cfg++) {
+                        hc_quant_desc d = mk(weight_fmts[fi], scale_fmts[si], cfg & 1 ? 32 : 0,
+                                             (hc_zp_mode)zp, (cfg >> 1) & 1);
+                        d.quantizer = cfg & 4 ? HC_QUANTIZER_MSE : HC_QUANTIZER_RTN;
+                        hc_quant_result r;
+                        hc_error err = {0};
+                        if (hc_quant_check(&d, 1, N, K, &err) != HC_OK) continue;
+                        hc_status st = hc_quantize(&d, w, 1, N, K, &r, &err);
+                        if (st != HC_OK) {
+                            if (st != HC_ERR_UNSUPPORTED) print_error("kind %d: %s\n", kind, err.msg);
+                            assert_int_equal(st, HC_ERR_UNSUPPORTED);
+                            assert_non_null(strstr(err.msg, "does not fit"));
+                            refused++;
+                            continue;
+                        }
+                        assert_int_equal(hc_dequantize(&r, out, &err), HC_OK);
+                        for (int i = 0; i < N * K; i++) {
+                            assert_true(isfinite(out[i]));
+                            if (w[i] == 0.0f && d.zero_point == HC_ZP_NONE) assert_true(out[i] == 0.0f);
+                        }
+                        hc_quant_result_free(&r);
+                        ran++;
+                    }
+    }
+    printf("  adversarial: %d runs finite, %d refused with a scale-range error\n", ran, refused);
+}
+
+static void test_nonfinite_rejected(void **state)
+{
+    (void)state;
+    enum { E = 2, N = 4, K = 32 };
+    float w[E * N * K];
+    float bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int b = 0; b < 3; b++) {
+        for (int i = 0; i < E * N * K; i++) w[i] = 0.5f;
+        w[(1 * N + 2) * K + 5] = bad[b];
+        w[(1 * N + 3) * K + 1] = bad[b]; /* a later one: the first is named */
+        hc_quant_desc d = mk(HC_FMT_UINT4, HC_FMT_F16, 32, HC_ZP_NONE, 0);
+        hc_quant_result r;
+        hc_error err = {0};
+        assert_int_equal(hc_quantize(&d, w, E, N, K, &r, &err), HC_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "expert 1, row 2, column 5"));
+        assert_null(r.codes);
+    }
+}
+
+static void test_fp16_scale_overflow_is_an_error(void **state)
+{
+    (void)state;
+    float w[32];
+    for (int i = 0; i < 32; i++) w[i] = i == 3 ? 3e38f : 1.0f;
+    hc_quant_desc d = mk(HC_FMT_UINT4, HC_FMT_F16, 32, HC_ZP_NONE, 0);
+    hc_quant_result r;
+    hc_error err = {0};
+    assert_int_equal(hc_quantize(&d, w, 1, 1, 32, &r, &err), HC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "float16"));
+    d.scale_format = HC_FMT_BF16; /* fits bf16 */
+    float out[32];
+    assert_int_equal(hc_quantize(&d, w, 1, 1, 32, &r, &err), HC_OK);
+    assert_int_equal(hc_dequantize(&r, out, &err), HC_OK);
+    assert_true(fabsf(out[3] - 3e38f) < 3e38f * 0.1f);
+    hc_quant_result_free(&r);
+}
+
+/* ---- MSE vs RTN on data with outliers --------------------------------------- */
+
+static double total_sqerr(const hc_quant_desc *d, const float *w, int64_t e, int64_t n, int64_t k)
+{
+    hc_quant_result r;
+    float *out = quant_roundtrip(d, w, e, n, k, &r);
+    double s = 0;
+    for (int64_t i = 0; i < e * n * k; i++) s += ((double)out[i] - w[i]) * ((double)out[i] - w[i]);
+    free(out);
+    hc_quant_result_free(&r);
+    return s;
+}
+
+static void test_mse_improvement(void **state)
+{
+    (void)state;
+    enum { E = 1, N = 128, K = 1024 };
+    float *w = malloc(E * N * K * sizeof *w);
+    assert_non_null(w);
+    for (int i = 0; i < E * N * K; i++) w[i] = nrand() * 0.02f * (urand() < 0.003 ? 8.0f : 1.0f);
+    struct { const char *name; hc_quant_desc d; } cases[] = {
+        {"uint4 g128 fp16", mk(HC_FMT_UINT4, HC_FMT_F16, 128, HC_ZP_NONE, 0)},
+        {"uint4 g128 fp16 int zp", mk(HC_FMT_UINT4, HC_FMT_F16, 128, HC_ZP_INT, 0)},
+        {"uint3 g128 fp16", mk(HC_FMT_UINT3, HC_FMT_F16, 128, HC_ZP_NONE, 0)},
+        {"float4e2m1 mx (e8m0 g32)", mk(HC_FMT_F4E2M1, HC_FMT_F8E8M0, 32, HC_ZP_NONE, 0)},
+        {"nvfp4 (e4m3 g16 + global)", mk(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, HC_ZP_NONE, 1)},
+        {"int8 channel bf16", mk(HC_FMT_INT8, HC_FMT_BF16, 0, HC_ZP_NONE, 0)},
+        {"float8e4m3 channel bf16", mk(HC_FMT_F8E4M3, HC_FMT_BF16, 0, HC_ZP_NONE, 0)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        double rtn = total_sqerr(&cases[i].d, w, E, N, K);
+        cases[i].d.quantizer = HC_QUANTIZER_MSE;
+        double mse = total_sqerr(&cases[i].d, w, E, N, K);
+        printf("  mse vs rtn: %-28s sq err %.4e -> %.4e (%.1f%% lower)\n", cases[i].name, rtn,
+               mse, 100.0 * (1.0 - mse / rtn));
+        assert_true(mse <= rtn * (1 + 1e-9));
+    }
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +580,14 @@ int main(void)
         cmocka_unit_test(test_worked_mxfp4),
         cmocka_unit_test(test_pack_b3),
         cmocka_unit_test(test_bounds_all_formats),
+        cmocka_unit_test(test_mx_scale_rule),
+        cmocka_unit_test(test_nvfp4_rule),
+        cmocka_unit_test(test_block_natural_order),
+        cmocka_unit_test(test_tensor_granularity),
+        cmocka_unit_test(test_adversarial),
+        cmocka_unit_test(test_nonfinite_rejected),
+        cmocka_unit_test(test_fp16_scale_overflow_is_an_error),
+        cmocka_unit_test(test_mse_improvement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
