@@ -483,6 +483,8 @@ static void test_load_errors(void **state)
     assert_int_equal(hc_recipe_load("/nonexistent/recipe.yaml", &r, &e), HC_ERR_IO);
     assert_non_null(strstr(e.msg, "/nonexistent/recipe.yaml"));
     assert_null(r);
+    assert_int_equal(hc_recipe_load("/", &r, &e), HC_ERR_IO);
+    assert_non_null(strstr(e.msg, "not a regular file"));
 
     char *dir = hc_test_mkdtemp("recipe");
     assert_non_null(dir);
