@@ -40,7 +40,7 @@ void cli_list_formats(FILE *out, int sm)
     fprintf(out, "\n");
     for (int f = 0; f < HC_FMT_COUNT; f++) {
         const hc_format_info *fi = hc_format_get((hc_format_id)f);
-        if (fi->bits > 8 || fi->kind == HC_KIND_INT || !fi->is_signed && fi->kind == HC_KIND_FLOAT)
+        if (fi->bits > 8 || fi->kind == HC_KIND_INT || (!fi->is_signed && fi->kind == HC_KIND_FLOAT))
             continue; /* signed ints are stored as their uint row; e8m0 is a scale */
         fprintf(out, "  %-12s", fi->name);
         for (size_t a = 0; a < sizeof activations / sizeof activations[0]; a++)
