@@ -187,8 +187,11 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
     }
     if (st == HC_OK && plan->n_layers == 0)
         st = hc_error_set(err, HC_ERR_FORMAT, "%s: no layer to convert (%s)", opts->in_dir,
-                          plan->kind == HC_SRC_HUMMING ? "no int32 tensor named *.weight"
-                                                       : "every linear layer is ignored");
+                          plan->kind == HC_SRC_HUMMING
+                              ? "no int32 tensor named *.weight"
+                              : "config.json has no quantization_config, so this is read as a "
+                                "float checkpoint, and it has no float linear weight that the "
+                                "recipe does not ignore");
     if (st == HC_OK) st = build_items(model, plan, item_of, err);
     if (st == HC_OK)
         assign_shards(plan, opts->max_shard_bytes > 0 ? opts->max_shard_bytes : (int64_t)4 << 30);
