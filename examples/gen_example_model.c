@@ -1,10 +1,12 @@
 /* gen_example_model - writes a small deterministic Llama-shaped checkpoint:
- * 2 decoder layers (hidden 256, intermediate 512, 4 heads, 2 KV heads), the
- * second with a 4-expert MoE block (expert stacks + router), embeddings, norms,
- * lm_head. `--format float16` writes fp16 weights; `--format humming` writes the
- * linear layers in Humming's row-packed uint4 group-128 form (fp16 scales).
+ * by default 2 decoder layers (hidden 256, intermediate 512, 4 heads, 2 KV
+ * heads), the last with a 4-expert MoE block (per-expert weights + router),
+ * embeddings, norms, lm_head. `--format float16` writes fp16 weights;
+ * `--format humming` writes the linear layers in Humming's row-packed uint4
+ * group-128 form (fp16 scales), MoE experts as 3-D stacks.
  *
- * usage: gen_example_model OUT_DIR [--format float16|humming] [--seed N] */
+ * usage: gen_example_model OUT_DIR [--format float16|humming] [--seed N]
+ *        [--hidden H] [--intermediate I] [--layers L] [--experts E (0: dense)] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +17,12 @@
 #include "hc_fs.h"
 #include "hc_safetensors.h"
 
-enum { HIDDEN = 256, INTER = 512, LAYERS = 2, HEADS = 4, KV_HEADS = 2, VOCAB = 512,
-       EXPERTS = 4, GROUP = 128 };
+enum { HEADS = 4, KV_HEADS = 2, VOCAB = 512, GROUP = 128 };
+
+typedef struct {
+    int64_t hidden, inter;
+    int layers, experts;
+} ex_dims;
 
 typedef struct { uint64_t s; } rng;
 
@@ -40,7 +46,7 @@ static void fill_weights(rng *r, float *w, int64_t rows, int64_t cols, double st
 }
 
 typedef struct {
-    char name[256];
+    char name[320];
     hc_dtype dtype;
     int ndim;
     int64_t shape[3];
@@ -111,7 +117,7 @@ static void add_f16(ex_list *l, rng *r, const char *name, int ndim, const int64_
 static void add_linear(ex_list *l, rng *r, const char *prefix, int64_t experts, int64_t rows,
                        int64_t cols, int humming)
 {
-    char name[256];
+    char name[320];
     int64_t e = experts ? experts : 1;
     int nd = experts ? 3 : 2;
     double std = 1.0 / sqrt((double)cols);
@@ -136,35 +142,53 @@ static void add_linear(ex_list *l, rng *r, const char *prefix, int64_t experts, 
     free(f);
 }
 
-static void build_layer(ex_list *l, rng *r, int i, int humming)
+/* Float per-expert weights "experts.<e>.<proj>.weight"; Humming stacks are 3-D. */
+static void add_experts(ex_list *l, rng *r, const char *prefix, const char *proj,
+                        const ex_dims *d, int64_t rows, int64_t cols, int humming)
+{
+    char p[256];
+    if (humming) {
+        snprintf(p, sizeof p, "%s.experts.%s", prefix, proj);
+        add_linear(l, r, p, d->experts, rows, cols, 1);
+        return;
+    }
+    for (int e = 0; e < d->experts; e++) {
+        snprintf(p, sizeof p, "%s.experts.%d.%s", prefix, e, proj);
+        add_linear(l, r, p, 0, rows, cols, 0);
+    }
+}
+
+static void build_layer(ex_list *l, rng *r, const ex_dims *d, int i, int humming)
 {
     static const char *const attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
-    static const int64_t attn_rows[4] = {HIDDEN, HIDDEN * KV_HEADS / HEADS,
-                                         HIDDEN * KV_HEADS / HEADS, HIDDEN};
+    const int64_t H = d->hidden, I = d->inter;
+    const int64_t attn_rows[4] = {H, H * KV_HEADS / HEADS, H * KV_HEADS / HEADS, H};
     char p[256];
-    int64_t hidden[1] = {HIDDEN};
+    int64_t hidden[1] = {H};
     snprintf(p, sizeof p, "model.layers.%d.input_layernorm.weight", i);
     add_f16(l, r, p, 1, hidden, 1.0, 1);
     for (int j = 0; j < 4; j++) {
         snprintf(p, sizeof p, "model.layers.%d.self_attn.%s", i, attn[j]);
-        add_linear(l, r, p, 0, attn_rows[j], HIDDEN, humming);
+        add_linear(l, r, p, 0, attn_rows[j], H, humming);
     }
     snprintf(p, sizeof p, "model.layers.%d.post_attention_layernorm.weight", i);
     add_f16(l, r, p, 1, hidden, 1.0, 1);
-    int moe = i == LAYERS - 1;
-    const char *mlp = moe ? "mlp.experts" : "mlp";
-    int64_t e = moe ? EXPERTS : 0;
-    snprintf(p, sizeof p, "model.layers.%d.%s.gate_proj", i, mlp);
-    add_linear(l, r, p, e, INTER, HIDDEN, humming);
-    snprintf(p, sizeof p, "model.layers.%d.%s.up_proj", i, mlp);
-    add_linear(l, r, p, e, INTER, HIDDEN, humming);
-    snprintf(p, sizeof p, "model.layers.%d.%s.down_proj", i, mlp);
-    add_linear(l, r, p, e, HIDDEN, INTER, humming);
-    if (moe) {
-        int64_t router[2] = {EXPERTS, HIDDEN};
+    if (d->experts > 0 && i == d->layers - 1) {
+        snprintf(p, sizeof p, "model.layers.%d.mlp", i);
+        add_experts(l, r, p, "gate_proj", d, I, H, humming);
+        add_experts(l, r, p, "up_proj", d, I, H, humming);
+        add_experts(l, r, p, "down_proj", d, H, I, humming);
+        int64_t router[2] = {d->experts, H};
         snprintf(p, sizeof p, "model.layers.%d.mlp.gate.weight", i);
         add_f16(l, r, p, 2, router, 0.05, 0);
+        return;
     }
+    snprintf(p, sizeof p, "model.layers.%d.mlp.gate_proj", i);
+    add_linear(l, r, p, 0, I, H, humming);
+    snprintf(p, sizeof p, "model.layers.%d.mlp.up_proj", i);
+    add_linear(l, r, p, 0, I, H, humming);
+    snprintf(p, sizeof p, "model.layers.%d.mlp.down_proj", i);
+    add_linear(l, r, p, 0, H, I, humming);
 }
 
 static hc_status write_model(const ex_list *l, const char *path, hc_error *err)
@@ -189,7 +213,7 @@ static hc_status write_text(const char *dir, const char *name, const char *text,
     return hc_fs_write_file(path, text, strlen(text), err);
 }
 
-static hc_status write_configs(const char *dir, int humming, hc_error *err)
+static hc_status write_configs(const char *dir, const ex_dims *d, int humming, hc_error *err)
 {
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
@@ -198,7 +222,7 @@ static hc_status write_configs(const char *dir, int humming, hc_error *err)
              "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n"
              "  \"vocab_size\": %d,\n  \"num_local_experts\": %d,\n  \"rms_norm_eps\": 1e-05,\n"
              "  \"torch_dtype\": \"float16\"%s\n}\n",
-             HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, VOCAB, EXPERTS,
+             (int)d->hidden, (int)d->inter, d->layers, HEADS, KV_HEADS, VOCAB, d->experts,
              humming ? ",\n  \"quantization_config\": {\"quant_method\": \"humming\", "
                        "\"dtype\": \"uint4\", \"group_size\": 128}" : "");
     HC_TRY(write_text(dir, "config.json", cfg, err));
@@ -206,26 +230,53 @@ static hc_status write_configs(const char *dir, int humming, hc_error *err)
     return write_text(dir, "tokenizer_config.json", "{\"model_max_length\": 4096}\n", err);
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: gen_example_model OUT_DIR [--format float16|humming] [--seed N]\n"
+                    "       [--hidden H] [--intermediate I] [--layers L] [--experts E]\n"
+                    "H and I must be multiples of 128; E = 0 makes every layer dense\n");
+    return 2;
+}
+
+/* Parses the options; returns 0, or -1 on a usage error. */
+static int parse_options(int argc, char **argv, const char **out, const char **format,
+                         uint64_t *seed, ex_dims *d)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-') {
+            if (*out) return -1;
+            *out = a;
+            continue;
+        }
+        if (v == NULL) return -1;
+        i++;
+        if (!strcmp(a, "--format")) *format = v;
+        else if (!strcmp(a, "--seed")) *seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--hidden")) d->hidden = strtoll(v, NULL, 10);
+        else if (!strcmp(a, "--intermediate")) d->inter = strtoll(v, NULL, 10);
+        else if (!strcmp(a, "--layers")) d->layers = atoi(v);
+        else if (!strcmp(a, "--experts")) d->experts = atoi(v);
+        else return -1;
+    }
+    int ok = *out && (!strcmp(*format, "humming") || !strcmp(*format, "float16")) &&
+             d->hidden >= 128 && d->hidden % 128 == 0 && d->inter >= 128 && d->inter % 128 == 0 &&
+             d->layers >= 1 && d->experts >= 0;
+    return ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL, *format = "humming";
     uint64_t seed = 1234;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!out) out = argv[i];
-        else { fprintf(stderr, "usage: gen_example_model OUT_DIR [--format float16|humming] [--seed N]\n"); return 2; }
-    }
+    ex_dims d = {.hidden = 256, .inter = 512, .layers = 2, .experts = 4};
+    if (parse_options(argc, argv, &out, &format, &seed, &d) != 0) return usage();
     int humming = !strcmp(format, "humming");
-    if (!out || (!humming && strcmp(format, "float16"))) {
-        fprintf(stderr, "usage: gen_example_model OUT_DIR [--format float16|humming] [--seed N]\n");
-        return 2;
-    }
     rng r = {seed * 2654435761u + 88172645463325252ull};
     ex_list l = {0};
-    int64_t emb[2] = {VOCAB, HIDDEN}, hidden[1] = {HIDDEN};
+    int64_t emb[2] = {VOCAB, d.hidden}, hidden[1] = {d.hidden};
     add_f16(&l, &r, "model.embed_tokens.weight", 2, emb, 0.02, 0);
-    for (int i = 0; i < LAYERS; i++) build_layer(&l, &r, i, humming);
+    for (int i = 0; i < d.layers; i++) build_layer(&l, &r, &d, i, humming);
     add_f16(&l, &r, "model.norm.weight", 1, hidden, 1.0, 1);
     add_f16(&l, &r, "lm_head.weight", 2, emb, 0.02, 0);
     hc_error err;
@@ -235,7 +286,7 @@ int main(int argc, char **argv)
                    : hc_error_set(&err, HC_ERR_IO, "%s: cannot create directory", out);
     if (st == HC_OK) st = hc_path_join(path, sizeof path, out, "model.safetensors", &err);
     if (st == HC_OK) st = write_model(&l, path, &err);
-    if (st == HC_OK) st = write_configs(out, humming, &err);
+    if (st == HC_OK) st = write_configs(out, &d, humming, &err);
     for (int i = 0; i < l.n; i++) free(l.t[i].data);
     free(l.t);
     if (st != HC_OK) { fprintf(stderr, "gen_example_model: %s\n", err.msg); return 1; }

@@ -2,6 +2,7 @@
  * docs/recipes.md). Parsed with libyaml's document API; every node keeps its
  * start mark, so each error names the file, line and column. */
 #include "hc_recipe.h"
+#include "hc_model_config.h"
 #include "hc_recipe_internal.h"
 
 #include <errno.h>
@@ -151,6 +152,11 @@ static hc_status parse_defaults(pctx *c, yaml_node_t *n)
         if (!strcmp(key, "arch")) {
             const char *s;
             HC_TRY(get_scalar(c, v, "defaults.arch", &s));
+            int sm = 0;
+            if (hc_arch_parse(s, &sm, NULL) != HC_OK)
+                return perr(c, v, "defaults.arch: unknown GPU arch '%s' (use sm75, sm80, sm86, "
+                            "sm89, sm90, sm100 or sm120; model classes go in 'architectures')", s);
+            free(c->r->arch);
             c->r->arch = dupstr(s);
             HC_CHECK_ALLOC(c->err, c->r->arch, "recipe arch");
         } else if (hc_target_field_known(key)) {
@@ -161,6 +167,20 @@ static hc_status parse_defaults(pctx *c, yaml_node_t *n)
         }
     }
     patch_finish(&c->r->defaults);
+    return HC_OK;
+}
+
+/* architectures: model classes the recipe is written for (informational):
+ * a string or a list of strings. */
+static hc_status parse_architectures(pctx *c, yaml_node_t *n)
+{
+    if (n->type == YAML_SCALAR_NODE) return HC_OK;
+    if (n->type != YAML_SEQUENCE_NODE)
+        return perr(c, n, "architectures must be a string or a list of strings, not %s", node_kind(n));
+    for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+        const char *s;
+        HC_TRY(get_scalar(c, yaml_document_get_node(c->doc, *it), "architectures", &s));
+    }
     return HC_OK;
 }
 
@@ -285,6 +305,8 @@ static hc_status parse_root(pctx *c, yaml_node_t *root)
             free(*slot);
             *slot = dupstr(s);
             HC_CHECK_ALLOC(c->err, *slot, "recipe name");
+        } else if (!strcmp(key, "architectures")) {
+            HC_TRY(parse_architectures(c, v));
         } else if (!strcmp(key, "defaults")) {
             HC_TRY(parse_defaults(c, v));
         } else if (!strcmp(key, "ignore")) {

@@ -68,7 +68,7 @@ static void test_shipped_recipes_load(void **state)
         snprintf(expect, sizeof expect, "%s", shipped[i]);
         *strstr(expect, ".yaml") = '\0';
         assert_string_equal(hc_recipe_name(r), expect);
-        assert_non_null(hc_recipe_arch(r));
+        assert_null(hc_recipe_arch(r)); /* shipped recipes leave the GPU to --arch */
         assert_true(hc_recipe_rule_count(r) > 0);
         assert_true(hc_recipe_ignore_count(r) >= 8); /* the built-in list is kept */
         hc_recipe_free(r);
@@ -497,9 +497,13 @@ static void test_load_errors(void **state)
     assert_memory_equal(e.msg, expect, strlen(expect));
     text = "defaults:\n  format: w4a16\n  arch: X\n";
     assert_int_equal(hc_test_write_file(path, text, strlen(text)), 0);
+    assert_int_equal(hc_recipe_load(path, &r, &e), HC_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "unknown GPU arch 'X'"));
+    text = "architectures: [LlamaForCausalLM]\ndefaults:\n  format: w4a16\n  arch: sm89\n";
+    assert_int_equal(hc_test_write_file(path, text, strlen(text)), 0);
     assert_int_equal(hc_recipe_load(path, &r, &e), HC_OK);
     assert_string_equal(hc_recipe_name(r), "mine");
-    assert_string_equal(hc_recipe_arch(r), "X");
+    assert_string_equal(hc_recipe_arch(r), "sm89");
     hc_recipe_free(r);
     hc_test_rm_rf(dir);
     free(path);
