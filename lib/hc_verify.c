@@ -105,6 +105,24 @@ static void judge(hc_verify_metrics *r)
     }
 }
 
+static void error_histogram(const float *got, const float *ref, int64_t n, int64_t *hist)
+{
+    double r2 = 0;
+    for (int64_t i = 0; i < n; i++) r2 += (double)ref[i] * ref[i];
+    double rms = n > 0 ? sqrt(r2 / (double)n) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        int bin;
+        if (d == 0) bin = 0;
+        else if (!(rms > 0) || !isfinite(d)) bin = HC_VERIFY_HIST_BINS - 1;
+        else {
+            bin = (int)floor(log10(d / rms)) + 9; /* 1e-7 .. 1e-6 -> 2 */
+            bin = bin < 1 ? 1 : bin > HC_VERIFY_HIST_BINS - 1 ? HC_VERIFY_HIST_BINS - 1 : bin;
+        }
+        hist[bin]++;
+    }
+}
+
 static void unpad(const hc_layer_meta *m, const float *Wd, float *Wu)
 {
     for (int64_t e = 0; e < m->E; e++)
@@ -138,6 +156,7 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     for (int64_t e = 0; src->bias && e < E; e++)
         for (int64_t n = 0; n < N; n++) mism += !(b->bd[e * m->Np + n] == src->bias[e * N + n]);
     r->lossless_mismatches = src->lossless ? mism : 0;
+    error_histogram(b->Wu, src->weight, E * N * K, r->err_hist);
 
     fill_activations(cfg, p, M, K, b->x);
     hc_verify_gemm(b->x, M, K, src->weight, E, N, N, K, src->bias, N, b->yref);

@@ -22,6 +22,8 @@ typedef enum { HC_VERIFY_AUTO, HC_VERIFY_GPU, HC_VERIFY_CPU, HC_VERIFY_OFF } hc_
 int hc_verify_mode_parse(const char *s, hc_verify_mode *out);
 const char *hc_verify_mode_name(hc_verify_mode m);
 
+#define HC_VERIFY_HIST_BINS 9
+
 /* Per-layer results. JSON keys in docs/report.md are the field names. */
 typedef struct {
     double weight_rel_err, weight_snr_db;       /* decoded vs source weight */
@@ -34,6 +36,9 @@ typedef struct {
     double weight_bound, gemm_bound, qact_bound;  /* the bounds applied */
     int tokens;                                 /* activation rows used */
     int calibrated;                             /* rows came from a calibration file */
+    int64_t err_hist[HC_VERIFY_HIST_BINS]; /* |decoded - source| / rms(source) per
+                                              element: exact, <1e-7, [1e-7,1e-6), ...,
+                                              [1e-2,1e-1), >=1e-1 */
     int pass;
     char reason[256];                           /* why it failed, or "ok" */
 } hc_verify_metrics;
