@@ -43,6 +43,7 @@ static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_pla
     HC_TRY(hc_conv_write_shards(opts, plan, tmp, err));
     HC_TRY(hc_conv_write_config(opts, plan, tmp, err));
     HC_TRY(hc_conv_copy_side_files(opts->in_dir, tmp, err));
+    if (plan->verify) HC_TRY(hc_conv_verify_finish(plan->verify, tmp, err));
     return HC_OK;
 }
 
@@ -57,6 +58,7 @@ static hc_status convert_model(const hc_convert_options *opts, hc_st_model *mode
     if (hc_path_exists(opts->out_dir) && !opts->force)
         HC_FAIL(err, HC_ERR_ARG, "%s: already exists (use --force to replace it)", opts->out_dir);
     char tmp[4096];
+    HC_TRY(hc_conv_verify_begin(opts, plan, &plan->verify, err));
     HC_TRY(hc_fs_make_temp_dir_beside(opts->out_dir, tmp, sizeof tmp, err));
     hc_status st = write_outputs(opts, plan, tmp, err);
     if (st == HC_OK) st = hc_fs_publish_dir(tmp, opts->out_dir, opts->force, err);
@@ -74,7 +76,13 @@ hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats
     hc_conv_plan plan;
     memset(&plan, 0, sizeof plan);
     hc_status st = convert_model(opts, model, &plan, err);
-    if (st == HC_OK && stats) {
+    if (st == HC_OK && hc_conv_verify_failed(plan.verify) && !opts->allow_degraded)
+        st = hc_error_set(err, HC_ERR_VERIFY, "verification failed for %d of %d layers; the "
+                          "output and its report are in %s (humming_report.json)",
+                          hc_conv_verify_failed(plan.verify), plan.n_layers, opts->out_dir);
+    if (stats && plan.verify) stats->report = hc_conv_verify_take_report(plan.verify);
+    hc_conv_verify_free(plan.verify);
+    if ((st == HC_OK || st == HC_ERR_VERIFY) && stats) {
         stats->layers = plan.n_layers;
         stats->tensors_copied = plan.n_items - plan.n_layers;
         stats->shards = plan.n_shards;

@@ -37,6 +37,8 @@ typedef struct {
     int64_t nbytes;
 } hc_conv_item;
 
+typedef struct hc_conv_verify hc_conv_verify;
+
 typedef struct {
     hc_humming_qconfig qconfig;
     hc_format_id activation;
@@ -46,6 +48,7 @@ typedef struct {
     int n_items;
     int n_shards;
     int64_t bytes_in, bytes_out;
+    hc_conv_verify *verify;      /* per-layer verification (hc_convert_verify.c), or NULL */
 } hc_conv_plan;
 
 /* Finds the quantized layers of model, plans each one and the output shards.
@@ -70,6 +73,19 @@ void hc_conv_shard_name(int i, int n, char *buf, size_t len);
 
 /* Storage dtype of a scale/param format. */
 hc_dtype hc_format_storage_dtype(hc_format_id f);
+
+/* Verification of each written layer (hc_convert_verify.c). */
+hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               hc_conv_verify **out, hc_error *err);
+hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
+                               const hc_layer_tensors *pre, const hc_layer_tensors *post,
+                               hc_error *err);
+/* Writes the reports into dir. */
+hc_status hc_conv_verify_finish(hc_conv_verify *v, const char *dir, hc_error *err);
+/* Number of failed layers. */
+int hc_conv_verify_failed(const hc_conv_verify *v);
+struct hc_report *hc_conv_verify_take_report(hc_conv_verify *v);
+void hc_conv_verify_free(hc_conv_verify *v);
 
 /* printf-style line to opts->log, if set. */
 void hc_conv_log(const hc_convert_options *opts, const char *fmt, ...)

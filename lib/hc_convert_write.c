@@ -50,7 +50,7 @@ static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t,
 /* Transforms one layer and streams its tensors into w; *index counts the
  * tensors written so far in declaration order. */
 static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, size_t *index,
-                             hc_error *err)
+                             hc_conv_verify *verify, hc_error *err)
 {
     hc_layer_tensors pre, post;
     memset(&pre, 0, sizeof pre);
@@ -66,6 +66,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_layer *L, size_t *in
         st = hc_error_prefix(err, "layer %s: ", L->prefix);
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
+    if (st == HC_OK) st = hc_conv_verify_layer(verify, L, &pre, &post, err);
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         if (post_t[r]->data)
             st = hc_st_writer_write(w, (*index)++, post_t[r]->data, post_t[r]->nbytes, err);
@@ -82,7 +83,7 @@ static hc_status write_shard_items(hc_st_writer *w, const hc_conv_plan *plan, in
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard) continue;
         if (it->layer >= 0) {
-            HC_TRY(write_layer(w, &plan->layers[it->layer], &index, err));
+            HC_TRY(write_layer(w, &plan->layers[it->layer], &index, plan->verify, err));
         } else {
             HC_TRY(hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err));
         }

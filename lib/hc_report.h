@@ -22,7 +22,7 @@ typedef struct {
     double seconds;               /* verification time */
 } hc_report_layer;
 
-typedef struct {
+typedef struct hc_report {
     char *tool_version, *command_line, *input, *output;
     char *format;                 /* source format summary */
     char *recipe;                 /* source quantization recipe */
