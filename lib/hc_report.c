@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <unistd.h>
 
 #include "hc_fs.h"
 #include "hc_model_config.h"
@@ -89,9 +91,10 @@ static void str(cJSON *o, const char *k, const char *v)
 
 static cJSON *layer_json(const hc_report_layer *L)
 {
-    cJSON *o = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(o, "shape");
+    cJSON *o = cJSON_CreateObject();
     const hc_verify_metrics *m = &L->m;
     str(o, "name", L->name);
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
     for (int i = 0; i < L->ndim; i++)
         cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)L->shape[i]));
     str(o, "format", L->format);
@@ -177,14 +180,24 @@ hc_status hc_report_write_json(const hc_report *r, const char *path, hc_error *e
     return st;
 }
 
+/* Files are created new (hc_fs_write_file); an old report is replaced. */
+static hc_status fresh_path(char *path, size_t len, const char *dir, const char *name,
+                            hc_error *err)
+{
+    HC_TRY(hc_path_join(path, len, dir, name, err));
+    if (unlink(path) != 0 && errno != ENOENT)
+        HC_FAIL(err, HC_ERR_IO, "%s: cannot replace: %s", path, strerror(errno));
+    return HC_OK;
+}
+
 hc_status hc_report_write_all(const hc_report *r, const char *dir, hc_error *err)
 {
     char path[4096];
-    HC_TRY(hc_path_join(path, sizeof path, dir, "humming_report.json", err));
+    HC_TRY(fresh_path(path, sizeof path, dir, "humming_report.json", err));
     HC_TRY(hc_report_write_json(r, path, err));
-    HC_TRY(hc_path_join(path, sizeof path, dir, "humming_report.html", err));
+    HC_TRY(fresh_path(path, sizeof path, dir, "humming_report.html", err));
     HC_TRY(hc_report_write_html(r, path, err));
-    HC_TRY(hc_path_join(path, sizeof path, dir, "humming_report.md", err));
+    HC_TRY(fresh_path(path, sizeof path, dir, "humming_report.md", err));
     return hc_report_write_md(r, path, err);
 }
 
