@@ -33,22 +33,27 @@ deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -MMD -MP -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@echo "  AR      $@"
+	@rm -f $@ && ar rcs $@ $^
 
 $(CLI): $(CLI_OBJ) $(LIB_A)
-	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB_A) $(LDLIBS_ALL)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB_A) $(LDLIBS_ALL)
 
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(TSUP_OBJ) $(LIB_A) -lcmocka $(LDLIBS_ALL)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(TSUP_OBJ) $(LIB_A) -lcmocka $(LDLIBS_ALL)
 
 # Unit tests (CMocka), then the Python-oracle tests; one summary line at the end.
 test: deps

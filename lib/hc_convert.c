@@ -7,8 +7,7 @@
 
 #include "hc_fs.h"
 
-/* Reads config.json and decides the input kind: float, or Humming row-packed. */
-static hc_status read_config(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
+hc_status hc_conv_read_config(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
 {
     char path[4096], *text = NULL;
     HC_TRY(hc_path_join(path, sizeof path, opts->in_dir, "config.json", err));
@@ -31,12 +30,7 @@ static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
 {
     for (int i = 0; i < plan->n_layers; i++) {
         const hc_conv_layer *L = &plan->layers[i];
-        int64_t in = 0, out = 0;
-        for (int r = 0; r < HC_ROLE_COUNT; r++) {
-            if (L->pre[r]) in += (int64_t)L->pre[r]->nbytes;
-            if (L->out[r].present) out += L->out[r].nbytes;
-        }
-        for (int e = 0; e < L->n_experts; e++) in += (int64_t)L->experts[e]->nbytes;
+        int64_t in = hc_conv_layer_in_bytes(L), out = hc_conv_layer_out_bytes(L);
         hc_conv_log(opts, "layer %s: %s%lld x %lld -> %s x %s, %s, %s layout, %lld -> %lld bytes%s%s",
                     L->prefix, L->meta.is_moe ? "experts " : "",
                     (long long)L->meta.N, (long long)L->meta.K,
@@ -57,13 +51,14 @@ static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_pla
     HC_TRY(hc_conv_write_shards(opts, plan, tmp, err));
     HC_TRY(hc_conv_write_config(opts, plan, tmp, err));
     HC_TRY(hc_conv_copy_side_files(opts->in_dir, tmp, err));
+    if (plan->verify) HC_TRY(hc_conv_verify_finish(plan->verify, tmp, err));
     return HC_OK;
 }
 
 static hc_status convert_model(const hc_convert_options *opts, hc_st_model *model,
                                hc_conv_plan *plan, hc_error *err)
 {
-    HC_TRY(read_config(opts, plan, err));
+    HC_TRY(hc_conv_read_config(opts, plan, err));
     plan->activation = opts->has_activation ? opts->activation : plan->param_format;
     HC_TRY(hc_conv_plan_build(opts, model, plan, err));
     log_plan(opts, plan);
@@ -71,6 +66,7 @@ static hc_status convert_model(const hc_convert_options *opts, hc_st_model *mode
     if (hc_path_exists(opts->out_dir) && !opts->force)
         HC_FAIL(err, HC_ERR_ARG, "%s: already exists (use --force to replace it)", opts->out_dir);
     char tmp[4096];
+    HC_TRY(hc_conv_verify_begin(opts, plan, &plan->verify, err));
     HC_TRY(hc_fs_make_temp_dir_beside(opts->out_dir, tmp, sizeof tmp, err));
     hc_status st = write_outputs(opts, plan, tmp, err);
     if (st == HC_OK) st = hc_fs_publish_dir(tmp, opts->out_dir, opts->force, err);
@@ -88,7 +84,13 @@ hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats
     hc_conv_plan plan;
     memset(&plan, 0, sizeof plan);
     hc_status st = convert_model(opts, model, &plan, err);
-    if (st == HC_OK && stats) {
+    if (st == HC_OK && hc_conv_verify_failed(plan.verify) && !opts->allow_degraded)
+        st = hc_error_set(err, HC_ERR_VERIFY, "verification failed for %d of %d layers; the "
+                          "output and its report are in %s (humming_report.json)",
+                          hc_conv_verify_failed(plan.verify), plan.n_layers, opts->out_dir);
+    if (stats && plan.verify) stats->report = hc_conv_verify_take_report(plan.verify);
+    hc_conv_verify_free(plan.verify);
+    if ((st == HC_OK || st == HC_ERR_VERIFY) && stats) {
         stats->layers = plan.n_layers;
         stats->tensors_copied = plan.n_items - plan.n_layers;
         stats->shards = plan.n_shards;

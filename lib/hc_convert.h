@@ -14,6 +14,9 @@
 #include "hc_error.h"
 #include "hc_format.h"
 #include "hc_preset.h"
+#include "hc_verify.h"
+
+struct hc_report;
 
 /* Receives one progress/log line (no trailing newline). The library never
  * prints; the CLI decides where lines go. */
@@ -47,6 +50,11 @@ typedef struct {
     hc_progress_fn progress;    /* may be NULL */
     void *progress_ctx;
     const char *command_line;   /* recorded in the output config */
+    /* verification (docs/verification.md); zero values: auto, 16 tokens */
+    hc_verify_mode verify;
+    int verify_tokens;          /* activation rows per layer (0: 16) */
+    const char *calib_path;     /* safetensors of activations keyed by layer name */
+    int allow_degraded;         /* failed layers do not fail the run */
 } hc_convert_options;
 
 typedef struct {
@@ -54,10 +62,24 @@ typedef struct {
     int tensors_copied;         /* other tensors copied unchanged */
     int shards;
     int64_t bytes_in, bytes_out;
+    struct hc_report *report;   /* the verification report, owned by the caller
+                                   (hc_report_free); NULL when nothing ran */
 } hc_convert_stats;
 
 /* Runs the conversion. On failure nothing is left at out_dir (an existing
  * out_dir is untouched) and err names the file, tensor and reason. */
 hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats, hc_error *err);
+
+/* Verification: unless opts->verify is off, every layer is decoded back and
+ * checked after its transform; OUT_DIR/humming_report.{json,html,md} are
+ * written with the output. If a layer fails and !allow_degraded the output
+ * and report are still published and the run returns HC_ERR_VERIFY. */
+
+/* `humming-convert report OUT_DIR`: re-verifies the existing output
+ * opts->out_dir against its source (opts->in_dir, or the input recorded in
+ * OUT_DIR/humming_report.json) and rewrites the report there. Arch and
+ * activation come from OUT_DIR/config.json. HC_ERR_VERIFY on failed layers
+ * (unless allow_degraded). */
+hc_status hc_report_run(const hc_convert_options *opts, hc_convert_stats *stats, hc_error *err);
 
 #endif

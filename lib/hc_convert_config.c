@@ -49,6 +49,28 @@ static cJSON *layer_record(const hc_conv_layer *L)
     return o;
 }
 
+/* The float layer's quantization target as hc_target_set_field strings, so
+ * that `humming-convert report` can rebuild the plan from the output alone. */
+static cJSON *target_record(const hc_target *t)
+{
+    static const char *const zp[] = {"none", "int", "float"};
+    cJSON *o = cJSON_CreateObject();
+    if (o == NULL) return NULL;
+    char g[32];
+    if (t->group_size > 0) snprintf(g, sizeof g, "%lld", (long long)t->group_size);
+    else snprintf(g, sizeof g, "%s", t->group_size == 0 ? "channel" : "tensor");
+    cJSON_AddStringToObject(o, "weight_dtype", fmt_name(t->weight_format));
+    cJSON_AddStringToObject(o, "group_size", g);
+    snprintf(g, sizeof g, "%lld", (long long)t->group_size_n);
+    cJSON_AddStringToObject(o, "group_size_n", g);
+    cJSON_AddStringToObject(o, "scale_dtype", fmt_name(t->scale_format));
+    cJSON_AddStringToObject(o, "zero_point", zp[t->zero_point]);
+    cJSON_AddStringToObject(o, "global_scale", t->global_scale ? "true" : "false");
+    cJSON_AddStringToObject(o, "activation", fmt_name(t->activation));
+    cJSON_AddStringToObject(o, "quantizer", t->rounding == HC_TARGET_MSE ? "mse" : "rtn");
+    return o;
+}
+
 static cJSON *quant_record(const hc_convert_options *opts, const hc_conv_plan *plan,
                            cJSON *source_qc)
 {
@@ -69,8 +91,16 @@ static cJSON *quant_record(const hc_convert_options *opts, const hc_conv_plan *p
     if (opts->command_line) cJSON_AddStringToObject(q, "command_line", opts->command_line);
     if (source_qc) cJSON_AddItemToObject(q, "source_quantization_config", source_qc);
     for (int i = 0; i < plan->n_layers; i++) {
-        cJSON *rec = layer_record(&plan->layers[i]);
-        if (rec) cJSON_AddItemToObject(layers, plan->layers[i].prefix, rec);
+        const hc_conv_layer *L = &plan->layers[i];
+        cJSON *rec = layer_record(L);
+        if (rec && L->kind == HC_SRC_FLOAT) {
+            cJSON_AddStringToObject(rec, "source_format", "float");
+            cJSON_AddItemToObject(rec, "quant_target", target_record(&L->target));
+            cJSON_AddStringToObject(rec, "why", L->why);
+        } else if (rec) {
+            cJSON_AddStringToObject(rec, "source_format", "humming");
+        }
+        if (rec) cJSON_AddItemToObject(layers, L->prefix, rec);
     }
     cJSON_AddItemToObject(q, "layers", layers);
     return q;

@@ -53,6 +53,8 @@ typedef struct {
     int64_t bytes_through;            /* output bytes of items 0..this one */
 } hc_conv_item;
 
+typedef struct hc_conv_verify hc_conv_verify;
+
 typedef struct {
     hc_src_kind kind;                 /* of every layer in the input */
     hc_humming_qconfig qconfig;       /* Humming inputs */
@@ -65,7 +67,12 @@ typedef struct {
     int n_items;
     int n_shards;
     int64_t bytes_in, bytes_out;
+    hc_conv_verify *verify;      /* per-layer verification (hc_convert_verify.c), or NULL */
 } hc_conv_plan;
+
+/* Reads IN_DIR/config.json: the input kind (float or Humming row-packed),
+ * param dtype, model type and, for Humming inputs, the weight description. */
+hc_status hc_conv_read_config(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err);
 
 /* Finds the layers of model (kind from plan->kind), plans each one and the
  * output shards. Fails before any output is written if any layer is unsupported. */
@@ -86,6 +93,10 @@ hc_status hc_conv_plan_humming_layer(const hc_convert_options *opts, const hc_co
                                      hc_conv_layer *L, hc_error *err);
 hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
                                    hc_conv_layer *L, hc_error *err);
+
+/* Bytes a layer reads from the input (every source tensor) and writes. */
+int64_t hc_conv_layer_in_bytes(const hc_conv_layer *L);
+int64_t hc_conv_layer_out_bytes(const hc_conv_layer *L);
 
 /* Fills L->out from L->cfg/L->meta and the role flags (spec 5.8). */
 void hc_conv_describe_outputs(hc_conv_layer *L);
@@ -116,6 +127,22 @@ void hc_conv_shard_name(int i, int n, char *buf, size_t len);
 
 /* Storage dtype of a scale/param format. */
 hc_dtype hc_format_storage_dtype(hc_format_id f);
+
+/* Verification of each written layer (hc_convert_verify.c). */
+hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               hc_conv_verify **out, hc_error *err);
+/* ref: the float source weights (E, N, K) of a float input (quantization
+ * error is measured against them), or NULL to compare with the dequantized
+ * pre tensors (a lossless repack). */
+hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
+                               const hc_layer_tensors *pre, const hc_layer_tensors *post,
+                               const float *ref, hc_error *err);
+/* Writes the reports into dir. */
+hc_status hc_conv_verify_finish(hc_conv_verify *v, const char *dir, hc_error *err);
+/* Number of failed layers. */
+int hc_conv_verify_failed(const hc_conv_verify *v);
+struct hc_report *hc_conv_verify_take_report(hc_conv_verify *v);
+void hc_conv_verify_free(hc_conv_verify *v);
 
 /* printf-style line to opts->log, if set. */
 void hc_conv_log(const hc_convert_options *opts, const char *fmt, ...)

@@ -79,7 +79,7 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
     }
 }
 
-static int64_t layer_out_bytes(const hc_conv_layer *L)
+int64_t hc_conv_layer_out_bytes(const hc_conv_layer *L)
 {
     int64_t total = 0;
     for (int r = 0; r < HC_ROLE_COUNT; r++)
@@ -87,7 +87,7 @@ static int64_t layer_out_bytes(const hc_conv_layer *L)
     return total;
 }
 
-static int64_t layer_in_bytes(const hc_conv_layer *L)
+int64_t hc_conv_layer_in_bytes(const hc_conv_layer *L)
 {
     int64_t total = 0;
     for (int r = 0; r < HC_ROLE_COUNT; r++)
@@ -150,8 +150,8 @@ static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const int *
         hc_conv_item *it = &plan->items[plan->n_items];
         if (item_of[i] >= 0) {
             const hc_conv_layer *L = &plan->layers[item_of[i]];
-            *it = (hc_conv_item){.layer = item_of[i], .nbytes = layer_out_bytes(L)};
-            plan->bytes_in += layer_in_bytes(L);
+            *it = (hc_conv_item){.layer = item_of[i], .nbytes = hc_conv_layer_out_bytes(L)};
+            plan->bytes_in += hc_conv_layer_in_bytes(L);
         } else if (bsearch(&t, used, n_used, sizeof *used, cmp_ptr) == NULL) {
             *it = (hc_conv_item){.layer = -1, .copy = t, .nbytes = (int64_t)t->nbytes};
             plan->bytes_in += (int64_t)t->nbytes;

@@ -69,6 +69,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         st = hc_error_prefix(err, "layer %s: ", L->prefix);
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
+    if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post, ref, err);
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         if (post_t[r]->data)
             st = hc_st_writer_write(w, (*index)++, post_t[r]->data, post_t[r]->nbytes, err);

@@ -162,6 +162,10 @@ static hc_status check_scales(const hc_layer_config *cfg, int a, hc_error *err)
                     "and no zero point", (long long)cfg->group_size_n);
         if (cfg->scale_format != HC_FMT_F32)
             HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales must be float32");
+        if (cfg->act_format == HC_FMT_INT8 || cfg->act_format == HC_FMT_INT4)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales with %s activations are not "
+                    "supported (integer activations need group or channel scales, which the "
+                    "kernel turns into int16 weight scales)", hc_format_get(cfg->act_format)->name);
     } else if (cfg->group_size_n > 1) {
         HC_FAIL(err, HC_ERR_ARG, "group_size_n %lld needs the block scale type",
                 (long long)cfg->group_size_n);

@@ -523,6 +523,24 @@ static void test_int8_flip_and_w4a4(void **state)
     layer_case(8, 8, 90, 2, 64, 64, 0);
 }
 
+/* Regression: block scales with integer activations used to reach a division
+ * by zero in the tensor check; the planner must refuse them up front. */
+static void test_block_scales_int_act_refused(void **state)
+{
+    (void)state;
+    const hc_format_id acts[2] = {HC_FMT_INT8, HC_FMT_INT4};
+    for (int i = 0; i < 2; i++) {
+        hc_layer_config c = {.weight_format = HC_FMT_UINT4, .scale_format = HC_FMT_F32,
+                             .act_format = acts[i], .param_format = HC_FMT_F16,
+                             .scale_type = HC_SCALE_BLOCK, .group_size = 128,
+                             .group_size_n = 128, .sm = 90};
+        hc_layer_meta m;
+        hc_error err = {0};
+        assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 256, &m, &err), HC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "block scales"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_int2fp_examples),
         cmocka_unit_test(test_int2fp_layer),
         cmocka_unit_test(test_int8_flip_and_w4a4),
+        cmocka_unit_test(test_block_scales_int_act_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 
 struct hc_recipe;
 
-enum { HC_EXIT_OK = 0, HC_EXIT_FAIL = 1, HC_EXIT_USAGE = 2 };
+enum { HC_EXIT_OK = 0, HC_EXIT_FAIL = 1, HC_EXIT_USAGE = 2, HC_EXIT_VERIFY = 3 };
 
 /* Field flags (--weight-dtype ...) in the order given; applied after --format. */
 typedef struct {
@@ -19,6 +19,8 @@ typedef struct {
 typedef struct {
     hc_convert_options opts;
     const char *arch, *activation, *shard_size, *format, *recipe_path;
+    const char *verify, *tokens, *input;  /* verification options; input: report's source */
+    int report;                           /* `humming-convert report OUT_DIR` */
     cli_field fields[16];
     int n_fields;
     int quiet, list_formats;
@@ -48,5 +50,9 @@ void cli_progress(void *ctx, int done, int total, int64_t bytes_done, int64_t by
                   const char *current);
 
 void cli_usage(FILE *out);
+
+struct hc_report;
+/* The summary table: every layer when there are few, else failed + 10 worst. */
+void cli_print_summary(const struct hc_report *r);
 
 #endif

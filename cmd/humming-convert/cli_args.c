@@ -6,12 +6,14 @@
 #include "hc_gpu_detect.h"
 #include "hc_model_config.h"
 #include "hc_recipe.h"
+#include "hc_verify.h"
 #include "hc_version.h"
 
 void cli_usage(FILE *out)
 {
     fprintf(out,
             "usage: humming-convert IN_DIR OUT_DIR [options]\n"
+            "       humming-convert report OUT_DIR [--input IN_DIR] [verification options]\n"
             "       humming-convert --list-formats [--arch SM]\n"
             "\n"
             "Quantizes a float checkpoint, or repacks a Humming-format one, into the\n"
@@ -35,6 +37,14 @@ void cli_usage(FILE *out)
             "  --dry-run            print the per-layer plan, write nothing\n"
             "  --humming-compat     reproduce Humming's bytes where its transform disagrees\n"
             "                       with its kernel (docs/layout.md); for comparisons only\n"
+            "verification:\n"
+            "  --verify MODE        auto gpu cpu off: check every converted layer with a\n"
+            "                       reference GEMM (default auto: GPU if present, else CPU)\n"
+            "  --verify-tokens M    activation rows per layer (default 16)\n"
+            "  --calib FILE         safetensors with activations keyed by layer name\n"
+            "  --allow-degraded     layers over their error bound do not fail the run\n"
+            "  --input IN_DIR       (report) the source; default: the one in the report\n"
+            "exit codes: 0 ok, 1 failure, 2 usage, 3 a layer failed verification\n"
             "  -q, --quiet          no progress output\n"
             "  -h, --help, --version\n");
 }
@@ -54,6 +64,10 @@ static const char **value_slot(cli_args *a, const char *s, int *is_option)
     if (!strcmp(s, "--max-shard-size")) return &a->shard_size;
     if (!strcmp(s, "--format")) return &a->format;
     if (!strcmp(s, "--recipe")) return &a->recipe_path;
+    if (!strcmp(s, "--verify")) return &a->verify;
+    if (!strcmp(s, "--verify-tokens")) return &a->tokens;
+    if (!strcmp(s, "--calib")) return &a->opts.calib_path;
+    if (!strcmp(s, "--input")) return &a->input;
     for (size_t i = 0; i < sizeof field_flags / sizeof field_flags[0]; i++)
         if (!strcmp(s, field_flags[i][0]) && a->n_fields < 16) {
             a->fields[a->n_fields].key = field_flags[i][1];
@@ -69,6 +83,7 @@ static int set_flag(cli_args *a, const char *s)
     else if (!strcmp(s, "--dry-run")) a->opts.dry_run = 1;
     else if (!strcmp(s, "--humming-compat")) a->opts.humming_bug_compat = 1;
     else if (!strcmp(s, "--list-formats")) a->list_formats = 1;
+    else if (!strcmp(s, "--allow-degraded")) a->opts.allow_degraded = 1;
     else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
     else return 0;
     return 1;
@@ -77,8 +92,9 @@ static int set_flag(cli_args *a, const char *s)
 int cli_parse_args(int argc, char **argv, cli_args *a)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, is_option = 0;
-    for (int i = 1; i < argc; i++) {
+    int npos = 0, is_option = 0, first = 1;
+    if (argc > 1 && !strcmp(argv[1], "report")) a->report = 1, first = 2;
+    for (int i = first; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }
         if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
@@ -99,6 +115,15 @@ int cli_parse_args(int argc, char **argv, cli_args *a)
             fprintf(stderr, "humming-convert: unexpected argument %s (see --help)\n", s);
             return -1;
         }
+    }
+    if (a->report) {
+        if (npos != 1) {
+            fprintf(stderr, "humming-convert: report needs exactly OUT_DIR (see --help)\n");
+            return -1;
+        }
+        a->opts.in_dir = a->input;
+        a->opts.out_dir = pos[0];
+        return 0;
     }
     if (npos != 2 && !(a->list_formats && npos == 0)) {
         fprintf(stderr, "humming-convert: need IN_DIR and OUT_DIR (see --help)\n");
@@ -155,8 +180,29 @@ static int resolve_arch(cli_args *a, hc_error *err)
     return 0;
 }
 
+static int resolve_verify(cli_args *a, hc_error *err)
+{
+    if (a->verify && hc_verify_mode_parse(a->verify, &a->opts.verify) != 0) {
+        hc_error_set(err, HC_ERR_ARG, "--verify: expected auto, gpu, cpu or off (got \"%s\")",
+                     a->verify);
+        return -1;
+    }
+    if (a->tokens) {
+        char *end = NULL;
+        long m = strtol(a->tokens, &end, 10);
+        if (end == a->tokens || *end || m < 1 || m > 1 << 20) {
+            hc_error_set(err, HC_ERR_ARG, "--verify-tokens: expected 1..1048576 (got \"%s\")",
+                         a->tokens);
+            return -1;
+        }
+        a->opts.verify_tokens = (int)m;
+    }
+    return 0;
+}
+
 int cli_resolve(cli_args *a, hc_error *err)
 {
+    if (resolve_verify(a, err) != 0) return -1;
     if (a->activation) {
         if (hc_activation_parse(a->activation, &a->opts.activation, err) != HC_OK) return -1;
         a->opts.has_activation = 1;

@@ -1,11 +1,12 @@
 /* humming-convert - command line front end. Turns library errors into messages
- * and exit codes: 0 success, 1 failure, 2 usage error. */
+ * and exit codes: 0 success, 1 failure, 2 usage error, 3 verification failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "hc_recipe.h"
+#include "hc_report.h"
 
 static void log_line(void *ctx, const char *line)
 {
@@ -24,6 +25,18 @@ static char *join_command_line(int argc, char **argv)
     return s;
 }
 
+static void print_done(const cli_args *a, const hc_convert_stats *stats)
+{
+    if (a->quiet || a->opts.dry_run) return;
+    if (a->report) {
+        fprintf(stderr, "humming-convert: report rewritten in %s\n", a->opts.out_dir);
+        return;
+    }
+    fprintf(stderr, "humming-convert: done: %d layers converted, %d tensors copied, %d shard(s), "
+            "%lld -> %lld bytes in %s\n", stats->layers, stats->tensors_copied, stats->shards,
+            (long long)stats->bytes_in, (long long)stats->bytes_out, a->opts.out_dir);
+}
+
 static int run_convert(cli_args *a, int argc, char **argv)
 {
     hc_error err;
@@ -37,16 +50,19 @@ static int run_convert(cli_args *a, int argc, char **argv)
     a->opts.choose_target = cli_choose_target;
     a->opts.choose_ctx = a;
     hc_convert_stats stats;
-    hc_status st = hc_convert_run(&a->opts, &stats, &err);
+    memset(&stats, 0, sizeof stats);
+    hc_status st = a->report ? hc_report_run(&a->opts, &stats, &err)
+                             : hc_convert_run(&a->opts, &stats, &err);
     free(cmdline);
+    if (!a->quiet && stats.report && stats.report->verify_backend[0] &&
+        strcmp(stats.report->verify_backend, "none"))
+        cli_print_summary(stats.report);
+    hc_report_free(stats.report);
     if (st != HC_OK) {
         fprintf(stderr, "humming-convert: error: %s\n", err.msg);
-        return st == HC_ERR_ARG ? HC_EXIT_USAGE : HC_EXIT_FAIL;
+        return st == HC_ERR_ARG ? HC_EXIT_USAGE : st == HC_ERR_VERIFY ? HC_EXIT_VERIFY : HC_EXIT_FAIL;
     }
-    if (!a->quiet && !a->opts.dry_run)
-        fprintf(stderr, "humming-convert: done: %d layers converted, %d tensors copied, %d shard(s), "
-                "%lld -> %lld bytes in %s\n", stats.layers, stats.tensors_copied, stats.shards,
-                (long long)stats.bytes_in, (long long)stats.bytes_out, a->opts.out_dir);
+    print_done(a, &stats);
     return HC_EXIT_OK;
 }
 

@@ -1,0 +1,347 @@
+/* hc_convert_verify.c - verification of every converted layer (the driver's
+ * hook after each transform) and `report`: re-verifying an existing output
+ * directory against its source. docs/verification.md, docs/report.md. */
+#include "hc_convert_internal.h"
+#include "hc_report_targets.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hc_fs.h"
+#include "hc_gpu_detect.h"
+#include "hc_report.h"
+#include "hc_version.h"
+
+struct hc_conv_verify {
+    const hc_convert_options *opts;
+    const hc_conv_plan *plan;
+    hc_report *report;
+    hc_st_file *calib;
+    int enabled;
+    struct timespec t0;
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
+
+static void describe_run(hc_conv_verify *v)
+{
+    const hc_convert_options *o = v->opts;
+    const hc_humming_qconfig *q = &v->plan->qconfig;
+    hc_report *r = v->report;
+    char buf[PATH_MAX + 64];
+    hc_report_set(&r->tool_version, HC_VERSION);
+    hc_report_set(&r->command_line, o->command_line);
+    hc_report_set(&r->input, realpath(o->in_dir, buf) ? buf : o->in_dir);
+    hc_report_set(&r->output, o->out_dir);
+    snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> humming-kernel-ready");
+    hc_report_set(&r->format, buf);
+    snprintf(buf, sizeof buf, "%s weights, %s %s scales%s%s%s, group %lld, %s layers",
+             fname(q->weight_format), fname(q->scale_format), hc_scale_type_name(q->scale_type),
+             q->has_zero_point ? ", " : "",
+             q->has_zero_point ? (q->is_fp_zero_point ? "float" : "integer") : "",
+             q->has_zero_point ? " zero points" : ", symmetric", (long long)q->group_size,
+             fname(q->param_format));
+    hc_report_set(&r->recipe, buf);
+    snprintf(r->arch, sizeof r->arch, "sm%d", o->sm);
+    snprintf(r->activation, sizeof r->activation, "%s", fname(v->plan->activation));
+    snprintf(r->verify_mode, sizeof r->verify_mode, "%s", hc_verify_mode_name(o->verify));
+    snprintf(r->verify_backend, sizeof r->verify_backend, "%s", v->enabled ? "cpu" : "none");
+    r->tokens = o->verify_tokens > 0 ? o->verify_tokens : 16;
+    hc_report_set(&r->calib, o->calib_path);
+    r->allow_degraded = o->allow_degraded;
+}
+
+hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               hc_conv_verify **out, hc_error *err)
+{
+    *out = NULL;
+    hc_conv_verify *v = calloc(1, sizeof *v);
+    HC_CHECK_ALLOC(err, v, "verification state");
+    v->opts = opts;
+    v->plan = plan;
+    v->report = hc_report_new();
+    v->enabled = opts->verify != HC_VERIFY_OFF;
+    clock_gettime(CLOCK_MONOTONIC, &v->t0);
+    if (v->report == NULL) {
+        free(v);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory");
+    }
+    *out = v;
+    hc_report_now(v->report->started);
+    if (v->enabled && (opts->verify == HC_VERIFY_GPU || opts->verify == HC_VERIFY_AUTO)) {
+        int sm = hc_gpu_detect_sm();
+        if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
+            hc_conv_log(opts, "verify: no GPU is available; falling back to the CPU reference");
+        else if (sm > 0)
+            hc_conv_log(opts, "verify: GPU sm%d found, but the GPU verification path is not "
+                        "available yet; using the CPU reference", sm);
+    }
+    if (v->enabled && opts->calib_path &&
+        hc_st_open(opts->calib_path, &v->calib, err) != HC_OK)
+        return hc_error_prefix(err, "--calib: ");
+    describe_run(v);
+    for (int i = 0; i < plan->n_layers; i++) {
+        const hc_conv_layer *L = &plan->layers[i];
+        hc_report_layer *R = hc_report_add_layer(v->report, L->prefix);
+        HC_CHECK_ALLOC(err, R, "report layers");
+        const hc_layer_meta *m = &L->meta;
+        R->ndim = 0;
+        if (m->is_moe) R->shape[R->ndim++] = m->E;
+        R->shape[R->ndim++] = m->N;
+        R->shape[R->ndim++] = m->K;
+        snprintf(R->weight_format, sizeof R->weight_format, "%s", fname(L->cfg.weight_format));
+        snprintf(R->act_format, sizeof R->act_format, "%s", fname(L->cfg.act_format));
+        snprintf(R->scale_type, sizeof R->scale_type, "%s", hc_scale_type_name(m->scale_type));
+        snprintf(R->variant, sizeof R->variant, "%s", hc_layout_variant_name(m));
+        char g[32] = "channel";
+        if (L->cfg.group_size > 0) snprintf(g, sizeof g, "g%lld", (long long)L->cfg.group_size);
+        snprintf(R->format, sizeof R->format, "%s %s %s-scale x %s", fname(L->cfg.weight_format),
+                 g, fname(L->cfg.scale_format), fname(L->cfg.act_format));
+        R->bytes_in = hc_conv_layer_in_bytes(L);
+        R->bytes_out = hc_conv_layer_out_bytes(L);
+    }
+    hc_report_tally(v->report);
+    return HC_OK;
+}
+
+void hc_conv_verify_free(hc_conv_verify *v)
+{
+    if (v == NULL) return;
+    hc_report_free(v->report);
+    hc_st_close(v->calib);
+    free(v);
+}
+
+hc_report *hc_conv_verify_take_report(hc_conv_verify *v)
+{
+    hc_report *r = v->report;
+    v->report = NULL;
+    return r;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Rows of the calibration tensor named like the layer, as float32 (M', K). */
+static hc_status calib_rows(hc_conv_verify *v, const hc_conv_layer *L, float **rows, int *n,
+                            hc_error *err)
+{
+    *rows = NULL;
+    *n = 0;
+    const hc_st_tensor *t = v->calib ? hc_st_find(v->calib, L->prefix) : NULL;
+    if (t == NULL) return HC_OK;
+    int64_t K = L->meta.K, count = hc_shape_numel(t->ndim, t->shape);
+    if (t->ndim < 1 || t->shape[t->ndim - 1] != K ||
+        (t->dtype != HC_DT_F32 && t->dtype != HC_DT_F16 && t->dtype != HC_DT_BF16))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: calibration tensor %s must be float32/float16/bfloat16 "
+                "(M, %lld)", hc_st_path(v->calib), L->prefix, (long long)K);
+    *rows = malloc((size_t)count * sizeof(float) + 1);
+    HC_CHECK_ALLOC(err, *rows, "calibration rows");
+    const unsigned char *p = t->data;
+    for (int64_t i = 0; i < count; i++) {
+        if (t->dtype == HC_DT_F32) {
+            memcpy(&(*rows)[i], p + i * 4, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, p + i * 2, 2);
+            (*rows)[i] = t->dtype == HC_DT_F16 ? hc_f16_to_f32(h) : hc_bf16_to_f32(h);
+        }
+    }
+    *n = (int)(count / K);
+    return HC_OK;
+}
+
+/* The pre bias (param dtype) as float32, for a float source whose weights
+ * need no dequantization. */
+static void bias_to_float(const hc_tensor *b, float *out, size_t n)
+{
+    const uint16_t *h = b->data;
+    for (size_t i = 0; i < n; i++)
+        out[i] = b->dtype == HC_DT_BF16 ? hc_bf16_to_f32(h[i]) : hc_f16_to_f32(h[i]);
+}
+
+hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
+                               const hc_layer_tensors *pre, const hc_layer_tensors *post,
+                               const float *ref, hc_error *err)
+{
+    if (v == NULL || !v->enabled) return HC_OK;
+    int li = (int)(L - v->plan->layers);
+    hc_report_layer *R = &v->report->layers[li];
+    const hc_layer_meta *m = &L->meta;
+    double t0 = now_s();
+    size_t nw = (size_t)(m->E * m->N * m->K), nb = (size_t)(m->E * m->N);
+    float *W = ref ? NULL : malloc(nw * sizeof(float));
+    float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
+    float *rows = NULL;
+    int nrows = 0;
+    hc_status st = HC_OK;
+    if ((W == NULL && ref == NULL) || (pre->bias.data && bias == NULL))
+        st = hc_error_set(err, HC_ERR_NOMEM, "out of memory verifying %s", L->prefix);
+    if (st == HC_OK && ref == NULL) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
+    if (st == HC_OK && ref != NULL && bias) bias_to_float(&pre->bias, bias, nb);
+    if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
+    if (st == HC_OK) {
+        hc_verify_source src = {ref ? ref : W, bias,
+                                ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre)};
+        hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
+                              .seed = fnv1a(L->prefix)};
+        hc_error verr = {0};
+        hc_status vs = hc_verify_layer(&L->cfg, m, post, &src, &p, &R->m, &verr);
+        if (vs == HC_ERR_FORMAT) { /* a malformed output tensor fails the layer */
+            memset(&R->m, 0, sizeof R->m);
+            size_t n = strlen(verr.msg);
+            if (n >= sizeof R->m.reason) n = sizeof R->m.reason - 1;
+            memcpy(R->m.reason, verr.msg, n);
+            R->m.reason[n] = '\0';
+        } else if (vs != HC_OK) {
+            st = hc_error_set(err, vs, "verifying %s: %s", L->prefix, verr.msg);
+        }
+    }
+    free(W);
+    free(bias);
+    free(rows);
+    if (st != HC_OK) return st;
+    R->verified = 1;
+    R->seconds = now_s() - t0;
+    const hc_verify_metrics *r = &R->m;
+    hc_conv_log(v->opts, "verify %s: %s (weight rel err %.3g, gemm SNR %.1f dB%s) %s",
+                L->prefix, r->pass ? "pass" : "FAIL", r->weight_rel_err, r->gemm_snr_db,
+                r->has_qact ? ", with quantized activations" : "", r->pass ? "" : r->reason);
+    return HC_OK;
+}
+
+hc_status hc_conv_verify_finish(hc_conv_verify *v, const char *dir, hc_error *err)
+{
+    hc_report *r = v->report;
+    hc_report_tally(r);
+    hc_report_now(r->finished);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    r->seconds = (double)(t.tv_sec - v->t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - v->t0.tv_nsec);
+    return hc_report_write_all(r, dir, err);
+}
+
+int hc_conv_verify_failed(const hc_conv_verify *v)
+{
+    return v && v->report ? v->report->n_fail : 0;
+}
+
+/* ---- humming-convert report OUT_DIR ----------------------------------- */
+
+static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act, hc_error *err)
+{
+    char path[4096], *text = NULL;
+    HC_TRY(hc_path_join(path, sizeof path, out_dir, "config.json", err));
+    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "quantization_config");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(q, "arch");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(q, "activation_dtype");
+    hc_status st = HC_OK;
+    if (!cJSON_IsString(a) || !cJSON_IsString(d))
+        st = hc_error_set(err, HC_ERR_FORMAT, "%s: not a humming-convert output (no "
+                          "quantization_config.arch / activation_dtype)", path);
+    if (st == HC_OK) st = hc_arch_parse(a->valuestring, sm, err);
+    if (st == HC_OK) st = hc_activation_parse(d->valuestring, act, err);
+    cJSON_Delete(o);
+    return st;
+}
+
+static hc_status load_role(const hc_st_tensor *t, hc_tensor *out, hc_error *err)
+{
+    if (t == NULL) return HC_OK;
+    HC_TRY(hc_tensor_alloc(out, t->dtype, t->ndim, t->shape, err));
+    memcpy(out->data, t->data, t->nbytes);
+    return HC_OK;
+}
+
+static hc_status verify_existing(hc_conv_verify *v, const hc_conv_plan *plan,
+                                 const hc_st_model *out_model, hc_error *err)
+{
+    hc_status st = HC_OK;
+    for (int i = 0; st == HC_OK && i < plan->n_layers; i++) {
+        const hc_conv_layer *L = &plan->layers[i];
+        hc_layer_tensors pre, post;
+        memset(&post, 0, sizeof post);
+        hc_tensor *ot[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
+                                        &post.global_scale, &post.bias};
+        float *ref = NULL;
+        st = hc_conv_load_pre(plan, L, &pre, &ref, err);
+        for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++) {
+            char name[4096];
+            snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
+            st = load_role(hc_st_model_find(out_model, name), ot[r], err);
+        }
+        if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
+        hc_layer_tensors_free(&pre);
+        hc_layer_tensors_free(&post);
+        free(ref);
+    }
+    return st;
+}
+
+hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *stats, hc_error *err)
+{
+    hc_convert_options opts = *opts_in;
+    char *input = NULL;
+    if (stats) memset(stats, 0, sizeof *stats);
+    if (opts.verify == HC_VERIFY_OFF) opts.verify = HC_VERIFY_AUTO;
+    if (!hc_path_is_dir(opts.out_dir))
+        HC_FAIL(err, HC_ERR_IO, "%s: not a directory", opts.out_dir);
+    if (opts.in_dir == NULL) {
+        HC_TRY(hc_report_read_input(opts.out_dir, &input, err));
+        opts.in_dir = input;
+    }
+    hc_st_model *in_model = NULL, *out_model = NULL;
+    hc_conv_plan plan;
+    memset(&plan, 0, sizeof plan);
+    hc_conv_verify *v = NULL;
+    hc_recorded_targets *targets = NULL;
+    hc_status st = output_target(opts.out_dir, &opts.sm, &plan.activation, err);
+    if (st == HC_OK) st = hc_conv_read_config(&opts, &plan, err);
+    if (st == HC_OK) st = hc_recorded_targets_load(opts.out_dir, &targets, err);
+    opts.has_activation = 1;
+    opts.activation = plan.activation;
+    opts.choose_target = hc_recorded_target;
+    opts.choose_ctx = targets;
+    if (st == HC_OK) st = hc_st_model_open(opts.in_dir, &in_model, err);
+    if (st == HC_OK) st = hc_st_model_open(opts.out_dir, &out_model, err);
+    if (st == HC_OK) st = hc_conv_plan_build(&opts, in_model, &plan, err);
+    if (st == HC_OK) st = hc_conv_verify_begin(&opts, &plan, &v, err);
+    if (st == HC_OK) st = verify_existing(v, &plan, out_model, err);
+    if (st == HC_OK) st = hc_conv_verify_finish(v, opts.out_dir, err);
+    if (st == HC_OK && stats) {
+        stats->layers = plan.n_layers;
+        stats->bytes_in = plan.bytes_in;
+        stats->bytes_out = plan.bytes_out;
+    }
+    int failed = st == HC_OK && hc_conv_verify_failed(v);
+    if (st == HC_OK && failed && !opts.allow_degraded)
+        st = hc_error_set(err, HC_ERR_VERIFY, "verification failed for %d of %d layers (see "
+                          "%s/humming_report.json)", v->report->n_fail, plan.n_layers,
+                          opts.out_dir);
+    if (stats && v) stats->report = hc_conv_verify_take_report(v);
+    hc_conv_verify_free(v);
+    hc_conv_plan_free(&plan);
+    hc_st_model_close(in_model);
+    hc_st_model_close(out_model);
+    hc_recorded_targets_free(targets);
+    free(input);
+    return st;
+}

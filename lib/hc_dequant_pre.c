@@ -1,0 +1,127 @@
+/* hc_dequant_pre.c - a Humming-format (row-packed, spec 7.8) layer to float
+ * weights, from the meaning of the tensors (spec 1.2, 1.3, 3):
+ *   value = (code - zero) * scale * global
+ * with zero = 2^(b-1) for symmetric integer codes, the N-packed integer zero
+ * point or the float zero point; float codes decoded exactly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_verify.h"
+
+/* Bits [pos, pos+b) of a little-endian bit stream of 32-bit words, where
+ * word i of the stream is at base + i*stride (in words). */
+static uint32_t stream_bits(const void *base, int64_t stride, int64_t pos, int b)
+{
+    int64_t w = pos / 32;
+    int sh = (int)(pos % 32);
+    uint32_t lo, hi = 0;
+    memcpy(&lo, (const unsigned char *)base + (size_t)(w * stride) * 4, 4);
+    uint64_t v = lo >> sh;
+    if (sh + b > 32) {
+        memcpy(&hi, (const unsigned char *)base + (size_t)((w + 1) * stride) * 4, 4);
+        v |= (uint64_t)hi << (32 - sh);
+    }
+    return (uint32_t)v & ((1u << b) - 1);
+}
+
+static double elem_value(hc_dtype dt, hc_format_id fmt, const void *data, int64_t i)
+{
+    const unsigned char *p = data;
+    switch (dt) {
+    case HC_DT_F16: case HC_DT_BF16: {
+        uint16_t h;
+        memcpy(&h, p + i * 2, 2);
+        return hc_format_decode(dt == HC_DT_F16 ? HC_FMT_F16 : HC_FMT_BF16, h);
+    }
+    case HC_DT_F32: {
+        float f;
+        memcpy(&f, p + i * 4, 4);
+        return f;
+    }
+    default:
+        return hc_format_decode(fmt, p[i]);
+    }
+}
+
+hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
+                         const hc_layer_tensors *pre, float *W, float *bias, hc_error *err)
+{
+    const hc_format_info *wf = hc_format_get(cfg->weight_format);
+    int b = m->weight_bits, is_float = wf->kind == HC_KIND_FLOAT;
+    int64_t E = m->E, N = m->N, K = m->K, row_words = K * b / 32;
+    int64_t gs = cfg->group_size > 0 ? cfg->group_size : K;
+    int64_t G0 = K / gs;
+    const hc_tensor *s = &pre->weight_scale, *z = &pre->zero_point, *g = &pre->global_scale;
+    if (pre->weight.data == NULL || (int64_t)pre->weight.nbytes != E * N * row_words * 4)
+        HC_FAIL(err, HC_ERR_FORMAT, "pre weight: expected %lld int32 words",
+                (long long)(E * N * row_words));
+    if (m->scale_type != HC_SCALE_TENSOR && s->data == NULL)
+        HC_FAIL(err, HC_ERR_FORMAT, "pre weight_scale: missing");
+    if ((m->scale_type == HC_SCALE_TENSOR || m->scale_type == HC_SCALE_GROUP_TENSOR) &&
+        g->data == NULL && !m->use_fused_e8m0 && !m->use_int_weight_scale)
+        HC_FAIL(err, HC_ERR_FORMAT, "pre global_scale: missing");
+    int int_zp = z->data && !cfg->is_fp_zero_point, fp_zp = z->data && cfg->is_fp_zero_point;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t n = 0; n < N; n++) {
+            const unsigned char *row = (const unsigned char *)pre->weight.data +
+                                       (size_t)((e * N + n) * row_words) * 4;
+            double glob = g->data ? elem_value(HC_DT_F32, HC_FMT_F32, g->data,
+                                               g->shape[0] == 1 ? 0 : e) : 1.0;
+            for (int64_t k = 0; k < K; k++) {
+                uint32_t code = stream_bits(row, 1, k * b, b);
+                int64_t gi = k / gs;
+                double x, sc = 1.0;
+                if (is_float) {
+                    x = hc_format_decode(cfg->weight_format, code);
+                } else if (int_zp) {
+                    /* (E, N*b/32, G0): stream along dim 1, stride G0 words */
+                    const unsigned char *zb = (const unsigned char *)z->data +
+                                              (size_t)(e * (N * b / 32) * G0 + gi) * 4;
+                    x = (double)code - (double)stream_bits(zb, G0, n * b, b);
+                } else if (fp_zp) {
+                    x = (double)code - elem_value(z->dtype, cfg->param_format, z->data,
+                                                  (e * N + n) * G0 + gi);
+                } else {
+                    x = (double)code - (double)(1u << (b - 1));
+                }
+                if (cfg->scale_type == HC_SCALE_BLOCK) {
+                    int64_t Rb = N / cfg->group_size_n, Cb = K / cfg->group_size;
+                    sc = elem_value(HC_DT_F32, HC_FMT_F32, s->data,
+                                    (e * Rb + n / cfg->group_size_n) * Cb + k / cfg->group_size);
+                } else if (cfg->scale_type != HC_SCALE_TENSOR) {
+                    sc = elem_value(s->dtype, cfg->scale_format, s->data, (e * N + n) * G0 + gi);
+                }
+                W[(e * N + n) * K + k] = (float)(x * sc * glob);
+            }
+        }
+    if (bias && pre->bias.data)
+        for (int64_t i = 0; i < E * N; i++)
+            bias[i] = (float)elem_value(pre->bias.dtype, cfg->param_format, pre->bias.data, i);
+    return HC_OK;
+}
+
+int hc_dequant_pre_lossless(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_layer_tensors *pre)
+{
+    if (m->use_int_weight_scale) return 0;
+    if (!m->use_fused_e8m0) return 1;
+    /* 5.3: lossless iff no group needs shifting: per expert the byte range
+     * (padding byte 127 included when there is padding) fits in Rmax. */
+    int rmax = cfg->act_format == HC_FMT_INT8 ? 3 : 12;
+    int64_t per = pre->weight_scale.nbytes / (size_t)m->E;
+    int padded = m->Np != m->N || m->Kp != m->K;
+    const uint8_t *s = pre->weight_scale.data;
+    for (int64_t e = 0; e < m->E; e++) {
+        int hi = padded ? 127 : 0, lo = padded ? 127 : 255;
+        for (int64_t i = 0; i < per; i++) {
+            int v = s[e * per + i];
+            if (v > hi) hi = v;
+            if (v < lo) lo = v;
+        }
+        if (hi - lo > rmax) return 0;
+    }
+    (void)cfg;
+    return 1;
+}

@@ -1,0 +1,202 @@
+/* hc_verify.c - one layer: decode the post tensors, compare the weight with
+ * the source, run the GEMMs, apply the bounds (docs/verification.md). */
+#include "hc_verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int hc_verify_mode_parse(const char *s, hc_verify_mode *out)
+{
+    static const char *const names[] = {"auto", "gpu", "cpu", "off"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (hc_verify_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *hc_verify_mode_name(hc_verify_mode m)
+{
+    switch (m) {
+    case HC_VERIFY_AUTO: return "auto";
+    case HC_VERIFY_GPU: return "gpu";
+    case HC_VERIFY_CPU: return "cpu";
+    case HC_VERIFY_OFF: return "off";
+    }
+    return "?";
+}
+
+typedef struct {
+    float *Wd, *bd, *Wu, *x, *xq, *yref, *y;
+} buffers;
+
+static void buffers_free(buffers *b)
+{
+    free(b->Wd);
+    free(b->bd);
+    free(b->Wu);
+    free(b->x);
+    free(b->xq);
+    free(b->yref);
+    free(b->y);
+}
+
+static hc_status alloc_buffers(const hc_layer_meta *m, int M, int qact, buffers *b, hc_error *err)
+{
+    size_t wd = (size_t)(m->E * m->Np * m->Kp), wu = (size_t)(m->E * m->N * m->K);
+    size_t xs = (size_t)M * (size_t)m->K, ys = (size_t)(m->E * M * m->N);
+    b->Wd = malloc(wd * sizeof(float));
+    b->bd = calloc((size_t)(m->E * m->Np), sizeof(float));
+    b->Wu = malloc(wu * sizeof(float));
+    b->x = malloc(xs * sizeof(float));
+    b->xq = qact ? malloc(xs * sizeof(float)) : NULL;
+    b->yref = malloc(ys * sizeof(float));
+    b->y = malloc(ys * sizeof(float));
+    if (!b->Wd || !b->bd || !b->Wu || !b->x || (qact && !b->xq) || !b->yref || !b->y)
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating verification buffers");
+    return HC_OK;
+}
+
+static int64_t count_nonfinite(const float *v, int64_t n)
+{
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += !isfinite(v[i]);
+    return c;
+}
+
+static void fill_activations(const hc_layer_config *cfg, const hc_verify_params *p, int M,
+                             int64_t K, float *x)
+{
+    if (p && p->act && p->act_rows > 0) {
+        for (int m = 0; m < M; m++)
+            memcpy(x + (int64_t)m * K, p->act + (int64_t)(m % p->act_rows) * K,
+                   (size_t)K * sizeof(float));
+    } else {
+        hc_verify_random_act(x, M, K, p ? p->seed : 1);
+    }
+    /* the kernel's input is the layer dtype (fp16/bf16) */
+    hc_verify_round_act(cfg->param_format, x, (int64_t)M * K);
+}
+
+static void judge(hc_verify_metrics *r)
+{
+    char *s = r->reason;
+    size_t n = sizeof r->reason;
+    r->pass = 0;
+    if (r->nonfinite > 0)
+        snprintf(s, n, "%lld non-finite values (NaN/Inf)", (long long)r->nonfinite);
+    else if (r->lossless && r->lossless_mismatches > 0)
+        snprintf(s, n, "lossless repack: %lld elements differ from the source",
+                 (long long)r->lossless_mismatches);
+    else if (r->weight_rel_err > r->weight_bound)
+        snprintf(s, n, "weight_rel_err %.3g exceeds bound %.3g", r->weight_rel_err,
+                 r->weight_bound);
+    else if (r->gemm_rel_err > r->gemm_bound)
+        snprintf(s, n, "gemm_rel_err %.3g exceeds bound %.3g", r->gemm_rel_err, r->gemm_bound);
+    else if (r->has_qact && r->qact_rel_err > r->qact_bound)
+        snprintf(s, n, "quantized-activation gemm rel err %.3g exceeds bound %.3g",
+                 r->qact_rel_err, r->qact_bound);
+    else {
+        snprintf(s, n, "ok");
+        r->pass = 1;
+    }
+}
+
+static void error_histogram(const float *got, const float *ref, int64_t n, int64_t *hist)
+{
+    double r2 = 0;
+    for (int64_t i = 0; i < n; i++) r2 += (double)ref[i] * ref[i];
+    double rms = n > 0 ? sqrt(r2 / (double)n) : 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        int bin;
+        if (d == 0) bin = 0;
+        else if (!(rms > 0) || !isfinite(d)) bin = HC_VERIFY_HIST_BINS - 1;
+        else {
+            bin = (int)floor(log10(d / rms)) + 9; /* 1e-7 .. 1e-6 -> 2 */
+            bin = bin < 1 ? 1 : bin > HC_VERIFY_HIST_BINS - 1 ? HC_VERIFY_HIST_BINS - 1 : bin;
+        }
+        hist[bin]++;
+    }
+}
+
+static void unpad(const hc_layer_meta *m, const float *Wd, float *Wu)
+{
+    for (int64_t e = 0; e < m->E; e++)
+        for (int64_t n = 0; n < m->N; n++)
+            memcpy(Wu + (e * m->N + n) * m->K, Wd + (e * m->Np + n) * m->Kp,
+                   (size_t)m->K * sizeof(float));
+}
+
+static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
+                     const hc_layer_tensors *post, const hc_verify_source *src,
+                     const hc_verify_params *p, hc_verify_metrics *r, buffers *b, hc_error *err)
+{
+    int M = p && p->tokens > 0 ? p->tokens : 16;
+    int qact = m->act_bits < 16;
+    int64_t E = m->E, N = m->N, K = m->K;
+    HC_TRY(alloc_buffers(m, M, qact, b, err));
+    HC_TRY(hc_verify_decode(cfg, m, post, b->Wd, b->bd, err));
+    if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
+    r->tokens = M;
+    r->calibrated = p && p->act != NULL;
+    r->lossless = src->lossless;
+    r->nonfinite = count_nonfinite(b->Wd, E * m->Np * m->Kp) +
+                   count_nonfinite(b->bd, E * m->Np);
+    unpad(m, b->Wd, b->Wu);
+    hc_verify_cmp c;
+    hc_verify_compare(b->Wu, src->weight, E * N * K, &c);
+    r->weight_rel_err = c.rel_err;
+    r->weight_snr_db = c.snr_db;
+    int64_t mism = 0;
+    for (int64_t i = 0; i < E * N * K; i++) mism += !(b->Wu[i] == src->weight[i]);
+    for (int64_t e = 0; src->bias && e < E; e++)
+        for (int64_t n = 0; n < N; n++) mism += !(b->bd[e * m->Np + n] == src->bias[e * N + n]);
+    r->lossless_mismatches = src->lossless ? mism : 0;
+    error_histogram(b->Wu, src->weight, E * N * K, r->err_hist);
+
+    fill_activations(cfg, p, M, K, b->x);
+    hc_verify_gemm(b->x, M, K, src->weight, E, N, N, K, src->bias, N, b->yref);
+    hc_verify_gemm(b->x, M, K, b->Wd, E, N, m->Np, m->Kp, post->bias.data ? b->bd : NULL, m->Np,
+                   b->y);
+    hc_verify_compare(b->y, b->yref, E * M * N, &c);
+    r->gemm_rel_err = c.rel_err;
+    r->gemm_snr_db = c.snr_db;
+    r->gemm_cosine = c.cosine;
+    r->gemm_max_abs_err = c.max_abs_err;
+    r->nonfinite += c.nonfinite;
+    r->weight_bound = hc_verify_weight_bound(cfg->weight_format, src->lossless);
+    r->gemm_bound = src->lossless ? 1e-6 : r->weight_bound;
+    if (qact) {
+        memcpy(b->xq, b->x, (size_t)M * (size_t)K * sizeof(float));
+        hc_verify_quantize_act(cfg->act_format, b->xq, M, K);
+        hc_verify_gemm(b->xq, M, K, b->Wd, E, N, m->Np, m->Kp, post->bias.data ? b->bd : NULL,
+                       m->Np, b->y);
+        hc_verify_compare(b->y, b->yref, E * M * N, &c);
+        r->has_qact = 1;
+        r->qact_rel_err = c.rel_err;
+        r->qact_snr_db = c.snr_db;
+        r->qact_cosine = c.cosine;
+        r->qact_max_abs_err = c.max_abs_err;
+        r->nonfinite += c.nonfinite;
+        r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
+    }
+    judge(r);
+    return HC_OK;
+}
+
+hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                          const hc_layer_tensors *post, const hc_verify_source *src,
+                          const hc_verify_params *params, hc_verify_metrics *out,
+                          hc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    buffers b;
+    memset(&b, 0, sizeof b);
+    hc_status st = run(cfg, meta, post, src, params, out, &b, err);
+    buffers_free(&b);
+    return st;
+}

@@ -1,0 +1,122 @@
+/* hc_verify.h - CPU reference for the kernel-ready tensors: decoder, GEMM,
+ * metrics (docs/verification.md).
+ *
+ * The decoder reads the post tensors (tile layout, permuted scales, zero
+ * points, global scale, bias) and inverts spec 4.3-4.7 and 5.3-5.7 on its own:
+ * it shares no code with the writer (hc_repack.c, hc_layout_scales.c). It
+ * serves as the reference GPU kernels are checked against and as the fallback
+ * where no GPU exists. Values are computed as the spec's meaning says,
+ * (code - zero) * scale * global, in double and rounded once to float32 (spec
+ * checkpoint-formats 11: "recommended reader arithmetic"). */
+#ifndef HC_VERIFY_H
+#define HC_VERIFY_H
+
+#include <stdint.h>
+
+#include "hc_error.h"
+#include "hc_layout.h"
+
+typedef enum { HC_VERIFY_AUTO, HC_VERIFY_GPU, HC_VERIFY_CPU, HC_VERIFY_OFF } hc_verify_mode;
+
+/* "auto", "gpu", "cpu", "off" -> mode; returns 0 or -1. */
+int hc_verify_mode_parse(const char *s, hc_verify_mode *out);
+const char *hc_verify_mode_name(hc_verify_mode m);
+
+#define HC_VERIFY_HIST_BINS 9
+
+/* Per-layer results. JSON keys in docs/report.md are the field names. */
+typedef struct {
+    double weight_rel_err, weight_snr_db;       /* decoded vs source weight */
+    double gemm_rel_err, gemm_snr_db, gemm_cosine, gemm_max_abs_err; /* 16-bit activations */
+    int has_qact;                               /* 8/4-bit activations: the same with */
+    double qact_rel_err, qact_snr_db, qact_cosine, qact_max_abs_err; /* quantized x */
+    int64_t nonfinite;                          /* NaN/Inf in decoded W, bias, GEMM outputs */
+    int lossless;                               /* lossless_mismatches is meaningful */
+    int64_t lossless_mismatches;
+    double weight_bound, gemm_bound, qact_bound;  /* the bounds applied */
+    int tokens;                                 /* activation rows used */
+    int calibrated;                             /* rows came from a calibration file */
+    int64_t err_hist[HC_VERIFY_HIST_BINS]; /* |decoded - source| / rms(source) per
+                                              element: exact, <1e-7, [1e-7,1e-6), ...,
+                                              [1e-2,1e-1), >=1e-1 */
+    int pass;
+    char reason[256];                           /* why it failed, or "ok" */
+} hc_verify_metrics;
+
+/* The source a layer is compared with: W (E, N, K) float32, optional bias
+ * (E, N). `lossless`: the repack must reproduce W exactly. */
+typedef struct {
+    const float *weight;
+    const float *bias;
+    int lossless;
+} hc_verify_source;
+
+typedef struct {
+    int tokens;            /* M activation rows (default 16 when <= 0) */
+    const float *act;      /* optional (act_rows, K) rows; NULL: random */
+    int act_rows;          /* rows available in act; fewer than tokens are cycled */
+    uint64_t seed;         /* for random activations */
+} hc_verify_params;
+
+/* Verifies one layer: decodes post, compares with the source, runs both
+ * GEMMs (and the quantized-activation GEMM for 8/4-bit activations), fills
+ * *out including pass/fail against the format's bound. A failed check is not
+ * an error: the function returns HC_OK and out->pass == 0. Errors are for
+ * malformed post tensors (shape/dtype) and allocation failure. */
+hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                          const hc_layer_tensors *post, const hc_verify_source *src,
+                          const hc_verify_params *params, hc_verify_metrics *out,
+                          hc_error *err);
+
+/* ---- building blocks (hc_verify_decode.c, hc_dequant_pre.c, ...) ------- */
+
+/* Decodes the post tensors into W (E, Np, Kp) float32 (caller-allocated) and,
+ * if bias is non-NULL and post has a bias, the un-permuted bias (E, Np). */
+hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                           const hc_layer_tensors *post, float *W, float *bias,
+                           hc_error *err);
+
+/* Checks dtype and shape of every post tensor against the plan. */
+hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                               const hc_layer_tensors *post, hc_error *err);
+
+/* Dequantizes the row-packed (pre) tensors of a Humming-format layer from
+ * their meaning into W (E, N, K) float32 and, if bias != NULL and pre has a
+ * bias, bias (E, N). */
+hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                         const hc_layer_tensors *pre, float *W, float *bias, hc_error *err);
+
+/* Whether the repack of these pre tensors is lossless: everything except
+ * int16 weight scales (5.7) and fused e8m0 groups that must be shifted (5.3). */
+int hc_dequant_pre_lossless(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                            const hc_layer_tensors *pre);
+
+/* y (E, M, N) = x (M, K) . W(E, N, Kw)^T [+ bias (E, Nb)], over the first N rows
+ * and K columns of W (row stride Kw, expert stride Nw*Kw), double accumulation,
+ * OpenMP over (e, n). */
+void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
+                    int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y);
+
+/* Per-token activation quantization as the kernel does (spec 6.2), in place:
+ * x (M, K) becomes the dequantized quantized values. fmt: F8E4M3, F8E5M2,
+ * INT8, INT4; others leave x unchanged. */
+void hc_verify_quantize_act(hc_format_id fmt, float *x, int64_t M, int64_t K);
+
+/* Rounds x to the 16-bit param format (F16/BF16) in place. */
+void hc_verify_round_act(hc_format_id fmt, float *x, int64_t n);
+
+/* Random activations (M, K) with per-channel spread, deterministic in seed. */
+void hc_verify_random_act(float *x, int64_t M, int64_t K, uint64_t seed);
+
+/* Metrics of `got` against `ref` (n values). snr_db is capped at 200 (exact). */
+typedef struct {
+    double rel_err, snr_db, cosine, max_abs_err;
+    int64_t nonfinite;     /* in got */
+} hc_verify_cmp;
+void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out);
+
+/* Error bounds (docs/verification.md). */
+double hc_verify_weight_bound(hc_format_id weight_format, int lossless);
+double hc_verify_act_bound(hc_format_id act_format);
+
+#endif

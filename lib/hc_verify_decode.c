@@ -1,0 +1,398 @@
+/* hc_verify_decode.c - the kernel-ready tensors back to float weights.
+ *
+ * Written from the spec alone (humming-layout-spec 4.3-4.7, 5.3-5.7), as the
+ * inverse of the element -> (word, bit) mapping: for every lane of every tile
+ * the b final words are expanded back into Bp padded words (inverse of the
+ * 4.5 compaction), each of the 32 slots is read and placed at its (n, k).
+ * Scales, zero points and bias are read through the inverse of perm64/perm32. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_verify.h"
+
+static int next_pow2(int b)
+{
+    int p = 1;
+    while (p < b) p <<= 1;
+    return p;
+}
+
+/* Inverse of perm64 / perm32 (spec 5.4): position j in the chunk that holds
+ * original index i. perm64[j] = 8*(j%8) + j/8; perm32[j] = T[j%8] + 2*(j/8). */
+static void inverse_perm(int L, int *inv)
+{
+    static const int t32[8] = {0, 1, 8, 9, 16, 17, 24, 25};
+    for (int j = 0; j < L; j++) {
+        int orig = L == 64 ? 8 * (j % 8) + j / 8 : t32[j % 8] + 2 * (j / 8);
+        inv[orig] = j;
+    }
+}
+
+static uint32_t rd32(const void *base, int64_t i)
+{
+    uint32_t v;
+    memcpy(&v, (const unsigned char *)base + i * 4, 4);
+    return v;
+}
+
+static uint16_t rd16(const void *base, int64_t i)
+{
+    uint16_t v;
+    memcpy(&v, (const unsigned char *)base + i * 2, 2);
+    return v;
+}
+
+static float rdf32(const void *base, int64_t i)
+{
+    float v;
+    memcpy(&v, (const unsigned char *)base + i * 4, 4);
+    return v;
+}
+
+static hc_format_id half_format(hc_dtype dt) { return dt == HC_DT_BF16 ? HC_FMT_BF16 : HC_FMT_F16; }
+
+/* Value of a raw 16-bit float element. */
+static double half_value(hc_dtype dt, uint16_t raw)
+{
+    return hc_format_decode(half_format(dt), raw);
+}
+
+/* Inverse of the 4.5 compaction for one slot: f[0..b-1] (final fields) ->
+ * v[0..Bp-1] (the padded fields). */
+static void uncompact_slot(int b, const uint32_t *f, uint32_t *v)
+{
+    switch (b) {
+    case 3:
+        v[0] = f[0] & 7;
+        v[1] = (f[1] & 3) | ((f[0] >> 3) & 1) << 2;
+        v[2] = (f[2] & 1) | ((f[1] >> 2) & 3) << 1;
+        v[3] = (f[2] >> 1) & 7;
+        break;
+    case 5:
+        v[0] = f[0] & 31;
+        v[1] = (f[1] & 3) | ((f[0] >> 5) & 7) << 2;
+        v[2] = (f[1] >> 2) & 31;
+        v[3] = (f[2] & 15) | ((f[1] >> 7) & 1) << 4;
+        v[4] = (f[3] & 1) | ((f[2] >> 4) & 15) << 1;
+        v[5] = (f[3] >> 1) & 31;
+        v[6] = (f[4] & 7) | ((f[3] >> 6) & 3) << 3;
+        v[7] = (f[4] >> 3) & 31;
+        break;
+    case 6:
+        for (int h = 0; h < 2; h++) {
+            const uint32_t *g = f + 3 * h;
+            uint32_t *w = v + 4 * h;
+            w[0] = g[0] & 63;
+            w[1] = (g[1] & 15) | ((g[0] >> 6) & 3) << 4;
+            w[2] = (g[2] & 3) | ((g[1] >> 4) & 15) << 2;
+            w[3] = (g[2] >> 2) & 63;
+        }
+        break;
+    case 7:
+        v[0] = f[0] & 127;
+        for (int j = 1; j <= 7; j++) {
+            uint32_t lo = j < 7 ? f[j] & ((1u << (7 - j)) - 1) : 0;
+            v[j] = (lo | (f[j - 1] >> (8 - j)) << (7 - j)) & 127;
+        }
+        break;
+    default:
+        for (int i = 0; i < b; i++) v[i] = f[i];
+    }
+}
+
+/* Final words F[0..b-1] of one lane -> padded words W[0..Bp-1]. */
+static void uncompact_words(int b, int Bp, const uint32_t *F, uint32_t *W)
+{
+    if (b == Bp) {
+        memcpy(W, F, (size_t)b * sizeof *W);
+        return;
+    }
+    uint32_t smask = (1u << Bp) - 1;
+    for (int p = 0; p < Bp; p++) W[p] = 0;
+    for (int s = 0; s < 32 / Bp; s++) {
+        uint32_t f[8], v[8];
+        for (int i = 0; i < b; i++) f[i] = (F[i] >> (s * Bp)) & smask;
+        uncompact_slot(b, f, v);
+        for (int p = 0; p < Bp; p++) W[p] |= v[p] << (s * Bp);
+    }
+}
+
+/* Everything the per-element value needs, un-permuted into (E, Np, G). */
+typedef struct {
+    const hc_layer_config *cfg;
+    const hc_layer_meta *m;
+    double *scale;      /* (E, Np, G), or block (E, Np/gn, Kp/gk); NULL: 1 */
+    double *zero;       /* (E, Np, G) zero point as a number; NULL: none */
+    int *zcode;         /* (E, Np, G) integer zero-point codes (int zp only) */
+    double *global;     /* (E); NULL: 1 */
+} decode_ctx;
+
+static hc_status decode_scales(decode_ctx *c, const hc_tensor *s, hc_error *err)
+{
+    const hc_layer_meta *m = c->m;
+    int64_t E = m->E;
+    if (m->scale_type == HC_SCALE_TENSOR || s->data == NULL) return HC_OK;
+    if (m->scale_type == HC_SCALE_BLOCK) {
+        int64_t Rb = m->Np / m->group_size_n, Cb = m->Kp / m->group_size;
+        c->scale = malloc((size_t)(E * Rb * Cb) * sizeof(double));
+        HC_CHECK_ALLOC(err, c->scale, "decoded block scales");
+        /* post: (E, Cb, Rb) transposed */
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t r = 0; r < Rb; r++)
+                for (int64_t q = 0; q < Cb; q++)
+                    c->scale[(e * Rb + r) * Cb + q] = rdf32(s->data, (e * Cb + q) * Rb + r);
+        return HC_OK;
+    }
+    int64_t Np = m->Np, G = m->G;
+    int L = m->to_apply_on_c ? 32 : 64, inv[64];
+    inverse_perm(L, inv);
+    c->scale = malloc((size_t)(E * Np * G) * sizeof(double));
+    HC_CHECK_ALLOC(err, c->scale, "decoded scales");
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t n = 0; n < Np; n++) {
+                int64_t src = (e * G + g) * Np + (n / L) * L + inv[n % L];
+                double v;
+                if (m->use_int_weight_scale) {
+                    v = (double)(int16_t)rd16(s->data, src);        /* 5.7: int16 bits */
+                } else if (m->use_fused_e8m0) {
+                    v = ldexp(1.0, ((const uint8_t *)s->data)[src]); /* 5.3: offsets */
+                } else if (s->dtype == HC_DT_F16 || s->dtype == HC_DT_BF16) {
+                    v = half_value(s->dtype, rd16(s->data, src));
+                } else {
+                    v = hc_format_decode(m->scale_format, ((const uint8_t *)s->data)[src]);
+                }
+                c->scale[(e * Np + n) * G + g] = v;
+            }
+    return HC_OK;
+}
+
+static hc_status decode_zero(decode_ctx *c, const hc_tensor *z, hc_error *err)
+{
+    const hc_layer_meta *m = c->m;
+    if (z->data == NULL) return HC_OK;
+    int64_t E = m->E, Np = m->Np, G = m->G;
+    int inv[64];
+    inverse_perm(64, inv);
+    c->zero = malloc((size_t)(E * Np * G) * sizeof(double));
+    HC_CHECK_ALLOC(err, c->zero, "decoded zero points");
+    int is_int = z->dtype == HC_DT_I32;
+    if (is_int) {
+        c->zcode = malloc((size_t)(E * Np * G) * sizeof(int));
+        HC_CHECK_ALLOC(err, c->zcode, "decoded zero-point codes");
+    }
+    int zb = m->weight_bits <= 4 ? 4 : 8;
+    const uint8_t *bytes = z->data;
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t g = 0; g < G; g++)
+            for (int64_t n = 0; n < Np; n++) {
+                int64_t t = (e * G + g) * Np + (n / 64) * 64 + inv[n % 64];
+                int64_t d = (e * Np + n) * G + g;
+                if (!is_int) {
+                    c->zero[d] = half_value(z->dtype, rd16(z->data, t));
+                    continue;
+                }
+                int code = zb == 8 ? bytes[t] : (bytes[t / 2] >> (4 * (t % 2))) & 15;
+                c->zcode[d] = code;
+                c->zero[d] = code;
+            }
+    return HC_OK;
+}
+
+static void ctx_free(decode_ctx *c)
+{
+    free(c->scale);
+    free(c->zero);
+    free(c->zcode);
+    free(c->global);
+}
+
+/* The integer value x (before scales) of a stored code at (e, n, g). */
+static double int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+{
+    const hc_layer_meta *m = c->m;
+    int b = m->weight_bits;
+    uint32_t mask = (1u << b) - 1;
+    int64_t d = (e * m->Np + n) * m->G + g;
+    if (m->kernel_weight_signed) /* W8A8 / W4A4: two's complement codes */
+        return (double)((int32_t)(code << (32 - b)) >> (32 - b));
+    if (m->preprocess_int2fp) {  /* 4.7, inverted: v' <= mask - z held v - z */
+        uint32_t z = m->zp_in_repack && c->zcode ? (uint32_t)c->zcode[d] : 1u << (b - 1);
+        uint32_t v = code <= mask - z ? code + z : mask - code;
+        return (double)v - (double)z;
+    }
+    if (c->zero) return (double)code - c->zero[d];
+    return (double)code - (double)(1u << (b - 1));
+}
+
+static double elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
+{
+    const hc_layer_meta *m = c->m;
+    if (c->scale == NULL) return 1.0;
+    if (m->scale_type == HC_SCALE_BLOCK) {
+        int64_t Rb = m->Np / m->group_size_n, Cb = m->Kp / m->group_size;
+        return c->scale[(e * Rb + n / m->group_size_n) * Cb + k / m->group_size];
+    }
+    return c->scale[(e * m->Np + n) * m->G + g];
+}
+
+/* One lane of one tile: b words -> 32 values placed in W. */
+static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64_t kb,
+                        int64_t nb, int j, int lane, float *W)
+{
+    const hc_layer_meta *m = c->m;
+    int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b);
+    int P = 256 / a, R = 32 / a, Nw = 32 / Bp, Gs = a / Bp;
+    int is_float = hc_format_get(c->cfg->weight_format)->kind == HC_KIND_FLOAT;
+    uint32_t Wd[8];
+    uncompact_words(b, Bp, F, Wd);
+    uint32_t mask = (1u << b) - 1;
+    for (int u = 0; u < 32; u++) {
+        int kk = u % R, rest = u / R, i3 = rest / 4, i4, i5;
+        if (m->transposed_mini_block) i4 = rest % 2, i5 = (rest / 2) % 2;
+        else i5 = rest % 2, i4 = (rest / 2) % 2;
+        int64_t n = 64 * nb + 4 * a * j + 16 * i3 + 8 * i4 + lane / 4;
+        int64_t k = (int64_t)P * kb + 4 * R * i5 + R * (lane % 4) + kk;
+        int o = u % Nw, slot = (o % R) * Gs + o / R;
+        uint32_t code = (Wd[u / Nw] >> (slot * Bp)) & mask;
+        int64_t g = k / m->group_size;
+        double x = is_float ? hc_format_decode(c->cfg->weight_format, code)
+                            : int_value(c, code, e, n, g);
+        /* 5.3 with int8 activations: the kernel multiplies fp4 values by 2 to
+         * make them integers; the global scale carries the 0.5. */
+        if (m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8) x *= 2.0;
+        double v = x * elem_scale(c, e, n, k, g);
+        if (c->global) v *= c->global[e];
+        W[(e * m->Np + n) * m->Kp + k] = (float)v;
+    }
+}
+
+hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                           const hc_layer_tensors *post, float *W, float *bias,
+                           hc_error *err)
+{
+    HC_TRY(hc_verify_check_post(cfg, meta, post, err));
+    decode_ctx c = {.cfg = cfg, .m = meta};
+    hc_status st = decode_scales(&c, &post->weight_scale, err);
+    if (st == HC_OK) st = decode_zero(&c, &post->zero_point, err);
+    if (st == HC_OK && post->global_scale.data) {
+        c.global = malloc((size_t)meta->E * sizeof(double));
+        if (c.global == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+        for (int64_t e = 0; st == HC_OK && e < meta->E; e++)
+            c.global[e] = rdf32(post->global_scale.data, post->global_scale.shape[0] == 1 ? 0 : e);
+    }
+    if (st != HC_OK) {
+        ctx_free(&c);
+        return st;
+    }
+    int a = meta->act_bits, b = meta->weight_bits, P = 256 / a;
+    int64_t rows = meta->Kp / P, row_words = meta->Np * P * b / 32, E = meta->E;
+    int64_t tiles = meta->Np / 64, chunks = 16 / a;
+    const void *words = post->weight.data;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t kb = 0; kb < rows; kb++)
+            for (int64_t nb = 0; nb < tiles; nb++)
+                for (int j = 0; j < chunks; j++)
+                    for (int lane = 0; lane < 32; lane++) {
+                        uint32_t F[8];
+                        int64_t base = (e * rows + kb) * row_words + nb * 2 * P * b +
+                                       (int64_t)j * 32 * b + (int64_t)lane * b;
+                        for (int w = 0; w < b; w++) F[w] = rd32(words, base + w);
+                        decode_lane(&c, F, e, kb, nb, j, lane, W);
+                    }
+    if (bias && post->bias.data) {
+        int inv[32];
+        inverse_perm(32, inv);
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t n = 0; n < meta->Np; n++)
+                bias[e * meta->Np + n] = (float)half_value(
+                    post->bias.dtype, rd16(post->bias.data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
+    }
+    ctx_free(&c);
+    return HC_OK;
+}
+
+/* ---- shape / dtype checks of the post tensors (spec 5.8) -------------- */
+
+static hc_status expect(const char *role, const hc_tensor *t, int present, hc_dtype dt, int nd,
+                        const int64_t *shape, hc_error *err)
+{
+    if (!present) {
+        if (t->data) HC_FAIL(err, HC_ERR_FORMAT, "post %s: present but not expected", role);
+        return HC_OK;
+    }
+    if (t->data == NULL) HC_FAIL(err, HC_ERR_FORMAT, "post %s: missing", role);
+    int ok = t->dtype == dt && t->ndim == nd;
+    for (int i = 0; ok && i < nd; i++) ok = t->shape[i] == shape[i];
+    if (!ok) {
+        char got[96], want[96];
+        hc_shape_format(t->ndim, t->shape, got, sizeof got);
+        hc_shape_format(nd, shape, want, sizeof want);
+        HC_FAIL(err, HC_ERR_FORMAT, "post %s: %s %s, expected %s %s", role,
+                hc_dtype_name(t->dtype), got, hc_dtype_name(dt), want);
+    }
+    return HC_OK;
+}
+
+static hc_dtype storage_of(hc_format_id f)
+{
+    switch (f) {
+    case HC_FMT_F16: return HC_DT_F16;
+    case HC_FMT_BF16: return HC_DT_BF16;
+    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
+    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
+    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
+    default: return HC_DT_F32;
+    }
+}
+
+/* Shape with an optional leading expert dim. */
+static int shp(const hc_layer_meta *m, int64_t *s, int64_t a, int64_t b, int two)
+{
+    int n = 0;
+    if (m->is_moe) s[n++] = m->E;
+    s[n++] = a;
+    if (two) s[n++] = b;
+    return n;
+}
+
+hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *m,
+                               const hc_layer_tensors *post, hc_error *err)
+{
+    int64_t s[4];
+    int P = 256 / m->act_bits, nd;
+    hc_dtype param = storage_of(cfg->param_format);
+    nd = shp(m, s, m->Kp / P, m->Np * P * m->weight_bits / 32, 1);
+    HC_TRY(expect("weight", &post->weight, 1, HC_DT_I32, nd, s, err));
+    if (m->scale_type == HC_SCALE_BLOCK) {
+        nd = shp(m, s, m->Kp / m->group_size, m->Np / m->group_size_n, 1);
+        HC_TRY(expect("weight_scale", &post->weight_scale, 1, HC_DT_F32, nd, s, err));
+    } else {
+        nd = shp(m, s, m->G, m->Np, 1);
+        HC_TRY(expect("weight_scale", &post->weight_scale, m->scale_type != HC_SCALE_TENSOR,
+                      storage_of(m->scale_format), nd, s, err));
+    }
+    if (post->zero_point.data || cfg->has_zero_point) {
+        if (cfg->is_fp_zero_point) {
+            nd = shp(m, s, m->G, m->Np, 1);
+            HC_TRY(expect("zero_point", &post->zero_point, 1, param, nd, s, err));
+        } else {
+            int64_t zs[2] = {m->E * m->G, m->Np * (m->weight_bits <= 4 ? 4 : 8) / 32};
+            HC_TRY(expect("zero_point", &post->zero_point, cfg->has_zero_point, HC_DT_I32, 2, zs,
+                          err));
+        }
+    }
+    if (post->global_scale.data) {
+        int64_t gs[1] = {m->E};
+        HC_TRY(expect("global_scale", &post->global_scale, 1, HC_DT_F32, 1, gs, err));
+    } else if (m->use_fused_e8m0 || m->use_int_weight_scale || m->scale_type == HC_SCALE_TENSOR) {
+        HC_FAIL(err, HC_ERR_FORMAT, "post global_scale: missing");
+    }
+    if (post->bias.data) {
+        nd = shp(m, s, m->Np, 0, 0);
+        HC_TRY(expect("bias", &post->bias, 1, param, nd, s, err));
+    }
+    return HC_OK;
+}
