@@ -197,7 +197,8 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
     if (st == HC_OK) {
         hc_verify_source src = {ref ? ref : W, bias,
-                                ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre)};
+                                ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
+                                ref && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix)};
         hc_error verr = {0};

@@ -120,6 +120,7 @@ static cJSON *layer_json(const hc_report_layer *L)
         num(o, "nonfinite", (double)m->nonfinite);
         cJSON_AddBoolToObject(o, "lossless", m->lossless);
         if (m->lossless) num(o, "lossless_mismatches", (double)m->lossless_mismatches);
+        else num(o, "step_violations", (double)m->step_violations);
         cJSON *b = cJSON_AddObjectToObject(o, "bounds");
         num(b, "weight_rel_err", m->weight_bound);
         num(b, "gemm_rel_err", m->gemm_bound);

@@ -91,6 +91,9 @@ static void judge(hc_verify_metrics *r)
     else if (r->lossless && r->lossless_mismatches > 0)
         snprintf(s, n, "lossless repack: %lld elements differ from the source",
                  (long long)r->lossless_mismatches);
+    else if (r->step_violations > 0)
+        snprintf(s, n, "%lld weights off by more than one quantization step of their group",
+                 (long long)r->step_violations);
     else if (r->weight_rel_err > r->weight_bound)
         snprintf(s, n, "weight_rel_err %.3g exceeds bound %.3g", r->weight_rel_err,
                  r->weight_bound);
@@ -156,6 +159,8 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     for (int64_t e = 0; src->bias && e < E; e++)
         for (int64_t n = 0; n < N; n++) mism += !(b->bd[e * m->Np + n] == src->bias[e * N + n]);
     r->lossless_mismatches = src->lossless ? mism : 0;
+    if (src->float_source)
+        r->step_violations = hc_verify_step_violations(cfg, m, src->weight, b->Wu, src->clip, E, N, K);
     error_histogram(b->Wu, src->weight, E * N * K, r->err_hist);
 
     fill_activations(cfg, p, M, K, b->x);
@@ -168,8 +173,12 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->gemm_cosine = c.cosine;
     r->gemm_max_abs_err = c.max_abs_err;
     r->nonfinite += c.nonfinite;
-    r->weight_bound = hc_verify_weight_bound(cfg->weight_format, src->lossless);
-    r->gemm_bound = src->lossless ? 1e-6 : r->weight_bound;
+    r->weight_bound = src->float_source ? hc_verify_quant_bound(cfg, m, src->weight, E, N, K)
+                                        : hc_verify_weight_bound(cfg->weight_format, src->lossless);
+    /* a GEMM mixes the weight errors with activations of uneven channel
+     * scale: allow twice the weight bound (plus fp16/bf16 output rounding) */
+    r->gemm_bound = src->lossless ? 1e-6 : src->float_source ? 2 * r->weight_bound + 4e-3
+                                                             : r->weight_bound;
     if (qact) {
         memcpy(b->xq, b->x, (size_t)M * (size_t)K * sizeof(float));
         hc_verify_quantize_act(cfg->act_format, b->xq, M, K);

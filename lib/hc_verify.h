@@ -33,6 +33,8 @@ typedef struct {
     int64_t nonfinite;                          /* NaN/Inf in decoded W, bias, GEMM outputs */
     int lossless;                               /* lossless_mismatches is meaningful */
     int64_t lossless_mismatches;
+    int64_t step_violations;                    /* float source: elements off by more
+                                                   than one step of their group */
     double weight_bound, gemm_bound, qact_bound;  /* the bounds applied */
     int tokens;                                 /* activation rows used */
     int calibrated;                             /* rows came from a calibration file */
@@ -49,6 +51,10 @@ typedef struct {
     const float *weight;
     const float *bias;
     int lossless;
+    int float_source;  /* weight is the original float checkpoint: judge the
+                          quantization error with hc_verify_quant_bound */
+    double clip;       /* float source: largest clipping, as a fraction of a group's
+                          amax, the quantizer may apply (0 rtn, 0.5 mse) */
 } hc_verify_source;
 
 typedef struct {
@@ -118,5 +124,18 @@ void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_
 /* Error bounds (docs/verification.md). */
 double hc_verify_weight_bound(hc_format_id weight_format, int lossless);
 double hc_verify_act_bound(hc_format_id act_format);
+/* Bound on weight_rel_err for a layer quantized from the float weights W
+ * (E, N, K): every element's rounding error is at most one step of its
+ * group, a step at most c * amax(group), so rel_err <= c * sqrt(sum over
+ * groups of n_g * amax_g^2) / ||W||. Holds for rtn and for mse (which never
+ * exceeds rtn's error per group). docs/verification.md. */
+double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                             int64_t E, int64_t N, int64_t K);
+/* Elements of got (E, N, K) farther from W than one step (+ clip) of their
+ * group's amax: rounding never moves an element more than that, a corrupted
+ * code almost always does. */
+int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
+                                  const float *W, const float *got, double clip, int64_t E,
+                                  int64_t N, int64_t K);
 
 #endif

@@ -59,3 +59,76 @@ double hc_verify_act_bound(hc_format_id act_format)
     default: return 0.0;
     }
 }
+
+/* Largest rounding step of one element relative to its group's amax: an
+ * integer step is amax/(2^(b-1)-1) (with a zero point (mx-mn)/(2^b-1), no
+ * larger); a float's top-binade spacing is at most amax*2^-M. Scales stored
+ * coarsely widen it: power-of-two (e8m0) scales up to 2x, fp8 scales 1/8. */
+static double step_ratio(const hc_layer_config *cfg)
+{
+    const hc_format_info *f = hc_format_get(cfg->weight_format);
+    double c = f->kind == HC_KIND_FLOAT ? ldexp(1.0, -f->man_bits)
+               : f->bits == 1 ? 1.0 : 1.0 / (double)((1 << (f->bits - 1)) - 1);
+    if (cfg->scale_format == HC_FMT_F8E8M0) c *= 2.0;
+    else if (cfg->scale_format == HC_FMT_F8E4M3 || cfg->scale_format == HC_FMT_F8E5M2) c *= 1.125;
+    else c *= 1.01;
+    return c;
+}
+
+/* Walks the scale groups of W (E, N, K): sums (elements * amax^2) and w^2,
+ * and, when got is given, counts elements of got farther from W than
+ * limit * amax of their group. */
+typedef struct {
+    double amax_energy, energy;
+    int64_t violations;
+} group_stats;
+
+static double group_amax(const float *W, int64_t K, int64_t n0, int64_t n1, int64_t k0, int64_t k1)
+{
+    double amax = 0;
+    for (int64_t n = n0; n < n1; n++)
+        for (int64_t k = k0; k < k1; k++) amax = fmax(amax, fabs(W[n * K + k]));
+    return amax;
+}
+
+static group_stats walk_groups(const hc_layer_meta *m, const float *W, const float *got,
+                               double limit, int64_t E, int64_t N, int64_t K)
+{
+    int64_t gk = m->scale_type == HC_SCALE_TENSOR ? K
+                 : m->group_size > 0 && m->group_size < K ? m->group_size : K;
+    int64_t gn = m->scale_type == HC_SCALE_TENSOR ? N : m->group_size_n > 1 ? m->group_size_n : 1;
+    group_stats g = {0, 0, 0};
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t n0 = 0; n0 < N; n0 += gn)
+            for (int64_t k0 = 0; k0 < K; k0 += gk) {
+                int64_t n1 = n0 + gn < N ? n0 + gn : N, k1 = k0 + gk < K ? k0 + gk : K;
+                const float *We = W + e * N * K, *Ge = got ? got + e * N * K : NULL;
+                double amax = group_amax(We, K, n0, n1, k0, k1);
+                g.amax_energy += (double)((n1 - n0) * (k1 - k0)) * amax * amax;
+                for (int64_t n = n0; n < n1; n++)
+                    for (int64_t k = k0; k < k1; k++) {
+                        double w = We[n * K + k];
+                        g.energy += w * w;
+                        if (Ge && !(fabs(Ge[n * K + k] - w) <= limit * amax)) g.violations++;
+                    }
+            }
+    return g;
+}
+
+double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                             int64_t E, int64_t N, int64_t K)
+{
+    group_stats g = walk_groups(m, W, NULL, 0, E, N, K);
+    if (g.energy <= 0) return 0.0;
+    double b = step_ratio(cfg) * sqrt(g.amax_energy / g.energy);
+    if (m->use_int_weight_scale) b += ldexp(1.0, -9); /* int16 scales: 2^-10 relative, twice */
+    return b;
+}
+
+int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
+                                  const float *W, const float *got, double clip, int64_t E,
+                                  int64_t N, int64_t K)
+{
+    double limit = step_ratio(cfg) + clip + (m->use_int_weight_scale ? ldexp(1.0, -9) : 0);
+    return walk_groups(m, W, got, limit, E, N, K).violations;
+}

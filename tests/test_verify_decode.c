@@ -260,7 +260,7 @@ static void test_corruption_detected(void **state)
     assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
     float *src = malloc(128 * 256 * sizeof(float)), *bias = calloc(128, sizeof(float));
     assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1};
+    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0};
     hc_verify_params p = {.tokens = 8, .seed = 7};
     hc_verify_metrics r;
     assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);

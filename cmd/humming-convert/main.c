@@ -54,8 +54,8 @@ static int run_convert(cli_args *a, int argc, char **argv)
     hc_status st = a->report ? hc_report_run(&a->opts, &stats, &err)
                              : hc_convert_run(&a->opts, &stats, &err);
     free(cmdline);
-    if (!a->quiet && stats.report && stats.report->verify_backend[0] &&
-        strcmp(stats.report->verify_backend, "none"))
+    if (!a->quiet && (st == HC_OK || st == HC_ERR_VERIFY) && stats.report &&
+        stats.report->verify_backend[0] && strcmp(stats.report->verify_backend, "none"))
         cli_print_summary(stats.report);
     hc_report_free(stats.report);
     if (st != HC_OK) {

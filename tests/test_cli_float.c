@@ -1,0 +1,347 @@
+/* test_cli_float - float checkpoints end to end through humming-convert:
+ * every preset converts and verifies with plausible accuracy ordering, a
+ * corrupted output is caught by `report`, recipes and --dry-run explain the
+ * plan, and bad inputs (NaN weights, K not a multiple of the group) are
+ * refused before any output exists. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "hc_format.h"
+#include "hc_safetensors.h"
+#include "hc_test_util.h"
+
+typedef struct {
+    char *root, *model;
+} fixture;
+
+static int sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static const char *cli(void) { return getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert"; }
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->root = hc_test_mkdtemp("cli-float");
+    f->model = hc_test_path_join(f->root, "model");
+    const char *build = getenv("HC_BUILD") ? getenv("HC_BUILD") : "build";
+    if (sh("'%s/examples/gen_example_model' '%s' --format float16 >/dev/null", build, f->model))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    hc_test_rm_rf(f->root);
+    free(f->root);
+    free(f->model);
+    free(f);
+    return 0;
+}
+
+/* Mean of a numeric key over the report's layers; -1 when absent. */
+static double report_mean(const char *out, const char *key, int *passed, int *layers)
+{
+    char *path = hc_test_path_join(out, "humming_report.json");
+    size_t len = 0;
+    char *text = hc_test_read_file(path, &len);
+    free(path);
+    assert_non_null(text);
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    const cJSON *L = cJSON_GetObjectItem(r, "layers"), *l;
+    double sum = 0;
+    *passed = *layers = 0;
+    cJSON_ArrayForEach(l, L) {
+        sum += cJSON_GetObjectItem(l, key)->valuedouble;
+        *passed += !strcmp(cJSON_GetObjectItem(l, "status")->valuestring, "pass");
+        (*layers)++;
+    }
+    cJSON_Delete(r);
+    return *layers ? sum / *layers : -1;
+}
+
+static double convert_snr(fixture *f, const char *name, const char *flags)
+{
+    char *out = hc_test_path_join(f->root, name);
+    int rc = sh("'%s' '%s' '%s' --arch sm90 -q %s", cli(), f->model, out, flags);
+    if (rc != 0) fail_msg("%s: exit %d", flags, rc);
+    int passed, layers;
+    double snr = report_mean(out, "weight_snr_db", &passed, &layers);
+    assert_int_equal(layers, 14);
+    assert_int_equal(passed, layers);
+    printf("    %-40s weight SNR %6.2f dB, %d/%d layers pass\n", flags, snr, passed, layers);
+    free(out);
+    return snr;
+}
+
+/* Every preset converts and verifies; accuracy orders as the formats do. */
+static void test_presets(void **state)
+{
+    fixture *f = *state;
+    static const char *const presets[] = {"w8a16", "w4a16", "w3a16", "w2a16", "w4a8",
+                                          "w4a8-int8", "w8a8", "w8a8-int8", "w4a4", "mxfp4",
+                                          "mxfp4-a8", "mxint4", "nvfp4", "fp8"};
+    double snr[14];
+    char flags[64];
+    for (int i = 0; i < 14; i++) {
+        snprintf(flags, sizeof flags, "--format %s", presets[i]);
+        snr[i] = convert_snr(f, presets[i], flags);
+    }
+    double g32 = convert_snr(f, "g32", "--weight-dtype uint4 --group-size 32");
+    double g16 = convert_snr(f, "g16", "--weight-dtype uint4 --group-size 16");
+    double mse = convert_snr(f, "mse", "--format w4a16 --quantizer mse");
+    assert_true(snr[0] > snr[1] + 15 && snr[1] > snr[2] + 3 && snr[2] > snr[3] + 3);
+    assert_true(snr[7] > snr[1] + 15 && snr[13] > snr[1] + 10); /* int8, fp8 >> int4 */
+    assert_true(fabs(snr[9] - g32) < 4 && fabs(snr[12] - g16) < 4); /* MXFP4, NVFP4 */
+    assert_true(mse >= snr[1]);
+    printf("    mse over rtn (w4a16): %+.2f dB\n", mse - snr[1]);
+}
+
+/* File offset of a tensor's data: 8 + header length + its begin offset. */
+static long data_offset(const char *path, const char *name)
+{
+    hc_st_file *f = NULL;
+    assert_int_equal(hc_st_open(path, &f, NULL), HC_OK);
+    const hc_st_tensor *t = hc_st_find(f, name);
+    assert_non_null(t);
+    long off = (long)t->offset + (long)(t->nbytes / 2 / 4) * 4;
+    hc_st_close(f);
+    FILE *fp = fopen(path, "rb");
+    unsigned char len8[8];
+    assert_int_equal(fread(len8, 1, 8, fp), 8);
+    fclose(fp);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | len8[i];
+    return 8 + (long)hlen + off;
+}
+
+/* One flipped word in a float-source output is caught by `report`. */
+static void test_corruption_detected(void **state)
+{
+    fixture *f = *state;
+    char *out = hc_test_path_join(f->root, "corrupt");
+    assert_int_equal(sh("'%s' '%s' '%s' -q --format w4a16", cli(), f->model, out), 0);
+    assert_int_equal(sh("'%s' report '%s' -q", cli(), out), 0);
+    char *path = hc_test_path_join(out, "model.safetensors");
+    long off = data_offset(path, "model.layers.0.mlp.up_proj.weight");
+    FILE *fp = fopen(path, "r+b");
+    uint32_t word;
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    assert_int_equal(fread(&word, 4, 1, fp), 1);
+    word ^= 0x88888888u; /* flip the top bit of every 4-bit code in the word */
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    assert_int_equal(fwrite(&word, 4, 1, fp), 1);
+    fclose(fp);
+    assert_int_equal(sh("'%s' report '%s' -q", cli(), out), 3);
+    int passed, layers;
+    report_mean(out, "weight_snr_db", &passed, &layers);
+    assert_int_equal(passed, layers - 1);
+    free(path);
+    free(out);
+}
+
+static char *run_capture(fixture *f, int *rc, const char *fmt, ...)
+{
+    char args[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char *log = hc_test_path_join(f->root, "log.txt");
+    *rc = sh("'%s' %s 2>'%s'", cli(), args, log);
+    char *text = hc_test_read_file(log, NULL);
+    free(log);
+    assert_non_null(text);
+    return text;
+}
+
+static void test_recipe_dry_run(void **state)
+{
+    fixture *f = *state;
+    char *out = hc_test_path_join(f->root, "dry");
+    int rc;
+    char *log = run_capture(f, &rc, "'%s' '%s' --recipe recipes/llama.yaml --dry-run", f->model, out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "model.layers.0.self_attn.k_proj: 128 x 256 -> uint8"));
+    assert_non_null(strstr(log, "rule 2 (targets"));
+    assert_non_null(strstr(log, "model.layers.1.mlp.experts.gate_proj: experts 512 x 256"));
+    assert_null(strstr(log, "lm_head: ")); /* ignored by default, not a layer */
+    assert_false(hc_test_exists(out));
+    free(log);
+    free(out);
+}
+
+/* A one-layer float checkpoint [n x k] with an optional NaN at (row 3, col 5). */
+static char *one_layer_model(fixture *f, const char *name, int64_t n, int64_t k, int nan)
+{
+    char *dir = hc_test_path_join(f->root, name);
+    assert_int_equal(sh("mkdir -p '%s'", dir), 0);
+    hc_tensor t;
+    int64_t shape[2] = {n, k};
+    assert_int_equal(hc_tensor_alloc(&t, HC_DT_F32, 2, shape, NULL), HC_OK);
+    float *w = t.data;
+    for (int64_t i = 0; i < n * k; i++) w[i] = (float)sin((double)i * 0.37) * 0.05f;
+    if (nan) w[3 * k + 5] = NAN;
+    const char *names[1] = {"proj.weight"};
+    char *path = hc_test_path_join(dir, "model.safetensors");
+    assert_int_equal(hc_st_write_file(path, &t, names, 1, NULL, NULL), HC_OK);
+    hc_tensor_free(&t);
+    free(path);
+    path = hc_test_path_join(dir, "config.json");
+    const char *cfg = "{\"torch_dtype\": \"float32\"}";
+    assert_int_equal(hc_test_write_file(path, cfg, strlen(cfg)), 0);
+    free(path);
+    return dir;
+}
+
+static void test_bad_float_inputs(void **state)
+{
+    fixture *f = *state;
+    char *nan = one_layer_model(f, "nan", 64, 256, 1), *out = hc_test_path_join(f->root, "o");
+    int rc;
+    char *log = run_capture(f, &rc, "'%s' '%s' --format w4a16", nan, out);
+    if (rc != 1 || !strstr(log, "proj") || !strstr(log, "row 3, column 5"))
+        fail_msg("NaN weight: exit %d: %s", rc, log);
+    assert_false(hc_test_exists(out));
+    free(log);
+    char *ok = one_layer_model(f, "k256", 64, 256, 0);
+    log = run_capture(f, &rc, "'%s' '%s' --weight-dtype uint4 --group-size 512", ok, out);
+    if (rc == 0 || !strstr(log, "proj") || !strstr(log, "512"))
+        fail_msg("group 512 on K=256: exit %d: %s", rc, log);
+    assert_false(hc_test_exists(out));
+    free(log);
+    log = run_capture(f, &rc, "'%s' '%s'", ok, out); /* no target at all */
+    if (rc == 0 || !strstr(log, "--format")) fail_msg("no target: exit %d: %s", rc, log);
+    free(log);
+    free(nan);
+    free(ok);
+    free(out);
+}
+
+enum { FE = 2, FN = 256, FK = 128 };
+
+static float fused_value(int64_t e, int64_t n, int64_t k)
+{
+    return (float)(sin((double)(e * 7919 + n * 131 + k) * 0.01) * 0.1);
+}
+
+/* The same expert weights stored three ways: per-expert 2-D, a fused
+ * [E, out, in] stack, and a gpt-oss style [E, in, out] stack with a bias. */
+static char *expert_model(fixture *f, const char *name, int form)
+{
+    char *dir = hc_test_path_join(f->root, name);
+    assert_int_equal(sh("mkdir -p '%s'", dir), 0);
+    hc_tensor t[FE + 1];
+    char names[FE + 1][96];
+    const char *np[FE + 1];
+    int count = form == 0 ? FE : 1;
+    for (int i = 0; i < count; i++) {
+        int64_t s2[2] = {FN, FK}, s3[3] = {FE, form == 2 ? FK : FN, form == 2 ? FN : FK};
+        assert_int_equal(hc_tensor_alloc(&t[i], HC_DT_BF16, form ? 3 : 2, form ? s3 : s2, NULL), HC_OK);
+        uint16_t *d = t[i].data;
+        for (int64_t e = 0; e < (form ? FE : 1); e++)
+            for (int64_t n = 0; n < FN; n++)
+                for (int64_t k = 0; k < FK; k++) {
+                    int64_t at = form == 2 ? (e * FK + k) * FN + n : (e * FN + n) * FK + k;
+                    d[at] = hc_f32_to_bf16(fused_value(form ? e : i, n, k));
+                }
+        if (form == 0) snprintf(names[i], sizeof names[i], "model.layers.0.mlp.experts.%d.gate_up_proj.weight", i);
+        else snprintf(names[i], sizeof names[i], "model.layers.0.mlp.experts.gate_up_proj");
+        np[i] = names[i];
+    }
+    if (form == 2) {
+        int64_t sb[2] = {FE, FN};
+        assert_int_equal(hc_tensor_alloc(&t[1], HC_DT_BF16, 2, sb, NULL), HC_OK);
+        snprintf(names[1], sizeof names[1], "model.layers.0.mlp.experts.gate_up_proj_bias");
+        np[1] = names[1];
+        count = 2;
+    }
+    char *path = hc_test_path_join(dir, "model.safetensors");
+    assert_int_equal(hc_st_write_file(path, t, np, (size_t)count, NULL, NULL), HC_OK);
+    for (int i = 0; i < count; i++) hc_tensor_free(&t[i]);
+    free(path);
+    path = hc_test_path_join(dir, "config.json");
+    const char *cfg = form == 2 ? "{\"torch_dtype\": \"bfloat16\", \"model_type\": \"gpt_oss\"}"
+                                : "{\"torch_dtype\": \"bfloat16\", \"model_type\": \"qwen3_moe\"}";
+    assert_int_equal(hc_test_write_file(path, cfg, strlen(cfg)), 0);
+    free(path);
+    return dir;
+}
+
+static void *expert_output(fixture *f, const char *in, const char *name, size_t *len, int *has_bias)
+{
+    char *out = hc_test_path_join(f->root, name);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --format w4a16 --arch sm80", cli(), in, out), 0);
+    char *path = hc_test_path_join(out, "model.safetensors");
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(path, &st, NULL), HC_OK);
+    const hc_st_tensor *w = hc_st_find(st, "model.layers.0.mlp.experts.gate_up_proj.weight");
+    assert_non_null(w);
+    assert_int_equal(w->ndim, 3);
+    assert_int_equal(w->shape[0], FE);
+    *has_bias = hc_st_find(st, "model.layers.0.mlp.experts.gate_up_proj.bias") != NULL;
+    void *copy = malloc(w->nbytes);
+    memcpy(copy, w->data, w->nbytes);
+    *len = w->nbytes;
+    hc_st_close(st);
+    free(path);
+    free(out);
+    return copy;
+}
+
+static void test_expert_stack_forms(void **state)
+{
+    fixture *f = *state;
+    char *dirs[3] = {expert_model(f, "per-expert", 0), expert_model(f, "fused", 1),
+                     expert_model(f, "gpt-oss", 2)};
+    size_t len[3];
+    int bias[3];
+    void *w[3];
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "out-%d", i);
+        w[i] = expert_output(f, dirs[i], name, &len[i], &bias[i]);
+    }
+    assert_int_equal(len[0], len[1]);
+    assert_int_equal(len[0], len[2]);
+    assert_memory_equal(w[0], w[1], len[0]);
+    assert_memory_equal(w[0], w[2], len[0]);
+    assert_true(!bias[0] && !bias[1] && bias[2]);
+    for (int i = 0; i < 3; i++) {
+        free(w[i]);
+        free(dirs[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_presets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corruption_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recipe_dry_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_float_inputs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expert_stack_forms, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
