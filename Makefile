@@ -72,6 +72,10 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@bash examples/demo.sh $(BUILD)
 
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bash bench/convert_bench.sh $(BUILD)
+
 clean:
 	rm -rf build build-asan
 
