@@ -25,13 +25,13 @@ cat "$dir/in/model.safetensors" >/dev/null # warm the page cache, as for every r
 read -r t_cat _ < <(seconds cat "$dir/in/model.safetensors")
 printf "%-34s %8s %10s %12s %14s\n" run seconds "MB/s" "x cat time" "peak RSS/MB"
 printf "%-34s %8.2f %10.0f %12s %14s\n" "cat model.safetensors" "$t_cat" \
-    "$(echo "$bytes / 1e6 / ($t_cat + 0.001)" | bc -l)" "1.00" "-"
+    "$(echo "$bytes / 1000000 / ($t_cat + 0.001)" | bc -l)" "1.00" "-"
 run() { # label, humming-convert arguments
     local label=$1; shift
     rm -rf "$dir/out"
     read -r t rss < <(seconds "$build/humming-convert" "$dir/in" "$dir/out" -q "$@")
     printf "%-34s %8.2f %10.0f %12.2f %14.1f  (%.2f x largest tensor)\n" "$label" "$t" \
-        "$(echo "$bytes / 1e6 / ($t + 0.001)" | bc -l)" "$(echo "$t / ($t_cat + 0.001)" | bc -l)" \
+        "$(echo "$bytes / 1000000 / ($t + 0.001)" | bc -l)" "$(echo "$t / ($t_cat + 0.001)" | bc -l)" \
         "$(echo "$rss / 1024" | bc -l)" "$(echo "$rss * 1024 / $largest" | bc -l)"
 }
 run "w4a16, --verify off" --format w4a16 --verify off

@@ -88,6 +88,18 @@ static void report_progress(const hc_convert_options *opts, const hc_conv_plan *
                    it->layer >= 0 ? plan->layers[it->layer].prefix : it->copy->name);
 }
 
+/* Drops the input pages of an item once written (hc_st_tensor_release). */
+static void release_item(const hc_conv_plan *plan, const hc_conv_item *it)
+{
+    if (it->layer < 0) {
+        hc_st_tensor_release(it->copy);
+        return;
+    }
+    const hc_conv_layer *L = &plan->layers[it->layer];
+    for (int r = 0; r < HC_ROLE_COUNT; r++) hc_st_tensor_release(L->pre[r]);
+    for (int e = 0; e < L->n_experts; e++) hc_st_tensor_release(L->experts[e]);
+}
+
 static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer *w,
                                    const hc_conv_plan *plan, int shard, hc_error *err)
 {
@@ -100,6 +112,7 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
         } else {
             HC_TRY(hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err));
         }
+        release_item(plan, it);
         report_progress(opts, plan, i);
     }
     return HC_OK;

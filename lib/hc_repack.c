@@ -13,7 +13,8 @@ int hc_repack_padded_bits(int b)
     return b <= 1 ? 1 : b <= 2 ? 2 : b <= 4 ? 4 : 8;
 }
 
-uint32_t hc_stream_get(const uint32_t *words, int64_t idx, int b)
+/* Inlined into the repack's per-element loop; hc_stream_get wraps it. */
+static inline uint32_t stream_get(const uint32_t *words, int64_t idx, int b)
 {
     int64_t bit = idx * b;
     int64_t w = bit >> 5;
@@ -21,6 +22,11 @@ uint32_t hc_stream_get(const uint32_t *words, int64_t idx, int b)
     uint32_t v = words[w] >> off;
     if (off + b > 32) v |= words[w + 1] << (32 - off);
     return v & ((1u << b) - 1u);
+}
+
+uint32_t hc_stream_get(const uint32_t *words, int64_t idx, int b)
+{
+    return stream_get(words, idx, b);
 }
 
 uint32_t hc_stream_get_truncated(const uint32_t *words, int64_t idx, int b)
@@ -109,7 +115,7 @@ static void lane_map_init(const hc_repack_params *p, lane_map *m)
 static uint32_t fetch_code(const hc_repack_params *p, const lane_map *m,
                            const uint32_t *in_e, const uint8_t *zp_e, int64_t n, int64_t k)
 {
-    uint32_t v = (hc_stream_get(in_e + n * m->row_words, k, m->b) ^ p->code_xor) &
+    uint32_t v = (stream_get(in_e + n * m->row_words, k, m->b) ^ p->code_xor) &
                  ((1u << m->b) - 1u);
     if (!p->int2fp) return v;
     uint32_t z = zp_e ? zp_e[n * p->zp_groups + k / m->zp_gs] : 1u << (m->b - 1);

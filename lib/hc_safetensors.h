@@ -77,6 +77,12 @@ const char *hc_st_metadata_get(const hc_st_file *f, const char *key);
  * mapping and must not be written; hc_tensor_free on it is a no-op). */
 void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out);
 
+/* Hints that the tensor's bytes are no longer needed, so that their pages of
+ * the read-only mapping leave the resident set (a streaming conversion then
+ * holds about one layer at a time). Reading the data again still works: the
+ * pages come back from the page cache. Never fails. */
+void hc_st_tensor_release(const hc_st_tensor *d);
+
 /* ---- a model directory (one file or shards) ---------------------------- */
 
 typedef struct hc_st_model hc_st_model;

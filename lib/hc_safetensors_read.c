@@ -432,3 +432,13 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out)
     out->nbytes = d->nbytes;
     out->owned = 0;
 }
+
+void hc_st_tensor_release(const hc_st_tensor *d)
+{
+    if (d == NULL || d->nbytes == 0) return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t begin = (uintptr_t)d->data & ~(uintptr_t)(page - 1);
+    uintptr_t end = (uintptr_t)d->data + d->nbytes;
+    (void)madvise((void *)begin, end - begin, MADV_DONTNEED);
+}
