@@ -19,8 +19,9 @@ hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
 {
     *ref = NULL;
     memset(pre, 0, sizeof *pre);
-    hc_status st = L->kind == HC_SRC_HUMMING ? hc_conv_load_humming(L, pre, err)
-                                             : hc_conv_load_float(plan, L, pre, ref, err);
+    hc_status st = L->kind == HC_SRC_HUMMING     ? hc_conv_load_humming(L, pre, err)
+                   : L->kind == HC_SRC_QUANTIZED ? hc_conv_load_quantized(plan, L, pre, err)
+                                                 : hc_conv_load_float(plan, L, pre, ref, err);
     if (st != HC_OK) {
         hc_layer_tensors_free(pre);
         free(*ref);

@@ -18,7 +18,7 @@ typedef struct {
 
 typedef struct {
     hc_convert_options opts;
-    const char *arch, *activation, *shard_size, *format, *recipe_path;
+    const char *arch, *activation, *shard_size, *format, *recipe_path, *act_order;
     cli_field fields[16];
     int n_fields;
     int quiet, list_formats;
