@@ -28,7 +28,9 @@ void tc_init(tc_ckpt *c, const char *tag)
 
 void *tc_add(tc_ckpt *c, const char *name, hc_dtype dt, int ndim, const int64_t *shape)
 {
+    static const int64_t scalar[1] = {1};
     if (c->n >= TC_MAX) return NULL;
+    if (shape == NULL) shape = scalar; /* 0-d: shape unused */
     if (hc_tensor_alloc(&c->t[c->n], dt, ndim, shape, NULL) != HC_OK) return NULL;
     c->names[c->n] = strdup(name);
     return c->t[c->n++].data;
