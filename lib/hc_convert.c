@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_ckpt.h"
 #include "hc_fs.h"
 
 hc_status hc_conv_read_config(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
@@ -14,13 +15,24 @@ hc_status hc_conv_read_config(const hc_convert_options *opts, hc_conv_plan *plan
     HC_TRY(hc_file_read_all(path, &text, NULL, err));
     hc_model_info info;
     hc_status st = hc_model_info_parse(text, path, &info, err);
-    if (st == HC_OK && !info.is_float && strcmp(info.quant_method, "humming") != 0)
+    int is_humming = st == HC_OK && strcmp(info.quant_method, "humming") == 0;
+    if (st == HC_OK && !is_humming) { /* GPTQ, AWQ, compressed-tensors, ... (hc_ckpt.h) */
+        plan->ckpt = calloc(1, sizeof *plan->ckpt);
+        st = plan->ckpt ? hc_ckpt_detect(opts->in_dir, text, plan->ckpt, err)
+                        : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+    }
+    int quantized = st == HC_OK && plan->ckpt && plan->ckpt->method != HC_CKPT_NONE;
+    if (st == HC_OK && !info.is_float && !is_humming && !quantized)
         st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: quant_method is \"%s\"; this version "
-                          "reads float checkpoints and \"humming\" ones", path, info.quant_method);
-    if (st == HC_OK && !info.is_float) st = hc_humming_qconfig_parse(text, path, &plan->qconfig, err);
+                          "reads float checkpoints, \"humming\" ones and gptq, awq, "
+                          "compressed-tensors, modelopt, mxfp4 and fp8", path, info.quant_method);
+    if (st == HC_OK && is_humming) st = hc_humming_qconfig_parse(text, path, &plan->qconfig, err);
     free(text);
     HC_TRY(st);
-    plan->kind = info.is_float ? HC_SRC_FLOAT : HC_SRC_HUMMING;
+    plan->kind = quantized ? HC_SRC_QUANTIZED : info.is_float ? HC_SRC_FLOAT : HC_SRC_HUMMING;
+    if (quantized)
+        hc_conv_log(opts, "input: %s checkpoint (from %s)", hc_ckpt_method_name(plan->ckpt->method),
+                    plan->ckpt->source_file);
     plan->param_format = info.param_format;
     snprintf(plan->model_type, sizeof plan->model_type, "%s", info.model_type);
     return HC_OK;

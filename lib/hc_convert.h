@@ -44,6 +44,11 @@ typedef struct {
     int humming_bug_compat;     /* reproduce Humming's bytes where its transform
                                    disagrees with its kernel (tests only) */
     hc_target_fn choose_target; /* required for float inputs */
+    int has_target;             /* quantized inputs: a target was given (--format, field
+                                   flags, --recipe): layers whose target differs from the
+                                   source format are requantized, float layers quantized */
+    int act_order;              /* quantized act-order inputs: 0 refuse, 1 permute
+                                   (writes P.input_perm), 2 requant (hc_act_order) */
     void *choose_ctx;
     hc_log_fn log;
     void *log_ctx;

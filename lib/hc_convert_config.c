@@ -46,6 +46,13 @@ static cJSON *layer_record(const hc_conv_layer *L)
     cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
     cJSON_AddBoolToObject(o, "scale_applied_on_c", m->to_apply_on_c);
     cJSON_AddBoolToObject(o, "int_to_fp_preprocessed", m->preprocess_int2fp);
+    if (L->kind == HC_SRC_QUANTIZED) { /* docs/checkpoints.md */
+        cJSON_AddStringToObject(o, "source_format", L->source_format);
+        cJSON_AddBoolToObject(o, "lossless", L->lossless);
+        cJSON_AddBoolToObject(o, "requantized", L->requant);
+        if (L->extra) cJSON_AddStringToObject(o, "input_perm", L->extra->name);
+        if (L->note[0]) cJSON_AddStringToObject(o, "note", L->note);
+    }
     return o;
 }
 

@@ -219,6 +219,30 @@ static hc_format_id stored_format(hc_format_id f)
     return fi->kind == HC_KIND_INT ? (hc_format_id)(HC_FMT_UINT1 + fi->bits - 1) : f;
 }
 
+void hc_conv_target_config(const hc_convert_options *opts, const hc_conv_plan *plan,
+                           const hc_target *t, hc_layer_config *cfg)
+{
+    *cfg = (hc_layer_config){
+        .weight_format = stored_format(t->weight_format), .scale_format = t->scale_format,
+        .act_format = t->activation, .param_format = plan->param_format,
+        .scale_type = target_scale_type(t), .group_size = t->group_size > 0 ? t->group_size : 0,
+        .group_size_n = t->group_size_n, .has_zero_point = t->zero_point != HC_TARGET_ZP_NONE,
+        .is_fp_zero_point = t->zero_point == HC_TARGET_ZP_FLOAT, .sm = opts->sm,
+        .humming_bug_compat = opts->humming_bug_compat};
+}
+
+hc_status hc_conv_quantize_float(const hc_target *t, const float *w, int64_t E, int64_t N,
+                                 int64_t K, int moe, hc_layer_tensors *pre, hc_error *err)
+{
+    hc_quant_desc d = quant_desc(t);
+    hc_quant_result r;
+    memset(&r, 0, sizeof r);
+    hc_status st = hc_quantize(&d, w, E, N, K, &r, err);
+    if (st == HC_OK) st = hc_conv_pre_from_result(&r, moe, pre, err);
+    hc_quant_result_free(&r);
+    return st;
+}
+
 hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
                                    hc_conv_layer *L, hc_error *err)
 {
@@ -230,13 +254,7 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
     if (hc_quant_check(&d, E, N, K, err) != HC_OK)
         return hc_error_prefix(err, "layer %s [%lld x %lld]: ", L->prefix, (long long)N,
                                (long long)K);
-    L->cfg = (hc_layer_config){
-        .weight_format = stored_format(t->weight_format), .scale_format = t->scale_format,
-        .act_format = t->activation, .param_format = plan->param_format,
-        .scale_type = target_scale_type(t), .group_size = t->group_size > 0 ? t->group_size : 0,
-        .group_size_n = t->group_size_n, .has_zero_point = t->zero_point != HC_TARGET_ZP_NONE,
-        .is_fp_zero_point = t->zero_point == HC_TARGET_ZP_FLOAT, .sm = opts->sm,
-        .humming_bug_compat = opts->humming_bug_compat};
+    hc_conv_target_config(opts, plan, t, &L->cfg);
     if (hc_layer_plan(&L->cfg, L->experts != NULL || L->pre[HC_ROLE_WEIGHT]->ndim == 3, E, N, K,
                       &L->meta, err) != HC_OK)
         return hc_error_prefix(err, "layer %s: ", L->prefix);
@@ -303,8 +321,8 @@ static hc_status make_tensor(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int6
     return HC_OK;
 }
 
-static hc_status pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,
-                                 hc_error *err)
+hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,
+                                  hc_error *err)
 {
     int64_t E = r->experts, NS = r->group_rows, G = r->groups, b = r->bits;
     HC_TRY(make_tensor(&pre->weight, HC_DT_I32, moe, E, r->n, r->k * b / 32, r->codes,
@@ -327,8 +345,8 @@ static hc_status pre_from_result(const hc_quant_result *r, int moe, hc_layer_ten
 }
 
 /* Bias converted to the param dtype, same shape as the source. */
-static hc_status load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor *out,
-                           hc_error *err)
+hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor *out,
+                            hc_error *err)
 {
     hc_dtype dt = hc_format_storage_dtype(param);
     HC_TRY(hc_tensor_alloc(out, dt, b->ndim, b->shape, err));
@@ -355,9 +373,9 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
     memset(&r, 0, sizeof r);
     hc_status st = hc_quantize(&d, w, E, N, K, &r, err);
     if (st != HC_OK) st = hc_error_prefix(err, "layer %s: ", L->prefix);
-    if (st == HC_OK) st = pre_from_result(&r, L->meta.is_moe, pre, err);
+    if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])
-        st = load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
+        st = hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
     hc_quant_result_free(&r);
     if (st == HC_OK) *ref = w;
     else free(w);

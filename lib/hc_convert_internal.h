@@ -6,6 +6,7 @@
 #include "hc_layout.h"
 #include "hc_model_config.h"
 #include "hc_preset.h"
+#include "hc_quant.h"
 #include "hc_safetensors.h"
 
 /* Tensor roles of one quantized layer, in output order. */
@@ -24,8 +25,12 @@ typedef struct {
 
 typedef enum {
     HC_SRC_HUMMING, /* Humming row-packed tensors: repacked losslessly */
-    HC_SRC_FLOAT    /* fp16/bf16/fp32 weights: quantized, then repacked */
+    HC_SRC_FLOAT,   /* fp16/bf16/fp32 weights: quantized, then repacked */
+    HC_SRC_QUANTIZED /* GPTQ / AWQ / compressed-tensors / ModelOpt / MXFP4 / FP8 (hc_ckpt.h):
+                        repacked losslessly, or dequantized and requantized */
 } hc_src_kind;
+
+struct hc_ckpt_config;
 
 typedef struct {
     char *prefix;                     /* "model.layers.0.mlp.up_proj" */
@@ -42,6 +47,16 @@ typedef struct {
     hc_layer_config cfg;
     hc_layer_meta meta;
     hc_out_desc out[HC_ROLE_COUNT];
+    /* quantized sources (hc_convert_quantized.c) */
+    int ck_kind;                      /* hc_ckpt_kind */
+    const hc_st_tensor **src;         /* every checkpoint tensor of the layer (not copied) */
+    int n_src;
+    int has_choice, skip_target;      /* choose_target was asked; it said skip */
+    int requant;                      /* dequantize exactly, quantize to target */
+    int lossless;                     /* repacked, decoded values identical */
+    char source_format[96];
+    char note[320];
+    hc_st_tensor *extra;              /* act-order permute: P.input_perm (owned) */
 } hc_conv_layer;
 
 /* One output entry: a transformed layer, or a tensor copied unchanged. */
@@ -61,6 +76,8 @@ typedef struct {
     hc_format_id param_format;        /* layer / output dtype: F16 or BF16 */
     char model_type[64];              /* config.json model_type, "" if absent */
     hc_format_id activation;
+    struct hc_ckpt_config *ckpt;      /* quantized inputs: the detected format (owned) */
+    hc_st_model *model;               /* the input (not owned): read at write time */
     hc_conv_layer *layers;
     int n_layers;
     hc_conv_item *items;
@@ -97,6 +114,26 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
 /* Bytes a layer reads from the input (every source tensor) and writes. */
 int64_t hc_conv_layer_in_bytes(const hc_conv_layer *L);
 int64_t hc_conv_layer_out_bytes(const hc_conv_layer *L);
+/* Same for an already-quantized input (plan->ckpt): quantized layers by
+ * tensor presence, plus float weights to quantize when opts->has_target. */
+hc_status hc_conv_find_quantized(const hc_convert_options *opts, hc_st_model *model,
+                                 hc_conv_plan *plan, int *layer_of, hc_error *err);
+hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
+                                       hc_conv_layer *L, hc_error *err);
+hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
+                                 hc_layer_tensors *pre, hc_error *err);
+
+/* Shared with the quantized path (hc_convert_float.c). */
+hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,
+                                  hc_error *err);
+hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor *out,
+                            hc_error *err);
+/* Layer config for a float target (param dtype already resolved). */
+void hc_conv_target_config(const hc_convert_options *opts, const hc_conv_plan *plan,
+                           const hc_target *t, hc_layer_config *cfg);
+/* Quantizes float32 (E, N, K) weights for target t into pre (moe: keep E dim). */
+hc_status hc_conv_quantize_float(const hc_target *t, const float *w, int64_t E, int64_t N,
+                                 int64_t K, int moe, hc_layer_tensors *pre, hc_error *err);
 
 /* Fills L->out from L->cfg/L->meta and the role flags (spec 5.8). */
 void hc_conv_describe_outputs(hc_conv_layer *L);

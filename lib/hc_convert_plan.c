@@ -1,6 +1,8 @@
 /* hc_convert_plan.c - finding quantized layers and planning their outputs. */
 #include "hc_convert_internal.h"
 
+#include "hc_ckpt.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +95,8 @@ int64_t hc_conv_layer_in_bytes(const hc_conv_layer *L)
     for (int r = 0; r < HC_ROLE_COUNT; r++)
         if (L->pre[r]) total += (int64_t)L->pre[r]->nbytes;
     for (int e = 0; e < L->n_experts; e++) total += (int64_t)L->experts[e]->nbytes;
+    for (int s = 0; s < L->n_src; s++)
+        if (L->src[s] != L->pre[HC_ROLE_BIAS]) total += (int64_t)L->src[s]->nbytes;
     return total;
 }
 
@@ -125,7 +129,7 @@ static const void **consumed_tensors(const hc_conv_plan *plan, size_t *n_out)
 {
     size_t cap = 1;
     for (int i = 0; i < plan->n_layers; i++)
-        cap += HC_ROLE_COUNT + (size_t)plan->layers[i].n_experts;
+        cap += HC_ROLE_COUNT + (size_t)plan->layers[i].n_experts + (size_t)plan->layers[i].n_src;
     const void **list = malloc(cap * sizeof *list);
     size_t n = 0;
     for (int i = 0; list && i < plan->n_layers; i++) {
@@ -133,6 +137,7 @@ static const void **consumed_tensors(const hc_conv_plan *plan, size_t *n_out)
         for (int r = 0; r < HC_ROLE_COUNT; r++)
             if (L->pre[r]) list[n++] = L->pre[r];
         for (int e = 0; e < L->n_experts; e++) list[n++] = L->experts[e];
+        for (int s = 0; s < L->n_src; s++) list[n++] = L->src[s];
     }
     if (list) qsort(list, n, sizeof *list, cmp_ptr);
     *n_out = n;
@@ -160,6 +165,12 @@ static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const int *
         }
         plan->bytes_out += it->nbytes;
         plan->n_items++;
+        const hc_st_tensor *extra = item_of[i] >= 0 ? plan->layers[item_of[i]].extra : NULL;
+        if (extra) { /* e.g. P.input_perm, written right after its layer */
+            plan->items[plan->n_items++] =
+                (hc_conv_item){.layer = -1, .copy = extra, .nbytes = (int64_t)extra->nbytes};
+            plan->bytes_out += (int64_t)extra->nbytes;
+        }
     }
     free(used);
     return HC_OK;
@@ -169,26 +180,33 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
                              hc_conv_plan *plan, hc_error *err)
 {
     size_t count = hc_st_model_count(model);
+    plan->model = model;
     plan->layers = calloc(count + 1, sizeof *plan->layers);
-    plan->items = calloc(count + 1, sizeof *plan->items);
+    plan->items = calloc(2 * count + 1, sizeof *plan->items); /* + one extra per layer */
     int *item_of = malloc((count + 1) * sizeof *item_of);
     hc_status st = HC_OK;
     if (!plan->layers || !plan->items || !item_of)
         st = hc_error_set(err, HC_ERR_NOMEM, "out of memory planning %zu tensors", count);
     for (size_t i = 0; st == HC_OK && i < count; i++) item_of[i] = -1;
     if (st == HC_OK)
-        st = plan->kind == HC_SRC_HUMMING ? hc_conv_find_humming(opts, model, plan, item_of, err)
-                                          : hc_conv_find_float(opts, model, plan, item_of, err);
+        st = plan->kind == HC_SRC_HUMMING     ? hc_conv_find_humming(opts, model, plan, item_of, err)
+             : plan->kind == HC_SRC_QUANTIZED ? hc_conv_find_quantized(opts, model, plan, item_of, err)
+                                              : hc_conv_find_float(opts, model, plan, item_of, err);
     for (int i = 0; st == HC_OK && i < plan->n_layers; i++) {
         hc_conv_layer *L = &plan->layers[i];
-        st = L->kind == HC_SRC_HUMMING ? hc_conv_plan_humming_layer(opts, plan, L, err)
-                                       : hc_conv_plan_float_layer(opts, plan, L, err);
+        st = L->kind == HC_SRC_HUMMING     ? hc_conv_plan_humming_layer(opts, plan, L, err)
+             : L->kind == HC_SRC_QUANTIZED ? hc_conv_plan_quantized_layer(opts, plan, L, err)
+                                           : hc_conv_plan_float_layer(opts, plan, L, err);
         if (st == HC_OK) hc_conv_describe_outputs(L);
     }
     if (st == HC_OK && plan->n_layers == 0)
-        st = hc_error_set(err, HC_ERR_FORMAT, "%s: no layer to convert (%s)", opts->in_dir,
+        st = hc_error_set(err, HC_ERR_FORMAT, "%s: no layer to convert (%s%s%s)", opts->in_dir,
+                          plan->ckpt ? plan->ckpt->quant_method : "", plan->ckpt ? " checkpoint: " : "",
                           plan->kind == HC_SRC_HUMMING
                               ? "no int32 tensor named *.weight"
+                          : plan->kind == HC_SRC_QUANTIZED
+                              ? "no quantized layer tensors (qweight, weight_packed, "
+                                "weight + weight_scale, *_blocks) were found"
                               : "config.json has no quantization_config, so this is read as a "
                                 "float checkpoint, and it has no float linear weight that the "
                                 "recipe does not ignore");
@@ -204,7 +222,15 @@ void hc_conv_plan_free(hc_conv_plan *plan)
     for (int i = 0; plan->layers && i < plan->n_layers; i++) {
         free(plan->layers[i].prefix);
         free(plan->layers[i].experts);
+        free(plan->layers[i].src);
+        hc_st_tensor *x = plan->layers[i].extra;
+        if (x) {
+            free((void *)x->name);
+            free((void *)x->data);
+            free(x);
+        }
     }
+    free(plan->ckpt);
     free(plan->layers);
     free(plan->items);
     memset(plan, 0, sizeof *plan);

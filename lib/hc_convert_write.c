@@ -19,8 +19,9 @@ hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
 {
     *ref = NULL;
     memset(pre, 0, sizeof *pre);
-    hc_status st = L->kind == HC_SRC_HUMMING ? hc_conv_load_humming(L, pre, err)
-                                             : hc_conv_load_float(plan, L, pre, ref, err);
+    hc_status st = L->kind == HC_SRC_HUMMING     ? hc_conv_load_humming(L, pre, err)
+                   : L->kind == HC_SRC_QUANTIZED ? hc_conv_load_quantized(plan, L, pre, err)
+                                                 : hc_conv_load_float(plan, L, pre, ref, err);
     if (st != HC_OK) {
         hc_layer_tensors_free(pre);
         free(*ref);
@@ -92,12 +93,13 @@ static void report_progress(const hc_convert_options *opts, const hc_conv_plan *
 static void release_item(const hc_conv_plan *plan, const hc_conv_item *it)
 {
     if (it->layer < 0) {
-        hc_st_tensor_release(it->copy);
+        hc_st_model_release(plan->model, it->copy);
         return;
     }
     const hc_conv_layer *L = &plan->layers[it->layer];
-    for (int r = 0; r < HC_ROLE_COUNT; r++) hc_st_tensor_release(L->pre[r]);
-    for (int e = 0; e < L->n_experts; e++) hc_st_tensor_release(L->experts[e]);
+    for (int r = 0; r < HC_ROLE_COUNT; r++) hc_st_model_release(plan->model, L->pre[r]);
+    for (int e = 0; e < L->n_experts; e++) hc_st_model_release(plan->model, L->experts[e]);
+    for (int s = 0; s < L->n_src; s++) hc_st_model_release(plan->model, L->src[s]);
 }
 
 static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer *w,

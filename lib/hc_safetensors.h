@@ -77,11 +77,15 @@ const char *hc_st_metadata_get(const hc_st_file *f, const char *key);
  * mapping and must not be written; hc_tensor_free on it is a no-op). */
 void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out);
 
-/* Hints that the tensor's bytes are no longer needed, so that their pages of
- * the read-only mapping leave the resident set (a streaming conversion then
- * holds about one layer at a time). Reading the data again still works: the
- * pages come back from the page cache. Never fails. */
-void hc_st_tensor_release(const hc_st_tensor *d);
+/* Hints that a tensor's bytes are no longer needed, so that their pages of
+ * the file's read-only mapping leave the resident set (a streaming conversion
+ * then holds about one layer at a time). Reading the data again still works:
+ * the pages come back from the page cache. Does nothing for a tensor whose
+ * data is not inside a mapping this reader made (e.g. a tensor built in
+ * memory), so it can never discard anyone's memory. Never fails. */
+void hc_st_release(const hc_st_file *f, const hc_st_tensor *d);
+/* The same for a tensor of any file of the model. */
+void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);
 
 /* ---- a model directory (one file or shards) ---------------------------- */
 

@@ -358,3 +358,9 @@ const hc_st_file *hc_st_model_file_at(const hc_st_model *m, size_t i)
 {
     return i < m->nfiles ? m->files[i] : NULL;
 }
+
+void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d)
+{
+    for (size_t i = 0; m && d && i < hc_st_model_file_count(m); i++)
+        hc_st_release(hc_st_model_file_at(m, i), d);
+}

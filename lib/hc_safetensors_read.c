@@ -433,12 +433,14 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out)
     out->owned = 0;
 }
 
-void hc_st_tensor_release(const hc_st_tensor *d)
+void hc_st_release(const hc_st_file *f, const hc_st_tensor *d)
 {
-    if (d == NULL || d->nbytes == 0) return;
+    if (f == NULL || d == NULL || d->nbytes == 0 || f->map == NULL) return;
+    const unsigned char *p = d->data;
+    if (p < f->map || p + d->nbytes > f->map + f->size) return; /* not our mapping */
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) return;
-    uintptr_t begin = (uintptr_t)d->data & ~(uintptr_t)(page - 1);
-    uintptr_t end = (uintptr_t)d->data + d->nbytes;
-    (void)madvise((void *)begin, end - begin, MADV_DONTNEED);
+    uintptr_t begin = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    if (begin < (uintptr_t)f->map) begin = (uintptr_t)f->map; /* the map is page aligned */
+    (void)madvise((void *)begin, (uintptr_t)p + d->nbytes - begin, MADV_DONTNEED);
 }

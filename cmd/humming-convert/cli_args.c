@@ -28,6 +28,10 @@ void cli_usage(FILE *out)
             "  --zero-point Z       int, float or none\n"
             "  --quantizer Q        rtn (default; Humming's rounding) or mse (clip search)\n"
             "  --recipe FILE        per-layer YAML recipe (docs/recipes.md)\n"
+            "quantized checkpoints (GPTQ, AWQ, compressed-tensors, ModelOpt, MXFP4, FP8):\n"
+            "  repacked losslessly by default; a target above requantizes (docs/checkpoints.md)\n"
+            "  --act-order MODE     act-order (desc_act / g_idx) layers: refuse (default),\n"
+            "                       permute (writes P.input_perm) or requant\n"
             "common:\n"
             "  --arch SM            sm75 sm80 sm86 sm89 sm90 sm100 sm120\n"
             "                       (default: the recipe's, else the local GPU, else sm90)\n"
@@ -68,6 +72,7 @@ static const char **value_slot(cli_args *a, const char *s, int *is_option)
     if (!strcmp(s, "--verify-tokens")) return &a->tokens;
     if (!strcmp(s, "--calib")) return &a->opts.calib_path;
     if (!strcmp(s, "--input")) return &a->input;
+    if (!strcmp(s, "--act-order")) return &a->act_order;
     for (size_t i = 0; i < sizeof field_flags / sizeof field_flags[0]; i++)
         if (!strcmp(s, field_flags[i][0]) && a->n_fields < 16) {
             a->fields[a->n_fields].key = field_flags[i][1];
@@ -215,7 +220,21 @@ int cli_resolve(cli_args *a, hc_error *err)
                                   : hc_recipe_default(&a->recipe, err);
     if (st != HC_OK) return -1;
     if (resolve_arch(a, err) != 0) return -1;
-    return resolve_base(a, err);
+    if (a->act_order) {
+        static const char *const modes[] = {"refuse", "permute", "requant"};
+        int found = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(a->act_order, modes[i])) found = i;
+        if (found < 0) {
+            hc_error_set(err, HC_ERR_ARG, "--act-order: \"%s\" is not refuse, permute or "
+                         "requant", a->act_order);
+            return -1;
+        }
+        a->opts.act_order = found;
+    }
+    if (resolve_base(a, err) != 0) return -1;
+    a->opts.has_target = a->has_base || a->recipe_path != NULL;
+    return 0;
 }
 
 hc_status cli_choose_target(void *ctx, const char *layer, hc_target *out, int *skip, char *why,

@@ -1,0 +1,224 @@
+/* hc_ckpt.h - already-quantized checkpoints (GPTQ, AWQ, compressed-tensors,
+ * ModelOpt, gpt-oss MXFP4, FP8): format detection from the config files and
+ * per-layer readers that turn a layer's checkpoint tensors into Humming's
+ * pre-repack form (shared/docs/checkpoint-formats-spec.md, layout spec 7).
+ *
+ * Every reader produces the exact pre form as an hc_quant_result: packed
+ * row-major codes (E, N, K*b/32), scales (E, NS, G) in their storage format,
+ * integer zero points packed along N or float zero points, per-expert global
+ * scales. hc_dequantize() of that result is the source's canonical value
+ * (spec 11, "recommended reader arithmetic"), element for element, whenever
+ * `lossless` is set. Where Humming's schema cannot hold a layer exactly the
+ * reader refuses with a message saying why (or, where the difference is a
+ * documented fp32 rounding, clears `lossless` and says so in `note`). */
+#ifndef HC_CKPT_H
+#define HC_CKPT_H
+
+#include <stdint.h>
+
+#include "hc_error.h"
+#include "hc_format.h"
+#include "hc_quant.h"
+#include "hc_safetensors.h"
+#include "hc_tensor.h"
+
+typedef enum {
+    HC_CKPT_NONE,
+    HC_CKPT_GPTQ,
+    HC_CKPT_AWQ,
+    HC_CKPT_CT,        /* compressed-tensors */
+    HC_CKPT_MODELOPT,
+    HC_CKPT_MXFP4,     /* gpt-oss */
+    HC_CKPT_FP8        /* quant_method fp8: DeepSeek block scales or per-tensor */
+} hc_ckpt_method;
+
+/* How a skip list (modules_to_not_convert, ignore, exclude_modules) matches. */
+typedef enum {
+    HC_SKIP_SUBSTRING, /* AWQ / GPTQ / HF: entry is a substring of the module name */
+    HC_SKIP_CT,        /* compressed-tensors: exact name, or "re:" regex from the start */
+    HC_SKIP_FNMATCH    /* ModelOpt / gpt-oss: shell wildcards (also substring, as vLLM) */
+} hc_skip_dialect;
+
+typedef enum { HC_ACT_ORDER_REFUSE, HC_ACT_ORDER_PERMUTE, HC_ACT_ORDER_REQUANT } hc_act_order;
+
+#define HC_CKPT_MAX_SKIP 64
+#define HC_CKPT_MAX_GROUPS 8
+
+/* One compressed-tensors config group (its weights QuantizationArgs). */
+typedef struct {
+    char targets[8][128];
+    int n_targets;
+    char format[32];       /* the group's own format, "" = global */
+    int num_bits;
+    char type[8];          /* "int" / "float" */
+    char strategy[16];     /* tensor channel group block tensor_group */
+    int64_t group_size;
+    int64_t block[2];
+    int symmetric;
+    char actorder[16];
+} hc_ckpt_ct_group;
+
+typedef struct hc_ckpt_config {
+    hc_ckpt_method method;
+    char quant_method[32];   /* as written */
+    char source_file[32];    /* config.json, quantize_config.json, ... */
+    /* GPTQ / AWQ */
+    int bits;
+    int64_t group_size;      /* -1: one group over K */
+    int sym, desc_act;
+    int gptq_v2;             /* checkpoint_format gptq_v2 */
+    int awq_zero_point;
+    char awq_version[16];    /* gemm gemv gemv_fast */
+    /* compressed-tensors */
+    char ct_format[32];
+    hc_ckpt_ct_group ct[HC_CKPT_MAX_GROUPS];
+    int n_ct;
+    /* ModelOpt */
+    char quant_algo[32];
+    /* FP8 */
+    int64_t block[2];        /* weight_block_size, 0 if none */
+    /* skipped modules */
+    char skip[HC_CKPT_MAX_SKIP][160];
+    int n_skip;
+    hc_skip_dialect dialect;
+} hc_ckpt_config;
+
+/* Reads config.json text (already loaded) and the side files in dir
+ * (quantize_config.json, quant_config.json, hf_quant_config.json). Sets
+ * cfg->method = HC_CKPT_NONE when none of them describes a format read here.
+ * Fails with HC_ERR_UNSUPPORTED (message says why and what to do) for
+ * recognised-but-refused layouts: Marlin-serialised GPTQ, AWQ gemv_fast,
+ * compressed-tensors with transform_config, sparsity or a status other
+ * than "compressed". */
+hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_config *cfg,
+                         hc_error *err);
+
+/* Short name of the method ("gptq", "awq", ...). */
+const char *hc_ckpt_method_name(hc_ckpt_method m);
+
+/* 1 if module (no ".weight" suffix) is in the checkpoint's skip list, by
+ * the method's own matching rule. */
+int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module);
+
+/* Index of the compressed-tensors config group that targets module. */
+int hc_ckpt_ct_group_for(const hc_ckpt_config *cfg, const char *module);
+
+/* Layer kinds, from the tensors present (spec 10). */
+typedef enum {
+    HC_CK_NONE,
+    HC_CK_GPTQ,        /* P.qweight [K*b/32, N] + qzeros + scales (+ g_idx) */
+    HC_CK_AWQ,         /* P.qweight [K, N/8] (gemm) or [N, K/8] (gemv) */
+    HC_CK_CT_PACKED,   /* P.weight_packed I32 + weight_shape */
+    HC_CK_CT_FP4,      /* P.weight_packed U8 (nvfp4 / mxfp4) */
+    HC_CK_CT_UNPACKED, /* P.weight I8 / F8 + weight_scale (int-/float-quantized) */
+    HC_CK_MODELOPT,    /* P.weight U8 or F8 + weight_scale (+ weight_scale_2) */
+    HC_CK_FP8,         /* P.weight F8 + weight_scale_inv / weight_scale */
+    HC_CK_MXFP4        /* P_blocks + P_scales (gpt-oss expert stacks) */
+} hc_ckpt_kind;
+
+/* The layer whose weight-carrying tensor is t, if any: sets *kind and the
+ * layer prefix (module name, or "..._proj" for gpt-oss stacks). */
+int hc_ckpt_layer_of(const hc_ckpt_config *cfg, const hc_st_tensor *t, hc_ckpt_kind *kind,
+                     char *prefix, size_t prefix_len);
+
+/* Every checkpoint tensor that belongs to the layer (so it is not copied),
+ * the bias included; returns the count (at most max). */
+int hc_ckpt_layer_tensors(hc_st_model *model, hc_ckpt_kind kind, const char *prefix,
+                          const hc_st_tensor **out, int max);
+/* The layer's bias tensor (float, (E?, N)), or NULL. */
+const hc_st_tensor *hc_ckpt_layer_bias(hc_st_model *model, hc_ckpt_kind kind, const char *prefix);
+
+typedef struct {
+    hc_act_order act_order;
+    hc_format_id param_format; /* F16/BF16: where fp32 scales must go, float zero points */
+    int meta_only;             /* describe only: no codes (plan time) */
+} hc_ckpt_read_opts;
+
+/* One layer in Humming's pre form. */
+typedef struct {
+    hc_quant_result q;        /* codes NULL when meta_only */
+    int is_moe;
+    int32_t *perm;            /* act-order permute: column j of q = source column perm[j] */
+    int lossless;             /* hc_dequantize(q) == canonical source value */
+    char source_format[96];   /* e.g. "gptq uint4 g128 sym (v1 zeros)" */
+    char note[320];           /* warnings to log, "" if none */
+} hc_ckpt_layer;
+
+/* Reads one layer. HC_ERR_UNSUPPORTED for layouts that cannot be held
+ * exactly (message says why and how to requantize instead). */
+hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                       const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                       hc_error *err);
+void hc_ckpt_layer_free(hc_ckpt_layer *l);
+
+/* ---- helpers shared by the readers (hc_ckpt_common.c) ----------------- */
+
+/* The tensor "prefix" + suffix, or NULL. */
+const hc_st_tensor *hc_ckpt_find(hc_st_model *model, const char *prefix, const char *suffix);
+/* Little-endian unsigned element i of an integer tensor (1, 2, 4 or 8 bytes). */
+uint64_t hc_ckpt_uint_at(const hc_st_tensor *t, int64_t i);
+/* Value of element i of a float tensor (F16, BF16, F32, F8_E4M3, F8_E5M2,
+ * F8_E8M0/U8 as e8m0 when as_e8m0). */
+double hc_ckpt_float_at(const hc_st_tensor *t, int64_t i);
+/* 1 if t is a floating-point tensor (F16/BF16/F32). */
+int hc_ckpt_is_float_dtype(hc_dtype dt);
+
+/* Allocates q's buffers for (E, N, K), bits, NS x G scales of scale_format,
+ * zero points as desc says; codes only when with_codes. */
+hc_status hc_ckpt_alloc(hc_quant_result *q, const hc_quant_desc *d, int64_t E, int64_t N,
+                        int64_t K, int64_t NS, int64_t G, int with_codes, hc_error *err);
+/* Stores a float scale value (exactly representable in fmt) as raw bits at
+ * scale index idx of q. Returns 0, or -1 when v is not exact in q's format. */
+int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v);
+/* Picks the storage format for float scales of source dtype src: F16/BF16/
+ * E4M3/E8M0 as is; F32 -> param format if every value in vals is exact in
+ * it, else the other 16-bit format, else HC_FMT_COUNT (not representable). */
+hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format_id param);
+/* Packs unpacked codes (rows x K, one per byte) into q->codes at row offset. */
+void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
+/* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points. */
+void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z);
+/* Act-order: g_idx (K entries, groups of exactly gs members) -> permutation
+ * sorting the columns by group (stable). Returns 1 if non-trivial, 0 if
+ * g_idx[k] == k / gs everywhere, -1 (err set) if malformed. */
+int hc_ckpt_act_order_perm(const hc_st_tensor *g_idx, int64_t K, int64_t gs, int64_t G,
+                           const char *prefix, int32_t **perm_out, hc_error *err);
+/* Applies perm to the columns of unpacked codes (rows x K). */
+hc_status hc_ckpt_permute_columns(uint8_t *codes, int64_t rows, int64_t K, const int32_t *perm,
+                                  hc_error *err);
+/* Refusal for act-order layers without --act-order. */
+hc_status hc_ckpt_refuse_act_order(const char *prefix, hc_error *err);
+/* Appends a sentence to l->note. */
+void hc_ckpt_note(hc_ckpt_layer *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Per-format readers behind hc_ckpt_read. */
+hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_ct(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                          const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                          hc_error *err);
+hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model,
+                                const char *prefix, const hc_ckpt_read_opts *opts,
+                                hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+
+/* Shared by the FP8-element readers: a float8 weight [N, K] (one byte per
+ * code) with scales of one of these geometries. scale == NULL is refused.
+ *   tensor: 1 element (shape [] or [1]) -> tensor scale (float32 global)
+ *   channel: N elements ([N] or [N, 1])
+ *   group: [N, K/gs]            (gs > 0)
+ *   block: [ceil(N/bn), ceil(K/bk)] (bn, bk > 0), edge blocks partial */
+typedef struct {
+    int64_t gs, bn, bk;
+    int e8m0;                 /* U8 scales are E8M0 exponents */
+} hc_ckpt_fp8_geom;
+hc_status hc_ckpt_read_float8(const hc_st_tensor *w, const hc_st_tensor *scale,
+                              const hc_ckpt_fp8_geom *g, const hc_ckpt_read_opts *opts,
+                              hc_ckpt_layer *out, hc_error *err);
+
+#endif

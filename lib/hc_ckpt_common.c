@@ -1,0 +1,280 @@
+/* hc_ckpt_common.c - helpers shared by the quantized-checkpoint readers:
+ * element access on mapped tensors, the pre-form buffers, exact scale
+ * storage, act-order permutations, and the reader dispatch. */
+#include "hc_ckpt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const hc_st_tensor *hc_ckpt_find(hc_st_model *model, const char *prefix, const char *suffix)
+{
+    char name[4096];
+    int n = snprintf(name, sizeof name, "%s%s", prefix, suffix);
+    if (n < 0 || (size_t)n >= sizeof name) return NULL;
+    return hc_st_model_find(model, name);
+}
+
+uint64_t hc_ckpt_uint_at(const hc_st_tensor *t, int64_t i)
+{
+    int nb = hc_dtype_bits(t->dtype) / 8;
+    const unsigned char *p = (const unsigned char *)t->data + (size_t)i * (size_t)nb;
+    uint64_t v = 0;
+    for (int b = nb - 1; b >= 0; b--) v = (v << 8) | p[b];
+    return v;
+}
+
+int hc_ckpt_is_float_dtype(hc_dtype dt)
+{
+    return dt == HC_DT_F16 || dt == HC_DT_BF16 || dt == HC_DT_F32;
+}
+
+double hc_ckpt_float_at(const hc_st_tensor *t, int64_t i)
+{
+    uint64_t u = hc_ckpt_uint_at(t, i);
+    float f;
+    uint32_t u32 = (uint32_t)u;
+    switch (t->dtype) {
+    case HC_DT_F16: return hc_f16_to_f32((uint16_t)u);
+    case HC_DT_BF16: return hc_bf16_to_f32((uint16_t)u);
+    case HC_DT_F32: memcpy(&f, &u32, 4); return f;
+    case HC_DT_F8_E4M3: return hc_format_decode(HC_FMT_F8E4M3, u32);
+    case HC_DT_F8_E5M2: return hc_format_decode(HC_FMT_F8E5M2, u32);
+    case HC_DT_F8_E8M0: case HC_DT_U8: return hc_format_decode(HC_FMT_F8E8M0, u32);
+    default: return 0.0 / 0.0;
+    }
+}
+
+hc_status hc_ckpt_alloc(hc_quant_result *q, const hc_quant_desc *d, int64_t E, int64_t N,
+                        int64_t K, int64_t NS, int64_t G, int with_codes, hc_error *err)
+{
+    memset(q, 0, sizeof *q);
+    q->desc = *d;
+    q->experts = E;
+    q->n = N;
+    q->k = K;
+    q->bits = hc_format_get(d->weight_format)->bits;
+    q->group_rows = NS;
+    q->groups = G;
+    q->group_cols = K / G;
+    q->zp_float_format = HC_FMT_F16;
+    if (with_codes) {
+        q->codes = calloc((size_t)(E * N * K * q->bits / 32) + 1, sizeof *q->codes);
+        HC_CHECK_ALLOC(err, q->codes, "layer codes");
+    }
+    if (d->group_size != HC_QUANT_GROUP_TENSOR) {
+        q->scale_bytes = hc_quant_scale_bytes(d->scale_format);
+        q->scales = calloc((size_t)(E * NS * G) + 1, (size_t)q->scale_bytes);
+        HC_CHECK_ALLOC(err, q->scales, "layer scales");
+    }
+    if (d->group_size == HC_QUANT_GROUP_TENSOR || d->global_scale) {
+        q->global_scale = calloc((size_t)E, sizeof *q->global_scale);
+        HC_CHECK_ALLOC(err, q->global_scale, "global scales");
+    }
+    if (d->zero_point == HC_ZP_INT) {
+        q->zero_points = calloc((size_t)(E * NS * q->bits / 32 * G) + 1, sizeof *q->zero_points);
+        HC_CHECK_ALLOC(err, q->zero_points, "zero points");
+    }
+    if (d->zero_point == HC_ZP_FLOAT) {
+        q->zero_points_f = calloc((size_t)(E * NS * G) + 1, sizeof *q->zero_points_f);
+        HC_CHECK_ALLOC(err, q->zero_points_f, "float zero points");
+    }
+    return HC_OK;
+}
+
+/* Raw bits of v in format f if exact, else -1. */
+static int64_t encode_exact(hc_format_id f, double v)
+{
+    float x = (float)v;
+    uint32_t bits;
+    if ((double)x != v && v == v) return -1;
+    switch (f) {
+    case HC_FMT_F32: memcpy(&bits, &x, 4); return bits;
+    case HC_FMT_F16:
+        bits = hc_f32_to_f16(x);
+        return hc_f16_to_f32((uint16_t)bits) == x ? (int64_t)bits : -1;
+    case HC_FMT_BF16:
+        bits = hc_f32_to_bf16(x);
+        return hc_bf16_to_f32((uint16_t)bits) == x ? (int64_t)bits : -1;
+    default:
+        bits = hc_format_encode(f, x);
+        return hc_format_decode(f, bits) == v ? (int64_t)bits : -1;
+    }
+}
+
+int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v)
+{
+    int64_t bits = encode_exact(q->desc.scale_format, v);
+    if (bits < 0) return -1;
+    unsigned char *p = q->scales + (size_t)idx * (size_t)q->scale_bytes;
+    for (int b = 0; b < q->scale_bytes; b++) p[b] = (unsigned char)((uint64_t)bits >> (8 * b));
+    return 0;
+}
+
+static int all_exact(const hc_st_tensor *t, hc_format_id f)
+{
+    int64_t n = hc_shape_numel(t->ndim, t->shape);
+    for (int64_t i = 0; i < n; i++)
+        if (encode_exact(f, hc_ckpt_float_at(t, i)) < 0) return 0;
+    return 1;
+}
+
+hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format_id param)
+{
+    switch (src) {
+    case HC_DT_F16: return HC_FMT_F16;
+    case HC_DT_BF16: return HC_FMT_BF16;
+    case HC_DT_F8_E4M3: return HC_FMT_F8E4M3;
+    case HC_DT_F8_E5M2: return HC_FMT_F8E5M2;
+    case HC_DT_F8_E8M0: case HC_DT_U8: return HC_FMT_F8E8M0;
+    case HC_DT_F32: {
+        hc_format_id other = param == HC_FMT_BF16 ? HC_FMT_F16 : HC_FMT_BF16;
+        if (all_exact(t, param)) return param;
+        if (all_exact(t, other)) return other;
+        return HC_FMT_COUNT;
+    }
+    default: return HC_FMT_COUNT;
+    }
+}
+
+void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes)
+{
+    hc_pack_rows(codes, q->experts * q->n, q->k, q->bits, q->codes);
+}
+
+void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z)
+{
+    int64_t ns = q->group_rows, G = q->groups, wpc = ns * q->bits / 32;
+    uint8_t col[4096];
+    uint32_t words[4096];
+    uint8_t *cbuf = ns <= 4096 ? col : malloc((size_t)ns);
+    uint32_t *wbuf = wpc <= 4096 ? words : malloc((size_t)wpc * sizeof *wbuf);
+    if (!cbuf || !wbuf) { /* callers checked sizes; keep going safely */
+        if (cbuf != col) free(cbuf);
+        if (wbuf != words) free(wbuf);
+        return;
+    }
+    for (int64_t e = 0; e < q->experts; e++)
+        for (int64_t g = 0; g < G; g++) {
+            for (int64_t r = 0; r < ns; r++) cbuf[r] = z[(e * ns + r) * G + g];
+            hc_pack_rows(cbuf, 1, ns, q->bits, wbuf);
+            for (int64_t w = 0; w < wpc; w++) q->zero_points[(e * wpc + w) * G + g] = wbuf[w];
+        }
+    if (cbuf != col) free(cbuf);
+    if (wbuf != words) free(wbuf);
+}
+
+int hc_ckpt_act_order_perm(const hc_st_tensor *g_idx, int64_t K, int64_t gs, int64_t G,
+                           const char *prefix, int32_t **perm_out, hc_error *err)
+{
+    *perm_out = NULL;
+    if (g_idx == NULL) return 0;
+    if (hc_shape_numel(g_idx->ndim, g_idx->shape) != K || hc_dtype_bits(g_idx->dtype) > 64 ||
+        (g_idx->dtype != HC_DT_I32 && g_idx->dtype != HC_DT_I64))
+        return hc_error_set(err, HC_ERR_FORMAT, "%s: g_idx must be an I32/I64 tensor of K=%lld "
+                            "entries", prefix, (long long)K), -1;
+    int trivial = 1;
+    int64_t *count = calloc((size_t)G + 1, sizeof *count);
+    if (!count) return hc_error_set(err, HC_ERR_NOMEM, "out of memory (g_idx)"), -1;
+    for (int64_t k = 0; k < K; k++) {
+        int64_t g = (int64_t)(int32_t)hc_ckpt_uint_at(g_idx, k);
+        if (g_idx->dtype == HC_DT_I64) g = (int64_t)hc_ckpt_uint_at(g_idx, k);
+        if (g < 0 || g >= G) {
+            free(count);
+            return hc_error_set(err, HC_ERR_FORMAT, "%s: g_idx[%lld] = %lld is outside 0..%lld",
+                                prefix, (long long)k, (long long)g, (long long)G - 1), -1;
+        }
+        count[g]++;
+        if (g != k / gs) trivial = 0;
+    }
+    if (trivial) { free(count); return 0; }
+    for (int64_t g = 0; g < G; g++)
+        if (count[g] != gs) {
+            long long c = count[g];
+            free(count);
+            return hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: act-order group %lld has %lld "
+                                "members, not the group size %lld; its groups cannot be made "
+                                "contiguous", prefix, (long long)g, c, (long long)gs), -1;
+        }
+    /* counting sort, stable: start offsets per group */
+    int64_t acc = 0;
+    for (int64_t g = 0; g < G; g++) { int64_t c = count[g]; count[g] = acc; acc += c; }
+    int32_t *perm = malloc((size_t)K * sizeof *perm);
+    if (!perm) { free(count); return hc_error_set(err, HC_ERR_NOMEM, "out of memory (perm)"), -1; }
+    for (int64_t k = 0; k < K; k++) {
+        int64_t g = g_idx->dtype == HC_DT_I64 ? (int64_t)hc_ckpt_uint_at(g_idx, k)
+                                              : (int64_t)(int32_t)hc_ckpt_uint_at(g_idx, k);
+        perm[count[g]++] = (int32_t)k;
+    }
+    free(count);
+    *perm_out = perm;
+    return 1;
+}
+
+hc_status hc_ckpt_permute_columns(uint8_t *codes, int64_t rows, int64_t K, const int32_t *perm,
+                                  hc_error *err)
+{
+    uint8_t *tmp = malloc((size_t)K);
+    HC_CHECK_ALLOC(err, tmp, "permutation row");
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = codes + r * K;
+        for (int64_t j = 0; j < K; j++) tmp[j] = row[perm[j]];
+        memcpy(row, tmp, (size_t)K);
+    }
+    free(tmp);
+    return HC_OK;
+}
+
+hc_status hc_ckpt_refuse_act_order(const char *prefix, hc_error *err)
+{
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: act-order checkpoint (desc_act / g_idx: input "
+            "channels are not in group order); Humming needs contiguous groups. Use "
+            "--act-order permute (lossless: K is permuted so groups are contiguous and the "
+            "permutation is written as %s.input_perm, int32, which the runtime must apply to "
+            "the activations: x[:, input_perm]) or --act-order requant (dequantize exactly and "
+            "requantize with contiguous groups)", prefix, prefix);
+}
+
+void hc_ckpt_note(hc_ckpt_layer *l, const char *fmt, ...)
+{
+    size_t used = strlen(l->note);
+    if (used && used + 2 < sizeof l->note) {
+        strcat(l->note, "; ");
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->note + used, sizeof l->note - used, fmt, ap);
+    va_end(ap);
+}
+
+void hc_ckpt_layer_free(hc_ckpt_layer *l)
+{
+    if (!l) return;
+    hc_quant_result_free(&l->q);
+    free(l->perm);
+    memset(l, 0, sizeof *l);
+}
+
+hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                       const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                       hc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->lossless = 1;
+    hc_status st;
+    switch (kind) {
+    case HC_CK_GPTQ: st = hc_ckpt_read_gptq(cfg, model, prefix, opts, out, err); break;
+    case HC_CK_AWQ: st = hc_ckpt_read_awq(cfg, model, prefix, opts, out, err); break;
+    case HC_CK_CT_PACKED: case HC_CK_CT_FP4: case HC_CK_CT_UNPACKED:
+        st = hc_ckpt_read_ct(cfg, model, kind, prefix, opts, out, err);
+        break;
+    case HC_CK_MODELOPT: st = hc_ckpt_read_modelopt(cfg, model, prefix, opts, out, err); break;
+    case HC_CK_MXFP4: st = hc_ckpt_read_mxfp4(cfg, model, prefix, opts, out, err); break;
+    case HC_CK_FP8: st = hc_ckpt_read_fp8(cfg, model, prefix, opts, out, err); break;
+    default: st = hc_error_set(err, HC_ERR_INTERNAL, "%s: unknown layer kind", prefix);
+    }
+    if (st != HC_OK) hc_ckpt_layer_free(out);
+    return st;
+}

@@ -1,0 +1,165 @@
+/* hc_ckpt_fp8.c - float8-element weights with tensor, channel, group (incl.
+ * E8M0 MXFP8) or block scales, shared by compressed-tensors float-quantized,
+ * ModelOpt FP8 and quant_method "fp8" (DeepSeek-V3 style 128x128 blocks
+ * with weight_scale_inv, a multiplier despite its name; formats spec 8).
+ *
+ * Block scales: blocks are indexed n / bn, k / bk (edge blocks partial; the
+ * block size is never derived from shape ratios). Humming's block scales are
+ * float32 with blocks that divide N and K, so a grid of gcd(bn, N) x
+ * gcd(bk, K) is used, each fine block repeating its source block's scale:
+ * lossless. When gcd(bn, N) < 64 (Humming's minimum block height) the scales
+ * are expanded per row into group scales if they are exact in 16 bits. */
+#include "hc_ckpt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) { int64_t t = a % b; a = b; b = t; }
+    return a;
+}
+
+static hc_status check_e8m0(const hc_st_tensor *s, const char *what, hc_error *err)
+{
+    int64_t n = hc_shape_numel(s->ndim, s->shape);
+    for (int64_t i = 0; i < n; i++)
+        if (hc_ckpt_uint_at(s, i) == 0xFF)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: E8M0 scale byte 0xFF (NaN) at element %lld; a NaN "
+                    "scale makes its whole block NaN, refused", what, (long long)i);
+    return HC_OK;
+}
+
+static hc_status copy_codes(const hc_st_tensor *w, hc_quant_result *q)
+{
+    memcpy(q->codes, w->data, w->nbytes); /* 8-bit codes: the byte stream is the row stream */
+    return HC_OK;
+}
+
+/* Block scales (RB x CB source grid) as float32 fine blocks, or per-row group scales. */
+static hc_status read_blocks(const hc_st_tensor *w, const hc_st_tensor *s, int64_t N, int64_t K,
+                             const hc_ckpt_fp8_geom *g, const hc_ckpt_read_opts *opts,
+                             hc_quant_desc *d, hc_ckpt_layer *out, hc_error *err)
+{
+    int64_t RB = (N + g->bn - 1) / g->bn, CB = (K + g->bk - 1) / g->bk;
+    if (hc_shape_numel(s->ndim, s->shape) != RB * CB)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: block scales for a [%lld, %lld] weight with %lldx%lld "
+                "blocks must hold ceil(N/bn) x ceil(K/bk) = %lld x %lld values", s->name,
+                (long long)N, (long long)K, (long long)g->bn, (long long)g->bk, (long long)RB,
+                (long long)CB);
+    int64_t gn = gcd64(g->bn, N), gk = gcd64(g->bk, K);
+    int per_row = gn < 64;
+    if (per_row) {
+        d->scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+        if (d->scale_format == HC_FMT_COUNT)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N=%lld leaves %lld-row edge blocks (Humming "
+                    "block scales need blocks of >= 64 rows dividing N) and the float32 scales "
+                    "are not exact in 16 bits for per-row group scales; requantize with "
+                    "--format", s->name, (long long)N, (long long)gn);
+        d->group_size = (int)gk;
+        d->group_size_n = 0;
+    } else {
+        d->scale_format = HC_FMT_F32;
+        d->group_size = (int)gk;
+        d->group_size_n = (int)gn;
+    }
+    int64_t NS = per_row ? N : N / gn, G = K / gk;
+    HC_TRY(hc_ckpt_alloc(&out->q, d, 1, N, K, NS, G, !opts->meta_only, err));
+    for (int64_t i = 0; i < NS; i++)
+        for (int64_t j = 0; j < G; j++) {
+            int64_t n = per_row ? i : i * gn, k = j * gk;
+            hc_ckpt_put_scale(&out->q, i * G + j, hc_ckpt_float_at(s, (n / g->bn) * CB + k / g->bk));
+        }
+    if (!opts->meta_only) copy_codes(w, &out->q);
+    if (gn != g->bn || gk != g->bk)
+        hc_ckpt_note(out, "%lldx%lld source blocks held as %s%lldx%lld blocks (partial edge "
+                     "blocks)", (long long)g->bn, (long long)g->bk, per_row ? "per-row " : "",
+                     (long long)(per_row ? 1 : gn), (long long)gk);
+    return HC_OK;
+}
+
+hc_status hc_ckpt_read_float8(const hc_st_tensor *w, const hc_st_tensor *s,
+                              const hc_ckpt_fp8_geom *g, const hc_ckpt_read_opts *opts,
+                              hc_ckpt_layer *out, hc_error *err)
+{
+    if (w->ndim != 2 || (w->dtype != HC_DT_F8_E4M3 && w->dtype != HC_DT_F8_E5M2))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: expected a 2-D F8_E4M3 / F8_E5M2 weight", w->name);
+    if (s == NULL)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: FP8 weight without a scale tensor (weight_scale / "
+                "weight_scale_inv); reading it as plain float8 would give wrong weights, "
+                "refused", w->name);
+    int64_t N = w->shape[0], K = w->shape[1], ns = hc_shape_numel(s->ndim, s->shape);
+    hc_quant_desc d = {.weight_format = w->dtype == HC_DT_F8_E4M3 ? HC_FMT_F8E4M3 : HC_FMT_F8E5M2};
+    if (g->bn > 0 && g->bk > 0) return read_blocks(w, s, N, K, g, opts, &d, out, err);
+    if (ns == 1 && g->gs <= 0) { /* per tensor: a float32 global scale, exact */
+        d.group_size = HC_QUANT_GROUP_TENSOR;
+        HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, 1, !opts->meta_only, err));
+        out->q.global_scale[0] = (float)hc_ckpt_float_at(s, 0);
+        if ((double)out->q.global_scale[0] != hc_ckpt_float_at(s, 0))
+            HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale not exact in float32", s->name);
+    } else if (g->gs <= 0) {
+        if (ns != N)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: per-channel scales must hold N=%lld values (got "
+                    "%lld)", s->name, (long long)N, (long long)ns);
+        d.group_size = HC_QUANT_GROUP_CHANNEL;
+        d.scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+        if (d.scale_format == HC_FMT_COUNT)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 per-channel scales are not exact in "
+                    "float16 / bfloat16 (Humming's channel scales); requantize with --format",
+                    s->name);
+        HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, 1, !opts->meta_only, err));
+        for (int64_t n = 0; n < N; n++) hc_ckpt_put_scale(&out->q, n, hc_ckpt_float_at(s, n));
+    } else {
+        int64_t G = K / g->gs;
+        if (K % g->gs || ns != N * G)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: group-%lld scales must be [N, K/%lld] = [%lld, "
+                    "%lld]", s->name, (long long)g->gs, (long long)g->gs, (long long)N,
+                    (long long)G);
+        if (g->e8m0) HC_TRY(check_e8m0(s, s->name, err));
+        d.group_size = (int)g->gs;
+        d.scale_format = g->e8m0 ? HC_FMT_F8E8M0
+                                 : hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+        if (d.scale_format == HC_FMT_COUNT)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 group scales not exact in 16 bits; "
+                    "requantize with --format", s->name);
+        HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
+        for (int64_t i = 0; i < N * G; i++) {
+            if (g->e8m0) out->q.scales[i] = (uint8_t)hc_ckpt_uint_at(s, i);
+            else hc_ckpt_put_scale(&out->q, i, hc_ckpt_float_at(s, i));
+        }
+    }
+    if (!opts->meta_only) copy_codes(w, &out->q);
+    return HC_OK;
+}
+
+hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+{
+    const hc_st_tensor *w = hc_ckpt_find(model, prefix, ".weight");
+    const hc_st_tensor *si = hc_ckpt_find(model, prefix, ".weight_scale_inv");
+    const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
+    hc_ckpt_fp8_geom g = {0};
+    if (si) {
+        if (cfg->block[0] <= 0 || cfg->block[1] <= 0)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_inv: present but config.json has no "
+                    "weight_block_size", prefix);
+        if (si->dtype != HC_DT_F32 && !hc_ckpt_is_float_dtype(si->dtype))
+            HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_inv: expected float", prefix);
+        g.bn = cfg->block[0];
+        g.bk = cfg->block[1];
+        HC_TRY(hc_ckpt_read_float8(w, si, &g, opts, out, err));
+        snprintf(out->source_format, sizeof out->source_format,
+                 "fp8 e4m3 %lldx%lld blocks (weight_scale_inv multiplier)", (long long)g.bn,
+                 (long long)g.bk);
+        return HC_OK;
+    }
+    if (cfg->block[0] > 0 && s && hc_shape_numel(s->ndim, s->shape) > 1) {
+        g.bn = cfg->block[0];
+        g.bk = cfg->block[1];
+    }
+    HC_TRY(hc_ckpt_read_float8(w, s, &g, opts, out, err));
+    snprintf(out->source_format, sizeof out->source_format, "fp8 %s",
+             out->q.desc.group_size == HC_QUANT_GROUP_TENSOR ? "per-tensor" : "scaled");
+    return HC_OK;
+}

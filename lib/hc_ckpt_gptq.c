@@ -1,0 +1,211 @@
+/* hc_ckpt_gptq.c - GPTQ (formats spec 3): qweight packed along K as one
+ * little-endian bit stream per column (3-bit fields straddle words), qzeros
+ * packed along N, scales [G, N], optional g_idx. Zero points: v1
+ * ("gptq", stored = zero - 1) or gptq_v2 (stored = zero), with the common
+ * mislabelled case (v1 label, v2 zeros) detected for symmetric files.
+ *
+ * Humming form: codes uintB row-packed along K (the same bit stream, one row
+ * per output channel), symmetric -> no zero point (implicit 2^(b-1)),
+ * otherwise integer zero points packed along N, or float zero points when a
+ * true zero is 2^b (a v1 stored field of all ones) which b bits cannot hold. */
+#include "hc_ckpt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Field of `bits` bits at bit position pos of the bit stream formed by the
+ * words of column col (rows in increasing order) of a [rows, cols] tensor of
+ * W-bit words. */
+static uint32_t col_field(const hc_st_tensor *t, int64_t cols, int64_t col, int64_t pos, int bits)
+{
+    int W = hc_dtype_bits(t->dtype);
+    uint32_t v = 0;
+    for (int i = 0; i < bits; i++) {
+        int64_t p = pos + i;
+        uint64_t word = hc_ckpt_uint_at(t, (p / W) * cols + col);
+        v |= (uint32_t)((word >> (p % W)) & 1u) << i;
+    }
+    return v;
+}
+
+/* Field of a row bit stream: element (row, pos) of a [rows, cols] tensor. */
+static uint32_t row_field(const hc_st_tensor *t, int64_t cols, int64_t row, int64_t pos, int bits)
+{
+    int W = hc_dtype_bits(t->dtype);
+    uint32_t v = 0;
+    for (int i = 0; i < bits; i++) {
+        int64_t p = pos + i;
+        uint64_t word = hc_ckpt_uint_at(t, row * cols + p / W);
+        v |= (uint32_t)((word >> (p % W)) & 1u) << i;
+    }
+    return v;
+}
+
+static int is_int_words(hc_dtype dt)
+{
+    return dt == HC_DT_I32 || dt == HC_DT_I16 || dt == HC_DT_I8 || dt == HC_DT_I64 ||
+           dt == HC_DT_U32 || dt == HC_DT_U8 || dt == HC_DT_U16 || dt == HC_DT_U64;
+}
+
+/* Decoded stored zero fields, [G, N]. */
+static hc_status read_zeros(const hc_st_tensor *qz, int64_t G, int64_t N, int b, uint8_t **out,
+                            const char *prefix, hc_error *err)
+{
+    int W = hc_dtype_bits(qz->dtype);
+    if (!is_int_words(qz->dtype) || qz->ndim != 2 || qz->shape[0] != G ||
+        qz->shape[1] * W < N * b)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.qzeros: expected integer words [%lld, %lld*%d/%d]",
+                prefix, (long long)G, (long long)N, b, W);
+    uint8_t *z = malloc((size_t)(G * N) + 1);
+    HC_CHECK_ALLOC(err, z, "GPTQ zeros");
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t n = 0; n < N; n++) z[g * N + n] = (uint8_t)row_field(qz, qz->shape[1], g, n * b, b);
+    *out = z;
+    return HC_OK;
+}
+
+/* 1 if every stored zero equals v. */
+static int all_equal(const uint8_t *z, int64_t count, int v)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (z[i] != v) return 0;
+    return 1;
+}
+
+hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+{
+    const hc_st_tensor *qw = hc_ckpt_find(model, prefix, ".qweight");
+    const hc_st_tensor *qz = hc_ckpt_find(model, prefix, ".qzeros");
+    const hc_st_tensor *sc = hc_ckpt_find(model, prefix, ".scales");
+    const hc_st_tensor *gi = hc_ckpt_find(model, prefix, ".g_idx");
+    int b = cfg->bits;
+    if (hc_ckpt_find(model, prefix, ".zeros"))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.zeros: very old GPTQ-for-LLaMa float zeros are not "
+                "read", prefix);
+    if (!qw || !sc || !is_int_words(qw->dtype) || qw->ndim != 2 || !hc_ckpt_is_float_dtype(sc->dtype) ||
+        sc->ndim != 2)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: GPTQ layer needs qweight (integer words [K*b/W, N]) "
+                "and float scales [G, N]", prefix);
+    int W = hc_dtype_bits(qw->dtype);
+    int64_t N = qw->shape[1], K = qw->shape[0] * W / b;
+    if (qw->shape[0] * W % b != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.qweight: %lld rows of %d-bit words are not whole %d-bit "
+                "codes", prefix, (long long)qw->shape[0], W, b);
+    int64_t gs = cfg->group_size > 0 ? cfg->group_size : K;
+    int64_t G = sc->shape[0];
+    if (sc->shape[1] != N || G != (K + gs - 1) / gs)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.scales: expected [%lld, %lld] for group size %lld, got "
+                "[%lld, %lld]", prefix, (long long)((K + gs - 1) / gs), (long long)N,
+                (long long)cfg->group_size, (long long)sc->shape[0], (long long)sc->shape[1]);
+    if (K % gs != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K=%lld is not a multiple of the group size %lld "
+                "(a partial last group cannot be held by Humming's group scales)", prefix,
+                (long long)K, (long long)gs);
+    if (K * b % 32 != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K*%d must be a multiple of 32 (K=%lld)", prefix, b,
+                (long long)K);
+    if (!qz)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.qzeros: missing", prefix);
+
+    /* zero points: v1 / v2, mislabel detection */
+    uint8_t *zs = NULL;
+    HC_TRY(read_zeros(qz, G, N, b, &zs, prefix, err));
+    int half = 1 << (b - 1), v2 = cfg->gptq_v2;
+    const char *label = v2 ? "gptq_v2" : "gptq (v1)";
+    if (cfg->sym) {
+        if (!v2 && all_equal(zs, G * N, half)) {
+            v2 = 1;
+            hc_ckpt_note(out, "checkpoint_format says \"gptq\" (v1) but every qzeros field is "
+                         "%d = 2^(bits-1): mislabelled gptq_v2 zeros, read as v2 (reading them "
+                         "as v1 would shift every weight by one scale step)", half);
+        } else if (v2 && all_equal(zs, G * N, half - 1)) {
+            v2 = 0;
+            hc_ckpt_note(out, "checkpoint_format says \"gptq_v2\" but every qzeros field is %d "
+                         "= 2^(bits-1)-1: v1 zeros, read as v1", half - 1);
+        }
+    }
+    int off = v2 ? 0 : 1, need_zp = 0, overflow = 0;
+    for (int64_t i = 0; i < G * N; i++) {
+        int z = zs[i] + off;
+        if (z != half) need_zp = 1;
+        if (z > (1 << b) - 1) overflow = 1;
+    }
+    if (cfg->sym && need_zp)
+        hc_ckpt_note(out, "sym=true but qzeros are not the symmetric constant: zero points "
+                     "kept as stored (%s)", v2 ? "v2" : "v1, +1");
+    if (overflow)
+        hc_ckpt_note(out, "a v1 qzeros field is %d (true zero %d does not fit %d bits; "
+                     "AutoGPTQ's -1 overflow): float zero points used, as the CUDA kernels "
+                     "compute", (1 << b) - 1, 1 << b, b);
+
+    /* act-order */
+    int32_t *perm = NULL;
+    int ao = cfg->group_size > 0 ? hc_ckpt_act_order_perm(gi, K, gs, G, prefix, &perm, err) : 0;
+    if (ao < 0) { free(zs); return err ? err->status : HC_ERR_FORMAT; }
+    if (ao && opts->act_order == HC_ACT_ORDER_REFUSE) {
+        free(zs);
+        free(perm);
+        return hc_ckpt_refuse_act_order(prefix, err);
+    }
+
+    hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
+                       .scale_format = hc_ckpt_scale_format(sc->dtype, sc, opts->param_format),
+                       .group_size = cfg->group_size > 0 ? (int)gs : HC_QUANT_GROUP_CHANNEL,
+                       .zero_point = !need_zp ? HC_ZP_NONE : overflow ? HC_ZP_FLOAT : HC_ZP_INT};
+    hc_status st = HC_OK;
+    if (d.scale_format == HC_FMT_COUNT)
+        st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s.scales: float32 scales that are not "
+                          "exact in float16 or bfloat16 cannot be held losslessly; requantize "
+                          "with --format", prefix);
+    if (st == HC_OK && d.zero_point == HC_ZP_INT && N * b % 32 != 0)
+        st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for "
+                          "N-packed zero points (N=%lld)", prefix, b, (long long)N);
+    if (st == HC_OK) st = hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err);
+    if (st != HC_OK) { free(zs); free(perm); return st; }
+    hc_quant_result *q = &out->q;
+    q->zp_float_format = opts->param_format;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t n = 0; n < N; n++)
+            hc_ckpt_put_scale(q, n * G + g, hc_ckpt_float_at(sc, g * N + n));
+    if (d.zero_point != HC_ZP_NONE) {
+        uint8_t *zt = malloc((size_t)(N * G) + 1);
+        if (!zt) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory (zeros)");
+        for (int64_t g = 0; zt && g < G; g++)
+            for (int64_t n = 0; n < N; n++) {
+                int z = zs[g * N + n] + off;
+                if (d.zero_point == HC_ZP_FLOAT)
+                    q->zero_points_f[n * G + g] = opts->param_format == HC_FMT_BF16
+                                                      ? hc_f32_to_bf16((float)z)
+                                                      : hc_f32_to_f16((float)z);
+                else
+                    zt[n * G + g] = (uint8_t)z;
+            }
+        if (zt && d.zero_point == HC_ZP_INT) hc_ckpt_pack_zeros(q, zt);
+        free(zt);
+    }
+    free(zs);
+    if (st == HC_OK && !opts->meta_only) {
+        uint8_t *codes = malloc((size_t)(N * K) + 1);
+        if (!codes) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory (GPTQ codes)");
+        for (int64_t n = 0; codes && n < N; n++)
+            for (int64_t k = 0; k < K; k++) codes[n * K + k] = (uint8_t)col_field(qw, N, n, k * b, b);
+        if (codes && perm) st = hc_ckpt_permute_columns(codes, N, K, perm, err);
+        if (codes && st == HC_OK) hc_ckpt_pack_codes(q, codes);
+        free(codes);
+    }
+    out->perm = perm;
+    snprintf(out->source_format, sizeof out->source_format, "gptq uint%d %s%s %s%s", b,
+             cfg->group_size > 0 ? "g" : "channel", cfg->group_size > 0 ? "" : "",
+             cfg->sym ? "sym" : "asym", v2 ? " (v2 zeros)" : " (v1 zeros)");
+    if (cfg->group_size > 0) {
+        char g[24];
+        snprintf(g, sizeof g, "g%lld", (long long)gs);
+        snprintf(out->source_format, sizeof out->source_format, "gptq uint%d %s %s %s%s", b, g,
+                 cfg->sym ? "sym" : "asym", v2 ? "v2 zeros" : "v1 zeros",
+                 ao ? " act-order" : "");
+    }
+    (void)label;
+    return st;
+}

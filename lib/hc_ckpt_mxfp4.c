@@ -1,0 +1,45 @@
+/* hc_ckpt_mxfp4.c - gpt-oss MXFP4 expert stacks (formats spec 7.1):
+ * P_blocks U8 [E, N, K/32, 16] (the [K/2] bytes of each row, low nibble =
+ * even k) and P_scales U8 [E, N, K/32] E8M0 (2^(b-127); 0 is 2^-127, 0xFF is
+ * NaN and refused). Humming: float4e2m1 codes, float8e8m0 group-32 scales,
+ * byte for byte. Rows are kept in the checkpoint's order: for gate_up_proj
+ * that is gpt-oss's interleave (even rows gate, odd rows up), recorded in the
+ * layer record. */
+#include "hc_ckpt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+{
+    (void)cfg;
+    const hc_st_tensor *b = hc_ckpt_find(model, prefix, "_blocks");
+    const hc_st_tensor *s = hc_ckpt_find(model, prefix, "_scales");
+    if (!s || (s->dtype != HC_DT_U8 && s->dtype != HC_DT_F8_E8M0))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s_scales: missing or not U8 / F8_E8M0", prefix);
+    int moe = b->ndim == 4;
+    if ((b->ndim != 4 && b->ndim != 3) || b->shape[b->ndim - 1] != 16 || s->ndim != b->ndim - 1)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s_blocks: expected U8 [E?, N, K/32, 16]", prefix);
+    for (int i = 0; i < s->ndim; i++)
+        if (s->shape[i] != b->shape[i])
+            HC_FAIL(err, HC_ERR_FORMAT, "%s_scales: shape does not match the blocks [E?, N, K/32]",
+                    prefix);
+    int64_t E = moe ? b->shape[0] : 1, N = b->shape[b->ndim - 3], G = b->shape[b->ndim - 2];
+    int64_t K = G * 32, count = E * N * G;
+    for (int64_t i = 0; i < count; i++)
+        if (hc_ckpt_uint_at(s, i) == 0xFF)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s_scales: E8M0 byte 0xFF (NaN) at element %lld; "
+                    "refused", prefix, (long long)i);
+    hc_quant_desc d = {.weight_format = HC_FMT_F4E2M1, .scale_format = HC_FMT_F8E8M0,
+                       .group_size = 32};
+    HC_TRY(hc_ckpt_alloc(&out->q, &d, E, N, K, N, G, !opts->meta_only, err));
+    memcpy(out->q.scales, s->data, s->nbytes);
+    if (!opts->meta_only) memcpy(out->q.codes, b->data, b->nbytes);
+    out->is_moe = moe;
+    const char *base = strrchr(prefix, '.');
+    int gate_up = base && strstr(base, "gate_up") != NULL;
+    snprintf(out->source_format, sizeof out->source_format, "mxfp4 (gpt-oss)%s",
+             gate_up ? ", gate/up rows interleaved (even gate, odd up)" : "");
+    return HC_OK;
+}

@@ -1,0 +1,301 @@
+/* hc_convert_quantized.c - already-quantized inputs (hc_ckpt.h): finding the
+ * layers by tensor presence, deciding lossless repack vs requantization,
+ * and producing each layer's pre-repack tensors at write time.
+ *
+ * Lossless repack is the default (no --format / recipe), and also whenever
+ * the requested target equals the source format. Otherwise, and for
+ * --act-order requant, the layer is dequantized exactly to float32 (one
+ * rounding of the exact product) and quantized by the float path's
+ * quantizer. Float weights of a quantized checkpoint (skipped modules,
+ * layers the producer left unquantized) are copied unchanged unless a
+ * target was given and the module is not in the checkpoint's skip list. */
+#include "hc_convert_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_ckpt.h"
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static hc_status ask_target(const hc_convert_options *opts, hc_conv_layer *L, hc_error *err)
+{
+    int skip = 0;
+    if (opts->choose_target(opts->choose_ctx, L->prefix, &L->target, &skip, L->why,
+                            sizeof L->why, err) != HC_OK)
+        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    L->has_choice = 1;
+    L->skip_target = skip;
+    return HC_OK;
+}
+
+static hc_status add_quant_layer(const hc_convert_options *opts, hc_conv_plan *plan,
+                                 hc_ckpt_kind kind, const char *prefix, hc_error *err)
+{
+    hc_conv_layer *L = &plan->layers[plan->n_layers];
+    memset(L, 0, sizeof *L);
+    L->kind = HC_SRC_QUANTIZED;
+    L->ck_kind = kind;
+    L->prefix = strdup(prefix);
+    L->src = calloc(16, sizeof *L->src);
+    if (!L->prefix || !L->src) {
+        free(L->prefix);
+        free(L->src);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory planning %s", prefix);
+    }
+    plan->n_layers++;
+    L->n_src = hc_ckpt_layer_tensors(plan->model, kind, prefix, L->src, 16);
+    L->pre[HC_ROLE_BIAS] = hc_ckpt_layer_bias(plan->model, kind, prefix);
+    if (hc_ckpt_is_skipped(plan->ckpt, prefix))
+        hc_conv_log(opts, "note: %s is in the checkpoint's skip list but holds quantized "
+                    "tensors; the tensors decide (converted as quantized)", prefix);
+    if (opts->has_target && opts->choose_target) HC_TRY(ask_target(opts, L, err));
+    return HC_OK;
+}
+
+/* A float 2-D "P.weight" that is not part of a quantized layer. */
+static hc_status maybe_float_layer(const hc_convert_options *opts, hc_conv_plan *plan,
+                                   const hc_st_tensor *t, int *kept, hc_error *err)
+{
+    *kept = 0;
+    if (!opts->has_target || !opts->choose_target || t->ndim != 2 ||
+        !hc_ckpt_is_float_dtype(t->dtype) || !ends_with(t->name, ".weight"))
+        return HC_OK;
+    size_t plen = strlen(t->name) - 7;
+    char *prefix = strndup(t->name, plen);
+    HC_CHECK_ALLOC(err, prefix, "layer name");
+    if (hc_ckpt_is_skipped(plan->ckpt, prefix)) { /* honoured: stays as stored */
+        free(prefix);
+        return HC_OK;
+    }
+    hc_conv_layer *L = &plan->layers[plan->n_layers];
+    memset(L, 0, sizeof *L);
+    L->kind = HC_SRC_FLOAT;
+    L->prefix = prefix;
+    L->pre[HC_ROLE_WEIGHT] = t;
+    char bias[4096];
+    snprintf(bias, sizeof bias, "%s.bias", prefix);
+    const hc_st_tensor *b = hc_st_model_find(plan->model, bias);
+    if (b && hc_ckpt_is_float_dtype(b->dtype) && b->ndim == 1) L->pre[HC_ROLE_BIAS] = b;
+    int skip = 0;
+    hc_status st = opts->choose_target(opts->choose_ctx, prefix, &L->target, &skip, L->why,
+                                       sizeof L->why, err);
+    if (st != HC_OK || skip) {
+        free(L->prefix);
+        memset(L, 0, sizeof *L);
+        return st == HC_OK ? HC_OK : hc_error_prefix(err, "layer %s: ", t->name);
+    }
+    plan->n_layers++;
+    *kept = 1;
+    return HC_OK;
+}
+
+/* Tensors that belong to a quantized layer but do not carry it. */
+static int is_part_of_quant_layer(hc_st_model *model, const hc_ckpt_config *c,
+                                  const hc_st_tensor *t)
+{
+    if (!ends_with(t->name, ".weight")) return 0;
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%.*s", (int)(strlen(t->name) - 7), t->name);
+    (void)c; /* CT: P.weight next to P.weight_packed is never a float layer */
+    return hc_ckpt_find(model, prefix, ".weight_packed") != NULL;
+}
+
+hc_status hc_conv_find_quantized(const hc_convert_options *opts, hc_st_model *model,
+                                 hc_conv_plan *plan, int *layer_of, hc_error *err)
+{
+    plan->model = model;
+    size_t count = hc_st_model_count(model);
+    for (size_t i = 0; i < count; i++) {
+        const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
+        hc_ckpt_kind kind;
+        char prefix[4096];
+        if (hc_ckpt_layer_of(plan->ckpt, t, &kind, prefix, sizeof prefix)) {
+            HC_TRY(add_quant_layer(opts, plan, kind, prefix, err));
+            layer_of[i] = plan->n_layers - 1;
+            continue;
+        }
+        if (is_part_of_quant_layer(model, plan->ckpt, t)) continue;
+        int kept = 0;
+        HC_TRY(maybe_float_layer(opts, plan, t, &kept, err));
+        if (kept) layer_of[i] = plan->n_layers - 1;
+    }
+    return HC_OK;
+}
+
+static hc_scale_type desc_scale_type(const hc_quant_desc *d)
+{
+    if (d->group_size_n > 1) return HC_SCALE_BLOCK;
+    if (d->group_size == HC_QUANT_GROUP_TENSOR) return HC_SCALE_TENSOR;
+    if (d->global_scale) return HC_SCALE_GROUP_TENSOR;
+    return d->group_size == HC_QUANT_GROUP_CHANNEL ? HC_SCALE_CHANNEL : HC_SCALE_GROUP;
+}
+
+/* The source format as a target (used for --act-order requant without --format). */
+static hc_target source_target(const hc_quant_desc *d, hc_format_id act)
+{
+    hc_target t = {.weight_format = d->weight_format, .scale_format = d->scale_format,
+                   .group_size = d->group_size == HC_QUANT_GROUP_CHANNEL ? 0 : d->group_size,
+                   .group_size_n = d->group_size_n,
+                   .zero_point = d->zero_point == HC_ZP_INT     ? HC_TARGET_ZP_INT
+                                 : d->zero_point == HC_ZP_FLOAT ? HC_TARGET_ZP_FLOAT
+                                                                : HC_TARGET_ZP_NONE,
+                   .global_scale = d->global_scale, .activation = act};
+    return t;
+}
+
+static hc_format_id stored(hc_format_id f)
+{
+    const hc_format_info *fi = hc_format_get(f);
+    return fi->kind == HC_KIND_INT ? (hc_format_id)(HC_FMT_UINT1 + fi->bits - 1) : f;
+}
+
+/* 1 if target t describes exactly the source's stored format. */
+static int same_format(const hc_target *t, const hc_quant_desc *d)
+{
+    hc_target s = source_target(d, t->activation);
+    return stored(t->weight_format) == d->weight_format && t->group_size == s.group_size &&
+           (t->group_size_n > 1 ? t->group_size_n : 0) == s.group_size_n &&
+           t->zero_point == s.zero_point && (t->global_scale != 0) == (s.global_scale != 0) &&
+           (d->group_size == HC_QUANT_GROUP_TENSOR || t->scale_format == d->scale_format);
+}
+
+static hc_status make_perm_tensor(hc_conv_layer *L, int32_t *perm, int64_t K, hc_error *err)
+{
+    hc_st_tensor *x = calloc(1, sizeof *x);
+    char *name = malloc(strlen(L->prefix) + 16);
+    if (!x || !name) {
+        free(x);
+        free(name);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory (input_perm)");
+    }
+    sprintf(name, "%s.input_perm", L->prefix);
+    x->name = name;
+    x->file = "";
+    x->dtype = HC_DT_I32;
+    x->ndim = 1;
+    x->shape[0] = K;
+    x->data = perm; /* little-endian int32 on the hosts we build for */
+    x->nbytes = (size_t)K * 4;
+    L->extra = x;
+    return HC_OK;
+}
+
+static hc_ckpt_read_opts read_opts(const hc_convert_options *opts, const hc_conv_plan *plan,
+                                   int meta_only)
+{
+    hc_ckpt_read_opts r = {.act_order = (hc_act_order)opts->act_order,
+                           .param_format = plan->param_format, .meta_only = meta_only};
+    return r;
+}
+
+hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
+                                       hc_conv_layer *L, hc_error *err)
+{
+    hc_ckpt_layer cl;
+    hc_ckpt_read_opts ro = read_opts(opts, plan, 1);
+    if (hc_ckpt_read(plan->ckpt, plan->model, (hc_ckpt_kind)L->ck_kind, L->prefix, &ro, &cl,
+                     err) != HC_OK)
+        return hc_error_prefix(err, "%s (%s): ", opts->in_dir,
+                               hc_ckpt_method_name(plan->ckpt->method));
+    snprintf(L->source_format, sizeof L->source_format, "%s", cl.source_format);
+    snprintf(L->note, sizeof L->note, "%s", cl.note);
+    const hc_quant_desc *d = &cl.q.desc;
+    int64_t E = cl.q.experts, N = cl.q.n, K = cl.q.k;
+    hc_format_id act = plan->activation;
+    int want_target = L->has_choice && !L->skip_target;
+    if (want_target) {
+        L->target = hc_target_resolve(L->target, plan->param_format);
+        act = L->target.activation;
+    }
+    L->requant = (want_target && !same_format(&L->target, d)) ||
+                 (cl.perm && opts->act_order == HC_ACT_ORDER_REQUANT);
+    hc_status st = HC_OK;
+    if (L->requant) {
+        if (!want_target) L->target = source_target(d, act);
+        hc_conv_target_config(opts, plan, &L->target, &L->cfg);
+        L->has_zero = L->cfg.has_zero_point;
+        L->has_global = L->target.global_scale || L->target.group_size < 0;
+        L->lossless = 0;
+        free(cl.perm); /* requant works in the source order */
+        cl.perm = NULL;
+    } else {
+        L->cfg = (hc_layer_config){
+            .weight_format = d->weight_format,
+            .scale_format = d->group_size == HC_QUANT_GROUP_TENSOR ? HC_FMT_F32 : d->scale_format,
+            .act_format = act, .param_format = plan->param_format,
+            .scale_type = desc_scale_type(d),
+            .group_size = d->group_size > 0 ? d->group_size : 0,
+            .group_size_n = d->group_size_n > 1 ? d->group_size_n : 0,
+            .has_zero_point = d->zero_point != HC_ZP_NONE,
+            .is_fp_zero_point = d->zero_point == HC_ZP_FLOAT, .sm = opts->sm,
+            .humming_bug_compat = opts->humming_bug_compat};
+        L->has_zero = L->cfg.has_zero_point;
+        L->has_global = cl.q.global_scale != NULL;
+        L->lossless = cl.lossless;
+        if (cl.perm) {
+            st = make_perm_tensor(L, cl.perm, K, err);
+            if (st == HC_OK) cl.perm = NULL;
+        }
+    }
+    L->has_bias = L->pre[HC_ROLE_BIAS] != NULL;
+    int moe = cl.is_moe;
+    hc_ckpt_layer_free(&cl);
+    HC_TRY(st);
+    if (L->note[0]) hc_conv_log(opts, "warning: layer %s: %s", L->prefix, L->note);
+    if (hc_layer_plan(&L->cfg, moe, E, N, K, &L->meta, err) != HC_OK)
+        return hc_error_prefix(err, "layer %s (%s, %s): ", L->prefix, L->source_format,
+                               L->requant ? "requantized" : "lossless repack");
+    snprintf(L->why, sizeof L->why, "%s: %s", L->source_format,
+             L->requant ? "dequantized exactly and requantized" : L->lossless
+                 ? "repacked losslessly" : "repacked (see note)");
+    return HC_OK;
+}
+
+/* Undoes a column permutation applied by the reader (w: rows x K). */
+static hc_status unpermute(float *w, int64_t rows, int64_t K, const int32_t *perm, hc_error *err)
+{
+    float *tmp = malloc((size_t)K * sizeof *tmp);
+    HC_CHECK_ALLOC(err, tmp, "unpermute row");
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = w + r * K;
+        for (int64_t j = 0; j < K; j++) tmp[perm[j]] = row[j];
+        memcpy(row, tmp, (size_t)K * sizeof *tmp);
+    }
+    free(tmp);
+    return HC_OK;
+}
+
+hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
+                                 hc_layer_tensors *pre, hc_error *err)
+{
+    hc_ckpt_layer cl;
+    hc_ckpt_read_opts ro = {.act_order = L->requant ? HC_ACT_ORDER_REQUANT
+                                         : L->extra ? HC_ACT_ORDER_PERMUTE : HC_ACT_ORDER_REFUSE,
+                            .param_format = plan->param_format, .meta_only = 0};
+    HC_TRY(hc_ckpt_read(plan->ckpt, plan->model, (hc_ckpt_kind)L->ck_kind, L->prefix, &ro, &cl,
+                        err));
+    hc_status st = HC_OK;
+    if (!L->requant) {
+        st = hc_conv_pre_from_result(&cl.q, L->meta.is_moe, pre, err);
+    } else {
+        int64_t E = cl.q.experts, N = cl.q.n, K = cl.q.k;
+        float *w = malloc((size_t)(E * N * K) * sizeof *w + 1);
+        if (!w) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory dequantizing %s", L->prefix);
+        if (st == HC_OK) st = hc_dequantize(&cl.q, w, err);
+        if (st == HC_OK && cl.perm) st = unpermute(w, E * N, K, cl.perm, err);
+        if (st == HC_OK)
+            st = hc_conv_quantize_float(&L->target, w, E, N, K, L->meta.is_moe, pre, err);
+        if (st != HC_OK) st = hc_error_prefix(err, "layer %s (requantize): ", L->prefix);
+        free(w);
+    }
+    if (st == HC_OK && L->pre[HC_ROLE_BIAS])
+        st = hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
+    hc_ckpt_layer_free(&cl);
+    return st;
+}

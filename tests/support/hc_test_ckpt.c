@@ -1,0 +1,166 @@
+/* hc_test_ckpt.c - see hc_test_ckpt.h. */
+#include "hc_test_ckpt.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_convert.h"
+#include "hc_model_config.h"
+#include "hc_preset.h"
+#include "hc_safetensors.h"
+#include "hc_test_util.h"
+
+static uint32_t tc_state = 12345;
+void tc_seed(uint32_t s) { tc_state = s ? s : 1; }
+uint32_t tc_rand(void)
+{
+    tc_state = tc_state * 1664525u + 1013904223u;
+    return tc_state >> 8;
+}
+
+void tc_init(tc_ckpt *c, const char *tag)
+{
+    memset(c, 0, sizeof *c);
+    c->dir = hc_test_mkdtemp(tag);
+}
+
+void *tc_add(tc_ckpt *c, const char *name, hc_dtype dt, int ndim, const int64_t *shape)
+{
+    static const int64_t scalar[1] = {1};
+    if (c->n >= TC_MAX) return NULL;
+    if (shape == NULL) shape = scalar; /* 0-d: shape unused */
+    if (hc_tensor_alloc(&c->t[c->n], dt, ndim, shape, NULL) != HC_OK) return NULL;
+    c->names[c->n] = strdup(name);
+    return c->t[c->n++].data;
+}
+
+void tc_write(tc_ckpt *c, const char *config_json, const char *side_name, const char *side_json)
+{
+    char *p = hc_test_path_join(c->dir, "config.json");
+    hc_test_write_file(p, config_json, strlen(config_json));
+    free(p);
+    if (side_name) {
+        p = hc_test_path_join(c->dir, side_name);
+        hc_test_write_file(p, side_json, strlen(side_json));
+        free(p);
+    }
+    p = hc_test_path_join(c->dir, "model.safetensors");
+    const char *meta[] = {"format", "pt", NULL};
+    hc_error err;
+    if (hc_st_write_file(p, c->t, (const char *const *)c->names, (size_t)c->n, meta, &err) != HC_OK)
+        fprintf(stderr, "tc_write: %s\n", err.msg);
+    free(p);
+}
+
+void tc_free(tc_ckpt *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        hc_tensor_free(&c->t[i]);
+        free(c->names[i]);
+    }
+    if (c->dir) hc_test_rm_rf(c->dir);
+    free(c->dir);
+    memset(c, 0, sizeof *c);
+}
+
+hc_status tc_detect(const char *dir, hc_ckpt_config *cfg, hc_error *err)
+{
+    char *p = hc_test_path_join(dir, "config.json");
+    char *text = NULL;
+    hc_status st = hc_file_read_all(p, &text, NULL, err);
+    free(p);
+    if (st == HC_OK) st = hc_ckpt_detect(dir, text, cfg, err);
+    free(text);
+    return st;
+}
+
+hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc_ckpt_layer *out,
+                        float **values, hc_error *err)
+{
+    hc_ckpt_config cfg;
+    memset(out, 0, sizeof *out);
+    if (values) *values = NULL;
+    HC_TRY(tc_detect(dir, &cfg, err));
+    hc_st_model *m = NULL;
+    HC_TRY(hc_st_model_open(dir, &m, err));
+    hc_status st = HC_ERR_FORMAT;
+    hc_error_set(err, HC_ERR_FORMAT, "layer %s not found", prefix);
+    for (size_t i = 0; i < hc_st_model_count(m); i++) {
+        hc_ckpt_kind kind;
+        char pre[1024];
+        if (!hc_ckpt_layer_of(&cfg, hc_st_model_tensor_at(m, i), &kind, pre, sizeof pre) ||
+            strcmp(pre, prefix) != 0)
+            continue;
+        hc_ckpt_read_opts ro = {.act_order = ao, .param_format = HC_FMT_BF16, .meta_only = 0};
+        st = hc_ckpt_read(&cfg, m, kind, prefix, &ro, out, err);
+        break;
+    }
+    if (st == HC_OK && values) {
+        int64_t n = out->q.experts * out->q.n * out->q.k;
+        *values = malloc((size_t)n * sizeof(float) + 1);
+        st = hc_dequantize(&out->q, *values, err);
+    }
+    hc_st_model_close(m);
+    return st;
+}
+
+int64_t tc_diff(const float *a, const float *b, int64_t n)
+{
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], 4) != 0 && !(a[i] != a[i] && b[i] != b[i])) d++;
+    return d;
+}
+
+static hc_status pick(void *ctx, const char *layer, hc_target *out, int *skip, char *why,
+                      size_t why_len, hc_error *err)
+{
+    const hc_preset *p = hc_preset_find((const char *)ctx);
+    (void)layer;
+    *skip = 0;
+    snprintf(why, why_len, "test");
+    if (!p) HC_FAIL(err, HC_ERR_ARG, "no preset %s", (const char *)ctx);
+    *out = p->target;
+    return HC_OK;
+}
+
+hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
+                     hc_error *err)
+{
+    char *out = hc_test_path_join(dir, "out");
+    hc_convert_options o = {.in_dir = dir, .out_dir = out, .sm = 90, .force = 1,
+                            .act_order = act_order, .has_target = format != NULL,
+                            .choose_target = pick, .choose_ctx = (void *)format};
+    hc_convert_stats stats;
+    hc_status st = hc_convert_run(&o, &stats, err);
+    if (st == HC_OK && config) {
+        char *p = hc_test_path_join(out, "config.json");
+        *config = hc_test_read_file(p, NULL);
+        free(p);
+    }
+    hc_test_rm_rf(out);
+    free(out);
+    return st;
+}
+
+char *tc_layer_field(const char *config, const char *layer, const char *key)
+{
+    cJSON *root = cJSON_Parse(config);
+    cJSON *q = cJSON_GetObjectItem(root, "quantization_config");
+    cJSON *l = cJSON_GetObjectItem(cJSON_GetObjectItem(q, "layers"), layer);
+    cJSON *v = cJSON_GetObjectItem(l, key);
+    char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+    cJSON_Delete(root);
+    return s;
+}
+
+void tc_put_bits(uint32_t *words, int64_t pos, int bits, uint32_t v)
+{
+    for (int i = 0; i < bits; i++) {
+        int64_t p = pos + i;
+        if ((v >> i) & 1u) words[p / 32] |= 1u << (p % 32);
+        else words[p / 32] &= ~(1u << (p % 32));
+    }
+}
