@@ -84,8 +84,7 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out);
  * data is not inside a mapping this reader made (e.g. a tensor built in
  * memory), so it can never discard anyone's memory. Never fails. */
 void hc_st_release(const hc_st_file *f, const hc_st_tensor *d);
-/* The same for a tensor of any file of the model. */
-void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);
+
 
 /* ---- a model directory (one file or shards) ---------------------------- */
 
@@ -116,6 +115,9 @@ const hc_st_tensor *hc_st_model_find(const hc_st_model *m, const char *name);
 /* Number of open files and the i-th of them (NULL if out of range). */
 size_t hc_st_model_file_count(const hc_st_model *m);
 const hc_st_file *hc_st_model_file_at(const hc_st_model *m, size_t i);
+
+/* hc_st_release for a tensor of any file of the model. */
+void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);
 
 /* ---- writer ------------------------------------------------------------ */
 
