@@ -167,6 +167,27 @@ static void test_group_sizes_recipes(void **state)
     recipe_expect("rules:\n  - targets: ['.*']\n    group_size: .nan\n", "group_size");
 }
 
+/* Patterns whose repetitions glibc's regcomp would expand exponentially (a
+ * fuzz_recipe timeout) or that need exponential matching are refused. */
+static void test_recipe_patterns(void **state)
+{
+    (void)state;
+    char text[512];
+    snprintf(text, sizeof text, "ignore: ['a%.*s']\n", 80,
+             "++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++");
+    recipe_expect(text, "pattern too complex");
+    recipe_expect("ignore: ['((x{100}){100}){100}']\n", "pattern too complex");
+    recipe_expect("ignore: ['(.*){9999}(.*){9999}']\n", "pattern too complex");
+    recipe_expect("ignore: ['(a*)*\\1']\n", "back-references");
+    /* ordinary patterns, including bounded repetitions, still load */
+    hc_recipe *r = NULL;
+    hc_error e;
+    hc_error_clear(&e);
+    assert_int_equal(hc_recipe_parse_text("ignore: ['model\\.layers\\.[0-9]{1,3}\\.mlp\\.(gate|up)_proj+', "
+                                          "'x{2,}y?z*', '[{]+']\n", "ok.yaml", &r, &e), HC_OK);
+    hc_recipe_free(r);
+}
+
 static void config_expect(const char *q, hc_status want, const char *needle)
 {
     char json[512];
@@ -237,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_shape_overflow),
         cmocka_unit_test(test_group_sizes_fields),
         cmocka_unit_test(test_group_sizes_recipes),
+        cmocka_unit_test(test_recipe_patterns),
         cmocka_unit_test(test_group_sizes_config),
         cmocka_unit_test(test_nonfinite_weights),
     };
