@@ -25,7 +25,7 @@ TSUP_OBJ := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test asan demo bench clean
+.PHONY: all deps test asan demo bench clean fuzz fuzz-build fuzz-deps
 all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN)
 
 deps:
@@ -34,7 +34,7 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -MMD -MP -c $< -o $@
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -Itests/fuzz -MMD -MP -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -49,6 +49,13 @@ $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+
+# The corpus replay shares the fuzz targets' entry code (tests/fuzz/*_entry.c).
+FUZZ_ENTRY_SRC := tests/fuzz/fuzz_common.c $(wildcard tests/fuzz/fuzz_*_entry.c)
+$(BUILD)/tests/test_fuzz_regressions: $(BUILD)/obj/tests/test_fuzz_regressions.o \
+    $(FUZZ_ENTRY_SRC:%.c=$(BUILD)/obj/%.o) $(TSUP_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIB_A) -lcmocka $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -76,8 +83,39 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@bash bench/convert_bench.sh $(BUILD)
 
-clean:
-	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TSUP_OBJ:.o=.d)
+# Fuzzing (libFuzzer via clang; tests/fuzz/README.md). The library is
+# rebuilt with clang -fsanitize=fuzzer-no-link,address,undefined in its own
+# tree; `make fuzz` runs every target FUZZ_SECONDS seconds from tests/corpus.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := safetensors index config recipe format_field
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS  := -std=c11 $(WARN) -Wno-unknown-pragmas -O1 -g -fno-omit-frame-pointer \
+                $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o) $(FUZZ_ENTRY_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+.SECONDARY: $(FUZZ_LIB_OBJ) $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o)
+
+fuzz-deps:
+	@bash scripts/install-fuzz-deps.sh
+
+fuzz-build: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -Itests/fuzz -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lcjson -lyaml -lz -lm
+
+fuzz: fuzz-build
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
 -include $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.d) $(EX_SRC:examples/%.c=$(BUILD)/obj/examples/%.d)

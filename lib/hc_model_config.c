@@ -56,23 +56,43 @@ static hc_status get_dtype_field(const cJSON *q, const char *key, const char *pa
     return HC_OK;
 }
 
-/* Integers may be JSON numbers or numeric strings (Humming writes both). */
+/* Largest group size accepted from a config (the CLI allows the same). */
+#define MAX_GROUP_SIZE (1LL << 20)
+
+/* Integers may be JSON numbers or numeric strings (Humming writes both); the
+ * value must lie in [lo, hi]. The range is checked on the double before any
+ * conversion: casting an out-of-range double to an integer is undefined. */
 static hc_status get_int_field(const cJSON *q, const char *key, const char *path,
-                               int64_t *out, hc_error *err)
+                               long long lo, long long hi, int64_t *out, hc_error *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
     if (v == NULL || cJSON_IsNull(v)) return HC_OK;
     char *end = NULL;
-    if (cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble) {
-        *out = (int64_t)v->valuedouble;
-        return HC_OK;
-    }
-    if (cJSON_IsString(v)) {
+    long long x = 0;
+    int ok = 0;
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d >= (double)lo && d <= (double)hi) { /* false for NaN */
+            x = (long long)d;
+            if ((double)x != d)
+                HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer, "
+                        "not %g", path, key, d);
+        } else {
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s = %g is out of range "
+                    "(%lld .. %lld)", path, key, d, lo, hi);
+        }
+        ok = 1;
+    } else if (cJSON_IsString(v)) {
         errno = 0;
-        long long x = strtoll(v->valuestring, &end, 10);
-        if (errno == 0 && end != v->valuestring && *end == '\0') { *out = x; return HC_OK; }
+        x = strtoll(v->valuestring, &end, 10);
+        ok = errno == 0 && end != v->valuestring && *end == '\0';
+        if (ok && (x < lo || x > hi))
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s = %lld is out of range "
+                    "(%lld .. %lld)", path, key, x, lo, hi);
     }
-    HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer", path, key);
+    if (!ok) HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer", path, key);
+    *out = x;
+    return HC_OK;
 }
 
 static hc_status get_bool_field(const cJSON *q, const char *key, const char *path, int *out,
@@ -159,9 +179,11 @@ static hc_status parse_quant_fields(const cJSON *q, const char *path, hc_humming
     static const char *const gs_keys[] = {"weight_scale_group_size", "group_size", NULL};
     HC_TRY(parse_weight_dtype(q, path, c, err));
     const char *key = first_key(q, gs_keys);
-    if (key) HC_TRY(get_int_field(q, key, path, &c->group_size, err));
+    /* group sizes <= 0 mean channel-wise (spec 7.8); huge ones are nonsense */
+    if (key) HC_TRY(get_int_field(q, key, path, INT32_MIN, MAX_GROUP_SIZE, &c->group_size, err));
     if (c->group_size < 0) c->group_size = 0;
-    HC_TRY(get_int_field(q, "weight_scale_group_size_n", path, &c->group_size_n, err));
+    HC_TRY(get_int_field(q, "weight_scale_group_size_n", path, 0, MAX_GROUP_SIZE,
+                         &c->group_size_n, err));
     HC_TRY(get_bool_field(q, "has_zero_point", path, &c->has_zero_point, err));
     HC_TRY(get_bool_field(q, "is_fp_zero_point", path, &c->is_fp_zero_point, err));
     HC_TRY(parse_scale_type(q, path, c, err));

@@ -62,12 +62,117 @@ static int parens_balance(const char *p)
     return depth == 0;
 }
 
+/* Largest pattern we hand to regcomp, in units of its expanded size (below). */
+#define MAX_PATTERN_COST 10000.0
+
+/* Skips a bracket expression starting at p[i] == '['; returns the index of
+ * its closing ']', or 0 when it does not close. */
+static size_t skip_bracket(const char *p, size_t i)
+{
+    size_t j = i + 1;
+    if (p[j] == '^') j++;
+    if (p[j] == ']') j++; /* a leading ']' is literal */
+    while (p[j] && p[j] != ']') {
+        if (p[j] == '[' && (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
+            char close = p[j + 1];
+            const char *e = p + j + 2;
+            while (*e && !(e[0] == close && e[1] == ']')) e++;
+            if (!*e) return 0;
+            j = (size_t)(e - p) + 2;
+        } else {
+            j++;
+        }
+    }
+    return p[j] ? j : 0;
+}
+
+/* An interval "{m}", "{m,}" or "{m,n}" at p[i]; returns the index of its '}'
+ * and sets *factor to the copies of its operand glibc builds (n, or m + 1
+ * when open), or 0 if p[i] does not start one. */
+static size_t parse_interval(const char *p, size_t i, double *factor)
+{
+    size_t j = i + 1;
+    double m = 0, n = -1;
+    if (p[j] < '0' || p[j] > '9') return 0;
+    while (p[j] >= '0' && p[j] <= '9') m = m * 10 + (p[j++] - '0');
+    if (p[j] == ',') {
+        j++;
+        if (p[j] >= '0' && p[j] <= '9') {
+            n = 0;
+            while (p[j] >= '0' && p[j] <= '9') n = n * 10 + (p[j++] - '0');
+        }
+    } else {
+        n = m;
+    }
+    if (p[j] != '}') return 0;
+    *factor = n < 0 ? m + 1 : n;
+    return j;
+}
+
+/* Size of the pattern once glibc's regcomp has expanded its repetitions:
+ * it copies the operand of E+ twice, of E{m,n} n times, of E{m,} m+1 times
+ * (E* and E? once), so nested repetitions multiply: "a++++...+" with 60
+ * '+' would take 2^60 nodes and never finish compiling. Rejects it, and
+ * back-references (exponential to match), before regcomp sees the pattern. */
+static int pattern_cost_ok(const char *p, char *why, size_t why_len)
+{
+    enum { MAX_DEPTH = 64 };
+    double sum[MAX_DEPTH + 1], last[MAX_DEPTH + 1];
+    int d = 0;
+    sum[0] = last[0] = 0;
+    for (size_t i = 0; p[i]; i++) {
+        double factor = 0;
+        size_t end;
+        char c = p[i];
+        if (c == '\\' && p[i + 1] >= '1' && p[i + 1] <= '9') {
+            snprintf(why, why_len, "back-references (\\%c) are not supported", p[i + 1]);
+            return 0;
+        }
+        if (c == '*' || c == '?' || c == '+') {
+            last[d] *= c == '+' ? 2 : 1;
+        } else if (c == '{' && (end = parse_interval(p, i, &factor)) != 0) {
+            last[d] *= factor;
+            i = end;
+        } else if (c == '|') {
+            sum[d] += last[d];
+            last[d] = 0;
+        } else if (c == '(') {
+            if (d == MAX_DEPTH) {
+                snprintf(why, why_len, "groups nested more than %d deep", MAX_DEPTH);
+                return 0;
+            }
+            d++;
+            sum[d] = last[d] = 0;
+        } else if (c == ')' && d > 0) {
+            double group = sum[d] + last[d] + 1;
+            d--;
+            sum[d] += last[d];
+            last[d] = group;
+        } else {
+            if (c == '\\' && p[i + 1]) i++;
+            else if (c == '[' && (end = skip_bracket(p, i)) != 0) i = end;
+            sum[d] += last[d];
+            last[d] = 1;
+        }
+        if (sum[d] + last[d] > MAX_PATTERN_COST) break;
+    }
+    double total = 0;
+    for (int k = 0; k <= d; k++) total += sum[k] + last[k];
+    if (total > MAX_PATTERN_COST) {
+        snprintf(why, why_len, "pattern too complex (repetitions expand it past %.0f "
+                 "elements)", MAX_PATTERN_COST);
+        return 0;
+    }
+    return 1;
+}
+
 int hc_recipe_compile(const char *pattern, regex_t *re, char *why, size_t why_len)
 {
     if (pattern[0] == '\0') {
         snprintf(why, why_len, "empty pattern");
         return -1;
     }
+    if (!pattern_cost_ok(pattern, why, why_len)) return -1;
     regex_t probe;
     int rc = regcomp(&probe, pattern, REG_EXTENDED | REG_NOSUB);
     if (rc != 0) {

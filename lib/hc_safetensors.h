@@ -52,6 +52,14 @@ typedef struct hc_st_file hc_st_file;
  * is never modified. On success *out owns the mapping; release it with
  * hc_st_close. On failure *out is NULL and err says why. */
 hc_status hc_st_open(const char *path, hc_st_file **out, hc_error *err);
+/* Same checks on a file already in memory: data[0..len) holds the whole
+ * file. The bytes are borrowed, not copied: they must stay valid and
+ * unchanged until hc_st_close, and tensor data pointers point into them.
+ * `name` (NULL: "<buffer>") stands for the path in messages and as the
+ * tensors' `file`. Used by the fuzz targets and by callers that already hold
+ * the bytes. */
+hc_status hc_st_open_buffer(const void *data, size_t len, const char *name, hc_st_file **out,
+                            hc_error *err);
 /* Unmaps and frees; every descriptor and string from f becomes invalid.
  * NULL is allowed. */
 void hc_st_close(hc_st_file *f);

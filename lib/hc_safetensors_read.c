@@ -18,8 +18,9 @@
 
 struct hc_st_file {
     char *path;
-    const unsigned char *map; /* whole file, PROT_READ */
+    const unsigned char *map; /* whole file, PROT_READ (or the caller's buffer) */
     size_t size;
+    int mapped;               /* 1: map is our mmap, 0: borrowed from hc_st_open_buffer */
     uint64_t hlen;            /* N: header bytes after the 8-byte prefix */
     cJSON *root;              /* parsed header; names and metadata point into it */
     const cJSON *meta;        /* "__metadata__" object or NULL */
@@ -53,11 +54,15 @@ static hc_status map_file(hc_st_file *f, hc_error *err)
     if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "cannot map file: %s", strerror(e));
     f->map = p;
     f->size = (size_t)st.st_size;
+    f->mapped = 1;
     return HC_OK;
 }
 
 static hc_status check_prefix(hc_st_file *f, hc_error *err)
 {
+    if (f->size < 8)
+        HC_FAIL(err, HC_ERR_FORMAT, "file is %zu bytes, shorter than the 8-byte header length",
+                f->size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | f->map[i];
     if (n > HC_ST_MAX_HEADER)
@@ -343,9 +348,9 @@ static hc_status check_layout(const hc_st_file *f, hc_error *err)
     return HC_OK;
 }
 
-static hc_status open_steps(hc_st_file *f, hc_error *err)
+/* Every check after the bytes are in f->map / f->size (shared by both openers). */
+static hc_status validate(hc_st_file *f, hc_error *err)
 {
-    HC_TRY(map_file(f, err));
     HC_TRY(check_prefix(f, err));
     HC_TRY(parse_header(f, err));
     HC_TRY(collect(f, err));
@@ -353,7 +358,10 @@ static hc_status open_steps(hc_st_file *f, hc_error *err)
     return check_layout(f, err);
 }
 
-hc_status hc_st_open(const char *path, hc_st_file **out, hc_error *err)
+/* Allocates the handle, gets the bytes (mapping path, or the caller's
+ * buffer when data != NULL) and validates them. */
+static hc_status open_common(const char *path, const void *data, size_t len, hc_st_file **out,
+                             hc_error *err)
 {
     *out = NULL;
     hc_st_file *f = calloc(1, sizeof *f);
@@ -363,7 +371,16 @@ hc_status hc_st_open(const char *path, hc_st_file **out, hc_error *err)
         free(f);
         HC_FAIL(err, HC_ERR_NOMEM, "%s: out of memory", path);
     }
-    if (open_steps(f, err) != HC_OK) {
+    hc_status st;
+    if (data != NULL) {
+        f->map = data;
+        f->size = len;
+        st = validate(f, err);
+    } else {
+        st = map_file(f, err);
+        if (st == HC_OK) st = validate(f, err);
+    }
+    if (st != HC_OK) {
         hc_st_close(f);
         return hc_error_prefix(err, "%s: ", path);
     }
@@ -371,10 +388,27 @@ hc_status hc_st_open(const char *path, hc_st_file **out, hc_error *err)
     return HC_OK;
 }
 
+hc_status hc_st_open(const char *path, hc_st_file **out, hc_error *err)
+{
+    if (out == NULL || path == NULL) HC_FAIL(err, HC_ERR_ARG, "hc_st_open: NULL argument");
+    return open_common(path, NULL, 0, out, err);
+}
+
+hc_status hc_st_open_buffer(const void *data, size_t len, const char *name, hc_st_file **out,
+                            hc_error *err)
+{
+    if (out == NULL) HC_FAIL(err, HC_ERR_ARG, "hc_st_open_buffer: NULL argument");
+    *out = NULL;
+    if (data == NULL && len != 0) HC_FAIL(err, HC_ERR_ARG, "hc_st_open_buffer: NULL data");
+    /* a non-NULL pointer for an empty buffer, so that open_common does not map */
+    static const unsigned char empty[1];
+    return open_common(name ? name : "<buffer>", data ? data : empty, data ? len : 0, out, err);
+}
+
 void hc_st_close(hc_st_file *f)
 {
     if (f == NULL) return;
-    if (f->map) munmap((void *)f->map, f->size);
+    if (f->map && f->mapped) munmap((void *)f->map, f->size);
     cJSON_Delete(f->root);
     free(f->tensors);
     free(f->by_name);
@@ -435,7 +469,7 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out)
 
 void hc_st_release(const hc_st_file *f, const hc_st_tensor *d)
 {
-    if (f == NULL || d == NULL || d->nbytes == 0 || f->map == NULL) return;
+    if (f == NULL || d == NULL || d->nbytes == 0 || f->map == NULL || !f->mapped) return;
     const unsigned char *p = d->data;
     if (p < f->map || p + d->nbytes > f->map + f->size) return; /* not our mapping */
     long page = sysconf(_SC_PAGESIZE);

@@ -1,0 +1,266 @@
+/* test_limits - inputs at and past the limits are refused with clear errors,
+ * never undefined behaviour: absurd safetensors header sizes, shapes whose
+ * element or byte count overflows 64 bits, negative or huge group sizes (CLI
+ * fields, recipes, config.json), NaN/Inf weights given to hc_quantize. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_model_config.h"
+#include "hc_quant.h"
+#include "hc_recipe.h"
+#include "hc_safetensors.h"
+#include "hc_test_util.h"
+
+/* Asserts status st with a message containing needle. */
+static void expect_error(hc_status got, const hc_error *e, hc_status want, const char *needle)
+{
+    if (got != want || strstr(e->msg, needle) == NULL)
+        fail_msg("expected status %d with '%s', got %d: '%s'", (int)want, needle, (int)got, e->msg);
+    assert_int_equal(e->status, want);
+}
+
+/* 8-byte little-endian length n followed by header text (not n bytes of it). */
+static size_t st_bytes(unsigned char *buf, size_t cap, uint64_t n, const char *header)
+{
+    size_t h = strlen(header);
+    assert_true(8 + h <= cap);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(n >> (8 * i));
+    memcpy(buf + 8, header, h);
+    return 8 + h;
+}
+
+static void st_expect(const unsigned char *buf, size_t len, const char *needle)
+{
+    hc_st_file *f = (hc_st_file *)1;
+    hc_error e;
+    hc_error_clear(&e);
+    expect_error(hc_st_open_buffer(buf, len, "limits.safetensors", &f, &e), &e, HC_ERR_FORMAT,
+                 needle);
+    assert_null(f);
+    assert_non_null(strstr(e.msg, "limits.safetensors"));
+}
+
+static void test_header_sizes(void **state)
+{
+    (void)state;
+    unsigned char buf[512];
+    size_t n = st_bytes(buf, sizeof buf, UINT64_MAX, "{}");
+    st_expect(buf, n, "exceeds the maximum");
+    n = st_bytes(buf, sizeof buf, HC_ST_MAX_HEADER + 1, "{}");
+    st_expect(buf, n, "exceeds the maximum");
+    n = st_bytes(buf, sizeof buf, 1ULL << 63, "{}");
+    st_expect(buf, n, "exceeds the maximum");
+    n = st_bytes(buf, sizeof buf, 3, "{}");
+    st_expect(buf, n, "runs past the end");
+    st_expect(buf, 7, "shorter than the 8-byte");
+    st_expect(buf, 0, "shorter than the 8-byte");
+    n = st_bytes(buf, sizeof buf, 0, "");
+    st_expect(buf, n, "not a JSON object");
+
+    /* the file reader gives the same answer */
+    char *dir = hc_test_mkdtemp("limits");
+    assert_non_null(dir);
+    char *path = hc_test_path_join(dir, "huge.safetensors");
+    n = st_bytes(buf, sizeof buf, UINT64_MAX, "{}");
+    assert_int_equal(hc_test_write_file(path, buf, n), 0);
+    hc_st_file *f = NULL;
+    hc_error e;
+    hc_error_clear(&e);
+    expect_error(hc_st_open(path, &f, &e), &e, HC_ERR_FORMAT, "exceeds the maximum");
+    assert_null(f);
+    free(path);
+    hc_test_rm_rf(dir);
+    free(dir);
+}
+
+/* One tensor entry with the given dtype and shape text, data [0, 0]. */
+static void shape_expect(const char *dtype, const char *shape, const char *needle)
+{
+    char header[256];
+    snprintf(header, sizeof header,
+             "{\"w\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[0,0]}}", dtype, shape);
+    unsigned char buf[512];
+    size_t n = st_bytes(buf, sizeof buf, strlen(header), header);
+    st_expect(buf, n, needle);
+}
+
+static void test_shape_overflow(void **state)
+{
+    (void)state;
+    /* element count 2^66 */
+    shape_expect("U8", "[4294967296,4294967296,4]", "element count of shape");
+    /* element count 2^63 fits, bytes (x 8) do not */
+    shape_expect("F64", "[1073741824,1073741824,8]", "overflows");
+    /* byte size exactly 2^64 */
+    shape_expect("F32", "[4294967296,1073741824]", "overflows");
+    /* dims past 2^53 cannot be read exactly from JSON */
+    shape_expect("U8", "[18446744073709551616]", "too large");
+    shape_expect("U8", "[-1]", "negative");
+    shape_expect("U8", "[1.5]", "not an integer");
+    shape_expect("U8", "[1e999]", "too large");
+    shape_expect("U8", "[1,1,1,1,1,1,1,1,1]", "dimensions");
+    /* offsets at the 2^53 limit, far past the data */
+    char header[200];
+    snprintf(header, sizeof header, "{\"w\":{\"dtype\":\"U8\",\"shape\":[2],"
+             "\"data_offsets\":[9007199254740990,9007199254740992]}}");
+    unsigned char buf[512];
+    size_t n = st_bytes(buf, sizeof buf, strlen(header), header);
+    st_expect(buf, n, "run past the end");
+}
+
+static void field_expect(const char *key, const char *value, const char *needle)
+{
+    hc_target t = hc_preset_find("w4a16")->target, before = t;
+    hc_error e;
+    hc_error_clear(&e);
+    expect_error(hc_target_set_field(&t, key, value, &e), &e, HC_ERR_ARG, needle);
+    assert_memory_equal(&t, &before, sizeof t);
+}
+
+static void test_group_sizes_fields(void **state)
+{
+    (void)state;
+    field_expect("group_size", "-1", "group_size");
+    field_expect("group_size", "-128", "group_size");
+    field_expect("group-size", "2097152", "power of two");
+    field_expect("group_size", "99999999999999999999", "not a number");
+    field_expect("group_size", "9223372036854775807", "power of two");
+    field_expect("group_size", "96", "power of two");
+    field_expect("group_size", "0x80", "not a number");
+    field_expect("group_size", " 128", "not a number");
+    field_expect("group_size_n", "-2", "group_size_n");
+    field_expect("group_size_n", "4611686018427387904", "power of two");
+    field_expect("group_size_n", "3", "power of two");
+    /* the largest accepted values */
+    hc_target t = hc_preset_find("w4a16")->target;
+    assert_int_equal(hc_target_set_field(&t, "group_size", "1048576", NULL), HC_OK);
+    assert_int_equal(t.group_size, 1 << 20);
+    assert_int_equal(hc_target_set_field(&t, "group_size_n", "1048576", NULL), HC_OK);
+    assert_int_equal(t.group_size_n, 1 << 20);
+}
+
+static void recipe_expect(const char *text, const char *needle)
+{
+    hc_recipe *r = NULL;
+    hc_error e;
+    hc_error_clear(&e);
+    expect_error(hc_recipe_parse_text(text, "limits.yaml", &r, &e), &e, HC_ERR_FORMAT, needle);
+    assert_null(r);
+    assert_non_null(strstr(e.msg, "limits.yaml:"));
+}
+
+static void test_group_sizes_recipes(void **state)
+{
+    (void)state;
+    recipe_expect("defaults:\n  group_size: -128\n", "group_size");
+    recipe_expect("defaults:\n  group_size: 1e9\n", "group_size");
+    recipe_expect("rules:\n  - targets: ['.*']\n    group_size: 4294967296\n", "power of two");
+    recipe_expect("rules:\n  - targets: ['.*']\n    group_size_n: -16\n", "group_size_n");
+    recipe_expect("rules:\n  - targets: ['.*']\n    group_size: .nan\n", "group_size");
+}
+
+/* Patterns whose repetitions glibc's regcomp would expand exponentially (a
+ * fuzz_recipe timeout) or that need exponential matching are refused. */
+static void test_recipe_patterns(void **state)
+{
+    (void)state;
+    char text[512];
+    snprintf(text, sizeof text, "ignore: ['a%.*s']\n", 80,
+             "++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++");
+    recipe_expect(text, "pattern too complex");
+    recipe_expect("ignore: ['((x{100}){100}){100}']\n", "pattern too complex");
+    recipe_expect("ignore: ['(.*){9999}(.*){9999}']\n", "pattern too complex");
+    recipe_expect("ignore: ['(a*)*\\1']\n", "back-references");
+    /* ordinary patterns, including bounded repetitions, still load */
+    hc_recipe *r = NULL;
+    hc_error e;
+    hc_error_clear(&e);
+    assert_int_equal(hc_recipe_parse_text("ignore: ['model\\.layers\\.[0-9]{1,3}\\.mlp\\.(gate|up)_proj+', "
+                                          "'x{2,}y?z*', '[{]+']\n", "ok.yaml", &r, &e), HC_OK);
+    hc_recipe_free(r);
+}
+
+static void config_expect(const char *q, hc_status want, const char *needle)
+{
+    char json[512];
+    snprintf(json, sizeof json, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": "
+             "{\"quant_method\": \"humming\", \"b_dtype\": \"uint4\", %s}}", q);
+    hc_humming_qconfig c;
+    hc_error e;
+    hc_error_clear(&e);
+    expect_error(hc_humming_qconfig_parse(json, "config.json", &c, &e), &e, want, needle);
+    assert_non_null(strstr(e.msg, "config.json"));
+}
+
+static void test_group_sizes_config(void **state)
+{
+    (void)state;
+    config_expect("\"group_size\": 1e300", HC_ERR_FORMAT, "out of range");
+    config_expect("\"group_size\": -1e300", HC_ERR_FORMAT, "out of range");
+    config_expect("\"group_size\": 9223372036854775807", HC_ERR_FORMAT, "out of range");
+    config_expect("\"group_size\": \"9223372036854775808\"", HC_ERR_FORMAT, "must be an integer");
+    config_expect("\"group_size\": 4194304", HC_ERR_FORMAT, "out of range");
+    config_expect("\"group_size\": 64.5", HC_ERR_FORMAT, "must be an integer");
+    config_expect("\"weight_scale_group_size_n\": -128", HC_ERR_FORMAT, "out of range");
+    config_expect("\"weight_scale_group_size_n\": \"-1\"", HC_ERR_FORMAT, "out of range");
+    config_expect("\"weight_scale_group_size_n\": 1e20", HC_ERR_FORMAT, "out of range");
+    /* negative group_size still means channel-wise (spec 7.8) */
+    const char *ok = "{\"torch_dtype\": \"float16\", \"quantization_config\": {\"quant_method\": "
+                     "\"humming\", \"b_dtype\": \"uint4\", \"group_size\": -1}}";
+    hc_humming_qconfig c;
+    assert_int_equal(hc_humming_qconfig_parse(ok, "config.json", &c, NULL), HC_OK);
+    assert_int_equal(c.group_size, 0);
+}
+
+static void quant_expect_nonfinite(float bad, int64_t at)
+{
+    enum { E = 1, N = 4, K = 64 };
+    float *w = calloc(E * N * K, sizeof *w);
+    assert_non_null(w);
+    for (int i = 0; i < E * N * K; i++) w[i] = (float)((i % 13) - 6) * 0.25f;
+    w[at] = bad;
+    hc_quant_desc d = {.weight_format = HC_FMT_UINT4, .scale_format = HC_FMT_F16,
+                       .group_size = 32, .zero_point = HC_ZP_NONE};
+    hc_quant_result r;
+    memset(&r, 0, sizeof r);
+    hc_error e;
+    hc_error_clear(&e);
+    expect_error(hc_quantize(&d, w, E, N, K, &r, &e), &e, HC_ERR_FORMAT, "non-finite weight");
+    char where[64];
+    snprintf(where, sizeof where, "row %lld, column %lld", (long long)(at / K), (long long)(at % K));
+    assert_non_null(strstr(e.msg, where));
+    assert_null(r.codes);
+    hc_quant_result_free(&r);
+    free(w);
+}
+
+static void test_nonfinite_weights(void **state)
+{
+    (void)state;
+    quant_expect_nonfinite(NAN, 0);
+    quant_expect_nonfinite(INFINITY, 77);
+    quant_expect_nonfinite(-INFINITY, 4 * 64 - 1);
+    quant_expect_nonfinite(-NAN, 130);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_header_sizes),
+        cmocka_unit_test(test_shape_overflow),
+        cmocka_unit_test(test_group_sizes_fields),
+        cmocka_unit_test(test_group_sizes_recipes),
+        cmocka_unit_test(test_recipe_patterns),
+        cmocka_unit_test(test_group_sizes_config),
+        cmocka_unit_test(test_nonfinite_weights),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
