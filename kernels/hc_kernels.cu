@@ -116,16 +116,17 @@ __device__ void uncompact_words(int b, int Bp, const uint32_t *F, uint32_t *W)
     }
 }
 
-__device__ float scale_at(const Dev &p, int e, int64_t n, int64_t k, int64_t g)
+__device__ float scale_at(const Dev &p, int e, int n, int k, int g)
 {
     const hck_desc &d = p.d;
     if (d.scale_kind == HCK_S_NONE) return 1.0f;
     if (d.scale_kind == HCK_S_BLOCK) {
-        int64_t Rb = d.Np / d.group_size_n, Cb = d.Kp / d.group_size;
-        return ((const float *)p.s)[((int64_t)e * Cb + k / d.group_size) * Rb + n / d.group_size_n];
+        int Rb = (int)(d.Np / d.group_size_n), Cb = (int)(d.Kp / d.group_size);
+        return ((const float *)p.s)[((int64_t)e * Cb + k / (int)d.group_size) * Rb +
+                                    n / (int)d.group_size_n];
     }
     int L = d.scale_perm;
-    int64_t src = ((int64_t)e * d.G + g) * d.Np + (n / L) * L + inv_perm(L, (int)(n % L));
+    int64_t src = ((int64_t)e * d.G + g) * d.Np + (n / L) * L + inv_perm(L, n % L);
     switch (d.scale_kind) {
     case HCK_S_F16: return h2f(((const uint16_t *)p.s)[src], 0);
     case HCK_S_BF16: return h2f(((const uint16_t *)p.s)[src], 1);
@@ -137,10 +138,10 @@ __device__ float scale_at(const Dev &p, int e, int64_t n, int64_t k, int64_t g)
 }
 
 /* Zero point at (e, n, g): integer code or float value (as float). */
-__device__ float zero_at(const Dev &p, int e, int64_t n, int64_t g)
+__device__ float zero_at(const Dev &p, int e, int n, int g)
 {
     const hck_desc &d = p.d;
-    int64_t t = ((int64_t)e * d.G + g) * d.Np + (n / 64) * 64 + inv_perm(64, (int)(n % 64));
+    int64_t t = ((int64_t)e * d.G + g) * d.Np + (n / 64) * 64 + inv_perm(64, n % 64);
     if (d.zp_kind == HCK_Z_INT) {
         if (d.wbits > 4) return (float)p.z[t];
         return (float)((p.z[t / 2] >> (4 * (t % 2))) & 15);
@@ -149,11 +150,11 @@ __device__ float zero_at(const Dev &p, int e, int64_t n, int64_t g)
 }
 
 /* Value of a stored code at (e, n, k) before global scale (docs/verification.md). */
-__device__ float weight_value(const Dev &p, uint32_t code, int e, int64_t n, int64_t k)
+__device__ float weight_value(const Dev &p, uint32_t code, int e, int n, int k)
 {
     const hck_desc &d = p.d;
     int b = d.wbits;
-    int64_t g = k / d.group_size;
+    int g = k / (int)d.group_size;
     float x;
     if (d.wkind == HCK_W_FLOAT) {
         x = d.wlut[code];
@@ -186,10 +187,11 @@ __device__ __forceinline__ uint32_t to_tf32(float v)
 template <bool SIMT>
 __global__ void __launch_bounds__(THREADS)
 gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_scale,
-            const int64_t *__restrict__ offsets, uint16_t *__restrict__ y)
+            const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits,
+            float *__restrict__ ws)
 {
     const hck_desc &d = p.d;
-    const int nb = blockIdx.x, e = blockIdx.z;
+    const int nb = blockIdx.x, e = blockIdx.z / splits, split = blockIdx.z % splits;
     const int64_t r0 = offsets[e], r1 = offsets[e + 1];
     const int64_t mstart = r0 + (int64_t)blockIdx.y * BM;
     if (mstart >= r1) return;
@@ -207,7 +209,9 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
 #pragma unroll
     for (int i = 0; i < 32; i++) acc[i] = 0.0f;
 
-    for (int64_t kb = 0; kb < rows; kb++) {
+    /* split-K (small M): this block's share of the tile rows */
+    const int64_t kb0 = rows * split / splits, kb1 = rows * (split + 1) / splits;
+    for (int64_t kb = kb0; kb < kb1; kb++) {
         for (int idx = tid; idx < BM * P; idx += THREADS) {
             int m = idx / P, kk = idx % P;
             int64_t gk = kb * P + kk;
@@ -229,7 +233,7 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
                 int kl = 4 * R * i5 + R * (ln % 4) + kk;
                 int o = u % Nw, slot = (o % R) * Gs + o / R;
                 uint32_t code = (Wd[u / Nw] >> (slot * Bp)) & mask;
-                Ws[nl * LD + kl] = weight_value(p, code, e, (int64_t)nb * BN + nl, kb * P + kl);
+                Ws[nl * LD + kl] = weight_value(p, code, e, nb * BN + nl, (int)kb * P + kl);
             }
         }
         __syncthreads();
@@ -292,11 +296,34 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
         float v = acc[i];
         if (tok_scale) v *= tok_scale[m];
         v *= gscale;
+        if (splits > 1) { /* partial sums; finish_kernel adds the bias and rounds */
+            atomicAdd(ws + m * d.N + n, v);
+            continue;
+        }
         if (d.bias_kind) {
             int64_t t = (int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32));
             v += h2f(p.bias[t], d.bias_kind == 2);
         }
         y[m * d.N + n] = f2h(v, d.out_bf16);
+    }
+}
+
+/* Split-K epilogue: float partial sums + bias -> 16-bit output. */
+__global__ void finish_kernel(Dev p, const float *__restrict__ ws, const int64_t *__restrict__ offsets,
+                              int64_t rows, uint16_t *__restrict__ y)
+{
+    const hck_desc &d = p.d;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * d.N;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / d.N, n = i % d.N;
+        float v = ws[i];
+        if (d.bias_kind) {
+            int e = 0;
+            while (e + 1 < d.E && m >= offsets[e + 1]) e++;
+            int64_t t = (int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32));
+            v += h2f(p.bias[t], d.bias_kind == 2);
+        }
+        y[i] = f2h(v, d.out_bf16);
     }
 }
 
@@ -452,21 +479,40 @@ fail:
 
 namespace {
 /* Activation prep + GEMM on device buffers. */
+/* Split-K factor: enough blocks for ~2 waves on the device when M is small. */
+int split_count(const hck_desc &d, int64_t max_rows)
+{
+    int64_t blocks = (d.Np / BN) * ((max_rows + BM - 1) / BM) * d.E;
+    int64_t krows = d.Kp / (256 / d.abits);
+    int64_t s = blocks > 0 ? (264 + blocks - 1) / blocks : 1;
+    if (s > 16) s = 16;
+    if (s > krows) s = krows;
+    return s < 1 ? 1 : (int)s;
+}
+
 cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
                    int64_t max_rows, float *dcodes, float *dscales, uint16_t *dy, int simt,
-                   cudaStream_t st)
+                   float *ws, cudaStream_t st)
 {
     const hck_desc &d = L->dev.d;
     if (rows > 0) act_kernel<<<(unsigned)rows, 256, 0, st>>>(d.act_quant, d.out_bf16, dx, d.K, dcodes, dscales);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    dim3 grid((unsigned)(d.Np / BN), (unsigned)((max_rows + BM - 1) / BM), (unsigned)d.E);
+    int splits = ws ? split_count(d, max_rows) : 1;
+    dim3 grid((unsigned)(d.Np / BN), (unsigned)((max_rows + BM - 1) / BM), (unsigned)(d.E * splits));
     if (grid.y == 0) return cudaSuccess;
     const float *ts = d.act_quant != HCK_A_NONE ? dscales : nullptr;
+    if (splits > 1) {
+        e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st);
+        if (e != cudaSuccess) return e;
+    }
     if (simt)
-        gemm_kernel<true><<<grid, THREADS, smem_bytes(d), st>>>(L->dev, dcodes, ts, doff, dy);
+        gemm_kernel<true><<<grid, THREADS, smem_bytes(d), st>>>(L->dev, dcodes, ts, doff, dy, splits, ws);
     else
-        gemm_kernel<false><<<grid, THREADS, smem_bytes(d), st>>>(L->dev, dcodes, ts, doff, dy);
+        gemm_kernel<false><<<grid, THREADS, smem_bytes(d), st>>>(L->dev, dcodes, ts, doff, dy, splits, ws);
+    e = cudaGetLastError();
+    if (e != cudaSuccess || splits == 1) return e;
+    finish_kernel<<<1024, 256, 0, st>>>(L->dev, ws, doff, rows, dy);
     return cudaGetLastError();
 }
 }  // namespace
@@ -482,7 +528,7 @@ extern "C" int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows,
     int64_t max_rows = 0;
     for (int e = 0; e < d.E; e++) max_rows = std::max(max_rows, off[e + 1] - off[e]);
     uint16_t *dx = nullptr, *dy = nullptr;
-    float *dc = nullptr, *ds = nullptr;
+    float *dc = nullptr, *ds = nullptr, *ws = nullptr;
     int64_t *doff = nullptr;
     int rc = -1;
     size_t xb = (size_t)rows * d.K * 2, yb = (size_t)rows * d.N * 2;
@@ -491,14 +537,16 @@ extern "C" int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows,
     CK(cudaMalloc((void **)&dc, (size_t)rows * d.K * 4 + 4));
     CK(cudaMalloc((void **)&ds, (size_t)rows * 4 + 4));
     CK(cudaMalloc((void **)&doff, off.size() * 8));
+    if (split_count(d, max_rows) > 1) CK(cudaMalloc((void **)&ws, (size_t)rows * d.N * 4 + 4));
     CK(cudaMemcpy(dx, x, xb, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(doff, off.data(), off.size() * 8, cudaMemcpyHostToDevice));
     CK(cudaMemset(dy, 0xff, yb)); /* poison: all-ones is NaN in fp16 and bf16 */
-    CK(launch(L, dx, rows, doff, max_rows, dc, ds, dy, simt, 0));
+    CK(launch(L, dx, rows, doff, max_rows, dc, ds, dy, simt, ws, 0));
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(y, dy, yb, cudaMemcpyDeviceToHost));
     rc = 0;
 fail:
+    cudaFree(ws);
     cudaFree(dx);
     cudaFree(dy);
     cudaFree(dc);
@@ -536,7 +584,7 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
 {
     const hck_desc &d = L->dev.d;
     uint16_t *dx = nullptr, *dy = nullptr;
-    float *dc = nullptr, *ds = nullptr;
+    float *dc = nullptr, *ds = nullptr, *ws = nullptr;
     int64_t *doff = nullptr;
     int64_t off[2] = {0, rows};
     cudaEvent_t e0 = nullptr, e1 = nullptr;
@@ -552,13 +600,14 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
     CK(cudaMalloc((void **)&ds, (size_t)rows * 4));
     CK(cudaMalloc((void **)&doff, 16));
     CK(cudaMemcpy(doff, off, 16, cudaMemcpyHostToDevice));
+    if (split_count(d, rows) > 1) CK(cudaMalloc((void **)&ws, (size_t)rows * d.N * 4 + 4));
     random_kernel<<<1024, 256>>>(dx, rows * d.K, d.out_bf16, 12345u);
     CK(cudaGetLastError());
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     for (int i = -1; i < iters; i++) {
         CK(cudaEventRecord(e0));
-        CK(launch(L, dx, rows, doff, rows, dc, ds, dy, simt, 0));
+        CK(launch(L, dx, rows, doff, rows, dc, ds, dy, simt, ws, 0));
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -572,6 +621,7 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
 fail:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
+    cudaFree(ws);
     cudaFree(dx);
     cudaFree(dy);
     cudaFree(dc);
