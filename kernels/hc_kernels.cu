@@ -175,6 +175,32 @@ __device__ float weight_value(const Dev &p, uint32_t code, int e, int n, int k)
     return x * scale_at(p, e, n, k, g);
 }
 
+/* The same value with the per-column zero point and scale of the current tile
+ * row taken from shared memory (every tile row lies in one scale group:
+ * group sizes are >= P = 256/a and divide 64 or are multiples of 64). */
+__device__ __forceinline__ float weight_value_row(const hck_desc &d, const float *lut,
+                                                  uint32_t code, float zero, float scale)
+{
+    int b = d.wbits;
+    float x;
+    if (d.wkind == HCK_W_FLOAT) {
+        x = lut[code];
+    } else if (d.weight_signed) {
+        x = (float)((int32_t)(code << (32 - b)) >> (32 - b));
+    } else if (d.int2fp) {
+        uint32_t mask = (1u << b) - 1;
+        uint32_t z = d.zp_in_repack && d.zp_kind == HCK_Z_INT ? (uint32_t)zero : 1u << (b - 1);
+        uint32_t v = code <= mask - z ? code + z : mask - code;
+        x = (float)v - (float)z;
+    } else if (d.zp_kind != HCK_Z_NONE) {
+        x = (float)code - zero;
+    } else {
+        x = (float)code - (float)(1u << (b - 1));
+    }
+    if (d.fused_x2) x *= 2.0f;
+    return x * scale;
+}
+
 __device__ __forceinline__ uint32_t to_tf32(float v)
 {
     uint32_t r;
@@ -208,10 +234,22 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
     float acc[32];
 #pragma unroll
     for (int i = 0; i < 32; i++) acc[i] = 0.0f;
+    __shared__ float s_lut[256], s_scale[BN], s_zero[BN];
+    for (int i = tid; i < 256; i += THREADS) s_lut[i] = d.wlut[i];
+    const bool row_scales = d.scale_kind != HCK_S_BLOCK && d.group_size % P == 0;
 
     /* split-K (small M): this block's share of the tile rows */
     const int64_t kb0 = rows * split / splits, kb1 = rows * (split + 1) / splits;
     for (int64_t kb = kb0; kb < kb1; kb++) {
+        if (row_scales) {
+            const int k0 = (int)kb * P, g = k0 / (int)d.group_size;
+            for (int t = tid; t < BN; t += THREADS) {
+                const int n = nb * BN + t;
+                s_scale[t] = scale_at(p, e, n, k0, g);
+                s_zero[t] = d.zp_kind != HCK_Z_NONE ? zero_at(p, e, n, g) : 0.0f;
+            }
+        }
+        __syncthreads();
         for (int idx = tid; idx < BM * P; idx += THREADS) {
             int m = idx / P, kk = idx % P;
             int64_t gk = kb * P + kk;
@@ -233,7 +271,9 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
                 int kl = 4 * R * i5 + R * (ln % 4) + kk;
                 int o = u % Nw, slot = (o % R) * Gs + o / R;
                 uint32_t code = (Wd[u / Nw] >> (slot * Bp)) & mask;
-                Ws[nl * LD + kl] = weight_value(p, code, e, nb * BN + nl, (int)kb * P + kl);
+                Ws[nl * LD + kl] =
+                    row_scales ? weight_value_row(d, s_lut, code, s_zero[nl], s_scale[nl])
+                               : weight_value(p, code, e, nb * BN + nl, (int)kb * P + kl);
             }
         }
         __syncthreads();
