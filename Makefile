@@ -24,9 +24,36 @@ TSUP_SRC := $(wildcard tests/support/*.c)
 TSUP_OBJ := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+GPU_SRC  := $(wildcard tests/gpu/*.c)
+GPU_BIN  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 
-.PHONY: all deps test asan demo bench clean fuzz fuzz-build fuzz-deps
-all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN)
+# CUDA kernels: built ahead of time into $(BUILD)/libhc_kernels.so (cudart
+# linked statically), opened at run time by lib/hc_gpu.c. Without nvcc the
+# library, CLI and tests still build; GPU paths then report "no GPU kernels".
+NVCC       ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+NVCC_ARCH  ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_86,code=sm_86 \
+              -gencode=arch=compute_89,code=sm_89 -gencode=arch=compute_90a,code=sm_90a \
+              -gencode=arch=compute_100,code=sm_100 -gencode=arch=compute_120,code=sm_120 \
+              -gencode=arch=compute_120,code=compute_120
+NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -shared -cudart static -lineinfo
+KERNELS_SO := $(BUILD)/libhc_kernels.so
+KERNELS    := $(if $(NVCC),$(KERNELS_SO),kernels-skip)
+
+.PHONY: all deps test asan demo bench clean kernels-skip fuzz fuzz-build fuzz-deps
+all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(KERNELS)
+
+$(KERNELS_SO): kernels/hc_kernels.cu kernels/hc_kernels.h
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $@"
+	@$(NVCC) $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -o $@ kernels/hc_kernels.cu
+
+kernels-skip:
+	@echo "NOTICE: nvcc not found: GPU kernels (libhc_kernels.so) not built; GPU verification falls back to the CPU"
+
+$(BUILD)/tests/gpu/%: $(BUILD)/obj/tests/gpu/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
 
 deps:
 	@bash scripts/install-deps.sh
@@ -69,7 +96,7 @@ test: deps
 
 # Same tests under AddressSanitizer + UBSan, in a separate build tree.
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g" \
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g" NVCC= \
 	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  EXTRA_LDFLAGS="-fsanitize=address,undefined" all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 HC_SKIP_PYTHON=1 \
@@ -118,4 +145,4 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
--include $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.d) $(EX_SRC:examples/%.c=$(BUILD)/obj/examples/%.d)
+-include $(GPU_SRC:tests/gpu/%.c=$(BUILD)/obj/tests/gpu/%.d) $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.d) $(EX_SRC:examples/%.c=$(BUILD)/obj/examples/%.d)

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "hc_fs.h"
-#include "hc_gpu_detect.h"
+#include "hc_gpu.h"
 #include "hc_report.h"
 #include "hc_version.h"
 
@@ -22,6 +22,7 @@ struct hc_conv_verify {
     hc_report *report;
     hc_st_file *calib;
     int enabled;
+    int use_gpu;                /* GPU kernels run next to the CPU reference */
     struct timespec t0;
 };
 
@@ -56,7 +57,8 @@ static void describe_run(hc_conv_verify *v)
     snprintf(r->arch, sizeof r->arch, "sm%d", o->sm);
     snprintf(r->activation, sizeof r->activation, "%s", fname(v->plan->activation));
     snprintf(r->verify_mode, sizeof r->verify_mode, "%s", hc_verify_mode_name(o->verify));
-    snprintf(r->verify_backend, sizeof r->verify_backend, "%s", v->enabled ? "cpu" : "none");
+    snprintf(r->verify_backend, sizeof r->verify_backend, "%s", 
+             !v->enabled ? "none" : v->use_gpu ? "gpu" : "cpu");
     r->tokens = o->verify_tokens > 0 ? o->verify_tokens : 16;
     hc_report_set(&r->calib, o->calib_path);
     r->allow_degraded = o->allow_degraded;
@@ -80,12 +82,15 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
     *out = v;
     hc_report_now(v->report->started);
     if (v->enabled && (opts->verify == HC_VERIFY_GPU || opts->verify == HC_VERIFY_AUTO)) {
-        int sm = hc_gpu_detect_sm();
+        char why[256];
+        int sm = hc_gpu_available(why, sizeof why);
         if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
-            hc_conv_log(opts, "verify: no GPU is available; falling back to the CPU reference");
+            hc_conv_log(opts, "verify: no GPU is available (%s); falling back to the CPU "
+                        "reference", why);
         else if (sm > 0)
-            hc_conv_log(opts, "verify: GPU sm%d found, but the GPU verification path is not "
-                        "available yet; using the CPU reference", sm);
+            hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels "
+                        "and is compared with the CPU reference", sm);
+        v->use_gpu = sm > 0;
     }
     if (v->enabled && opts->calib_path &&
         hc_st_open(opts->calib_path, &v->calib, err) != HC_OK)
@@ -200,7 +205,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                 ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
                                 ref && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
-                              .seed = fnv1a(L->prefix)};
+                              .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu};
         hc_error verr = {0};
         hc_status vs = hc_verify_layer(&L->cfg, m, post, &src, &p, &R->m, &verr);
         if (vs == HC_ERR_FORMAT) { /* a malformed output tensor fails the layer */
@@ -220,9 +225,11 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     R->verified = 1;
     R->seconds = now_s() - t0;
     const hc_verify_metrics *r = &R->m;
-    hc_conv_log(v->opts, "verify %s: %s (weight rel err %.3g, gemm SNR %.1f dB%s) %s",
+    char gpu[64] = "";
+    if (r->has_gpu) snprintf(gpu, sizeof gpu, ", GPU vs CPU rel err %.3g", r->gpu_rel_err);
+    hc_conv_log(v->opts, "verify %s: %s (weight rel err %.3g, gemm SNR %.1f dB%s%s) %s",
                 L->prefix, r->pass ? "pass" : "FAIL", r->weight_rel_err, r->gemm_snr_db,
-                r->has_qact ? ", with quantized activations" : "", r->pass ? "" : r->reason);
+                r->has_qact ? ", with quantized activations" : "", gpu, r->pass ? "" : r->reason);
     return HC_OK;
 }
 

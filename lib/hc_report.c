@@ -117,6 +117,10 @@ static cJSON *layer_json(const hc_report_layer *L)
             num(o, "qact_gemm_cosine", m->qact_cosine);
             num(o, "qact_gemm_max_abs_err", m->qact_max_abs_err);
         }
+        if (m->has_gpu) {
+            num(o, "gpu_gemm_rel_err", m->gpu_rel_err);
+            num(o, "gpu_gemm_max_abs_err", m->gpu_max_abs_err);
+        }
         num(o, "nonfinite", (double)m->nonfinite);
         cJSON_AddBoolToObject(o, "lossless", m->lossless);
         if (m->lossless) num(o, "lossless_mismatches", (double)m->lossless_mismatches);
@@ -125,6 +129,7 @@ static cJSON *layer_json(const hc_report_layer *L)
         num(b, "weight_rel_err", m->weight_bound);
         num(b, "gemm_rel_err", m->gemm_bound);
         if (m->has_qact) num(b, "qact_gemm_rel_err", m->qact_bound);
+        if (m->has_gpu) num(b, "gpu_gemm_rel_err", m->gpu_bound);
         num(o, "tokens", m->tokens);
         str(o, "activations", m->calibrated ? "calibration" : "random");
         num(o, "verify_seconds", L->seconds);

@@ -28,7 +28,7 @@ typedef struct hc_report {
     char *recipe;                 /* source quantization recipe */
     char arch[16], activation[32];
     char verify_mode[8];          /* requested */
-    char verify_backend[8];       /* used: "cpu" or "none" */
+    char verify_backend[8];       /* used: "gpu" (GPU kernels + CPU reference), "cpu" or "none" */
     int tokens;
     char *calib;                  /* NULL: random activations */
     int allow_degraded;

@@ -2,6 +2,8 @@
  * the source, run the GEMMs, apply the bounds (docs/verification.md). */
 #include "hc_verify.h"
 
+#include "hc_gpu.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,9 @@ static void judge(hc_verify_metrics *r)
     else if (r->has_qact && r->qact_rel_err > r->qact_bound)
         snprintf(s, n, "quantized-activation gemm rel err %.3g exceeds bound %.3g",
                  r->qact_rel_err, r->qact_bound);
+    else if (r->has_gpu && !(r->gpu_rel_err <= r->gpu_bound))
+        snprintf(s, n, "GPU gemm rel err %.3g vs the CPU reference exceeds bound %.3g",
+                 r->gpu_rel_err, r->gpu_bound);
     else {
         snprintf(s, n, "ok");
         r->pass = 1;
@@ -192,6 +197,15 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
         r->qact_max_abs_err = c.max_abs_err;
         r->nonfinite += c.nonfinite;
         r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
+    }
+    if (p && p->use_gpu) { /* b->y: the CPU GEMM on the decoded weights, last activations */
+        HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, 0, b->yref, err));
+        hc_verify_compare(b->yref, b->y, E * M * N, &c);
+        r->has_gpu = 1;
+        r->gpu_rel_err = c.rel_err;
+        r->gpu_max_abs_err = c.max_abs_err;
+        r->gpu_bound = hc_gpu_bound(cfg->param_format);
+        r->nonfinite += c.nonfinite;
     }
     judge(r);
     return HC_OK;

@@ -31,6 +31,9 @@ typedef struct {
     int has_qact;                               /* 8/4-bit activations: the same with */
     double qact_rel_err, qact_snr_db, qact_cosine, qact_max_abs_err; /* quantized x */
     int64_t nonfinite;                          /* NaN/Inf in decoded W, bias, GEMM outputs */
+    int has_gpu;                                /* the GPU kernel ran on the post tensors: */
+    double gpu_rel_err, gpu_max_abs_err;        /* its output vs the CPU GEMM on the decoded */
+    double gpu_bound;                           /* weights (same, quantized, activations) */
     int lossless;                               /* lossless_mismatches is meaningful */
     int64_t lossless_mismatches;
     int64_t step_violations;                    /* float source: elements off by more
@@ -62,6 +65,7 @@ typedef struct {
     const float *act;      /* optional (act_rows, K) rows; NULL: random */
     int act_rows;          /* rows available in act; fewer than tokens are cycled */
     uint64_t seed;         /* for random activations */
+    int use_gpu;           /* also run the GPU kernel (lib/hc_gpu.h) and compare */
 } hc_verify_params;
 
 /* Verifies one layer: decodes post, compares with the source, runs both

@@ -12,6 +12,11 @@ for t in "$build"/tests/test_*; do
     echo "=== $(basename "$t")"
     if "$t"; then passed=$((passed+1)); else failed=$((failed+1)); failures="$failures $(basename "$t")"; fi
 done
+# GPU sweep (docs/kernels.md): prints a skip notice where no GPU/driver/kernels exist
+if [ -x "$build/tests/gpu/hc_gpu_sweep" ]; then
+    echo "=== hc_gpu_sweep --quick"
+    if "$build/tests/gpu/hc_gpu_sweep" --quick; then passed=$((passed+1)); else failed=$((failed+1)); failures="$failures hc_gpu_sweep"; fi
+fi
 if [ -z "${HC_SKIP_PYTHON:-}" ]; then
     if "$py" -c 'import numpy, safetensors, ml_dtypes' 2>/dev/null; then
         for t in tests/py/test_*.py; do

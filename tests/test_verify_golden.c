@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "hc_test_st.h"
+#include "hc_gpu.h"
 #include "hc_verify.h"
 
 #define GOLDEN_TOL 1e-2
@@ -159,6 +160,21 @@ static void test_file(void **state)
     if (qdiff >= 0) printf("; our per-token quantized x differs from x.quant in %lld of %lld",
                            (long long)qdiff, (long long)nx);
     printf("\n");
+    char why[256];
+    if (hc_gpu_available(why, sizeof why) > 0) { /* our GPU kernel on Humming's tensors */
+        float *xin = to_float(&tx, &nx), *yg = malloc((size_t)(M * N) * sizeof(float));
+        assert_non_null(yg);
+        if (hc_gpu_gemm(&c, &m, &post, xin, M, 0, yg, &err) != HC_OK) fail_msg("GPU: %s", err.msg);
+        hc_verify_cmp g;
+        hc_verify_compare(yg, yh, M * N, &g);
+        printf("GOLDEN-GPU %-26s our kernel vs y.humming rel err %.3e (snr %.1f dB, max abs %.3g, "
+               "non-finite %lld)\n", name, g.rel_err, g.snr_db, g.max_abs_err, (long long)g.nonfinite);
+        assert_true(g.nonfinite == 0 && g.rel_err <= GOLDEN_TOL);
+        free(xin);
+        free(yg);
+    } else {
+        printf("NOTICE: GPU golden check skipped: %s\n", why);
+    }
     assert_true(cmp.rel_err <= GOLDEN_TOL);
     assert_true(qdiff <= 0); /* per-token quantizer reproduces Humming's x.quant exactly */
     assert_int_equal(cmp.nonfinite, 0);

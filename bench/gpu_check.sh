@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Device-side correctness run (one call): the GPU sweep (mma and simt kernels),
+# the golden vectors through our kernel, and `--verify gpu` vs `--verify cpu`
+# on the example model. Run from a folder holding build/, lib/ (shared
+# libraries the image may lack), shared/golden and demo/example-humming.
+# Writes logs to $OUT (or ./out) and prints a short summary last.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+out=${OUT:-$here/out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export HC_KERNELS_LIB=$here/build/libhc_kernels.so
+nvidia-smi -L
+./build/tests/gpu/hc_gpu_sweep > "$out/sweep.txt" 2>&1; echo "sweep rc=$?"
+./build/tests/gpu/hc_gpu_sweep --simt --quick > "$out/sweep_simt.txt" 2>&1; echo "sweep simt rc=$?"
+HC_SHARED_DIR=$here/shared ./build/tests/test_verify_golden > "$out/golden.txt" 2>&1; echo "golden rc=$?"
+rm -rf /tmp/hcv && mkdir -p /tmp/hcv
+for v in cpu gpu; do
+  for a in "sm90" "sm89 --activation float8e4m3" "sm80 --activation int8"; do
+    tag=$(echo "$a" | tr -d ' -')
+    ./build/humming-convert demo/example-humming /tmp/hcv/$v-$tag --arch $a --verify $v \
+      > "$out/verify-$v-$tag.txt" 2>&1; echo "verify $v $tag rc=$?"
+    cp /tmp/hcv/$v-$tag/humming_report.json "$out/report-$v-$tag.json" 2>/dev/null
+  done
+done
+python3 - "$out" <<'PY'
+import json, sys, glob, os
+out = sys.argv[1]
+rows = []
+for f in sorted(glob.glob(out + "/report-cpu-*.json")):
+    g = f.replace("report-cpu-", "report-gpu-")
+    if not os.path.exists(g): continue
+    c, d = json.load(open(f)), json.load(open(g))
+    worst = {}
+    for lc, lg in zip(c["layers"], d["layers"]):
+        for k in ("gemm_rel_err", "qact_gemm_rel_err", "weight_rel_err"):
+            if k in lc and k in lg:
+                worst[k] = max(worst.get(k, 0), abs(lc[k] - lg[k]))
+        same = lc["status"] == lg["status"]
+        if not same: print("STATUS DIFFERS", f, lc.get("name"), lc["status"], lg["status"])
+    gmax = max((l.get("gpu_gemm_rel_err", 0) for l in d["layers"]), default=0)
+    print(os.path.basename(f)[11:-5], "backend", d.get("run", {}).get("verify_backend"),
+          "pass cpu/gpu", sum(l["status"] == "pass" for l in c["layers"]), "/",
+          sum(l["status"] == "pass" for l in d["layers"]), "of", len(c["layers"]),
+          "max |metric diff|", worst, "worst gpu vs cpu rel err %.3g" % gmax)
+PY
+grep -h "^GOLDEN" "$out/golden.txt"
+grep -h "FAIL" "$out/sweep.txt" | head -20
+grep -h "SUMMARY\|quantizer" "$out/sweep.txt" "$out/sweep_simt.txt"

@@ -1,0 +1,671 @@
+/* hc_kernels.cu - fused dequantize-and-multiply GEMM on the Humming tile
+ * layout (mma.sync tf32 family, sm80+), per-token activation quantization,
+ * and the host API of hc_kernels.h. docs/kernels.md.
+ *
+ * Correct-first design: a block owns 64 tokens x one 64-column tile of N; for
+ * each tile row kb (P = 256/a elements of K) its threads expand the tile's
+ * lanes (inverse of the spec 4.5 compaction), place the 32 codes of every lane
+ * at their (n, k) (spec 4.3 normal or 4.6 transposed order), apply zero point
+ * and scale read through the inverse perm64/perm32, and store the value as
+ * float in shared memory; the product runs on mma.sync m16n8k8 tf32 with fp32
+ * accumulation. Token scale, global scale and bias are applied on the output. */
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+extern "C" {
+#include "hc_kernels.h"
+}
+
+namespace {
+
+struct Dev {
+    hck_desc d;
+    const uint32_t *w;
+    const uint8_t *s;
+    const uint8_t *z;
+    const float *gl;
+    const uint16_t *bias;
+};
+
+constexpr int BM = 64, BN = 64, THREADS = 128;
+
+__device__ __forceinline__ float h2f(uint16_t raw, int bf16)
+{
+    if (bf16) return __uint_as_float((uint32_t)raw << 16);
+    return __half2float(__ushort_as_half(raw));
+}
+
+__device__ __forceinline__ uint16_t f2h(float v, int bf16)
+{
+    if (bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    return __half_as_ushort(__float2half_rn(v));
+}
+
+/* Position j inside a chunk of L that holds original index i (inverse of
+ * perm64[j] = 8(j%8) + j/8 and perm32[j] = T[j%8] + 2(j/8)). */
+__device__ __forceinline__ int inv_perm(int L, int i)
+{
+    if (L == 64) return 8 * (i % 8) + i / 8;
+    return 8 * ((i % 8) / 2) + 2 * (i / 8) + (i % 2);
+}
+
+__device__ __forceinline__ int next_pow2(int b)
+{
+    int p = 1;
+    while (p < b) p <<= 1;
+    return p;
+}
+
+/* Inverse of the 4.5 compaction for one slot: final fields f -> padded v. */
+__device__ void uncompact_slot(int b, const uint32_t *f, uint32_t *v)
+{
+    if (b == 3) {
+        v[0] = f[0] & 7;
+        v[1] = (f[1] & 3) | ((f[0] >> 3) & 1) << 2;
+        v[2] = (f[2] & 1) | ((f[1] >> 2) & 3) << 1;
+        v[3] = (f[2] >> 1) & 7;
+    } else if (b == 5) {
+        v[0] = f[0] & 31;
+        v[1] = (f[1] & 3) | ((f[0] >> 5) & 7) << 2;
+        v[2] = (f[1] >> 2) & 31;
+        v[3] = (f[2] & 15) | ((f[1] >> 7) & 1) << 4;
+        v[4] = (f[3] & 1) | ((f[2] >> 4) & 15) << 1;
+        v[5] = (f[3] >> 1) & 31;
+        v[6] = (f[4] & 7) | ((f[3] >> 6) & 3) << 3;
+        v[7] = (f[4] >> 3) & 31;
+    } else if (b == 6) {
+        for (int h = 0; h < 2; h++) {
+            const uint32_t *g = f + 3 * h;
+            uint32_t *w = v + 4 * h;
+            w[0] = g[0] & 63;
+            w[1] = (g[1] & 15) | ((g[0] >> 6) & 3) << 4;
+            w[2] = (g[2] & 3) | ((g[1] >> 4) & 15) << 2;
+            w[3] = (g[2] >> 2) & 63;
+        }
+    } else if (b == 7) {
+        v[0] = f[0] & 127;
+        for (int j = 1; j <= 7; j++) {
+            uint32_t lo = j < 7 ? f[j] & ((1u << (7 - j)) - 1) : 0;
+            v[j] = (lo | (f[j - 1] >> (8 - j)) << (7 - j)) & 127;
+        }
+    } else {
+        for (int i = 0; i < b; i++) v[i] = f[i];
+    }
+}
+
+/* b final words of one lane -> Bp padded words. */
+__device__ void uncompact_words(int b, int Bp, const uint32_t *F, uint32_t *W)
+{
+    if (b == Bp) {
+        for (int i = 0; i < b; i++) W[i] = F[i];
+        return;
+    }
+    uint32_t smask = (1u << Bp) - 1;
+    for (int p = 0; p < Bp; p++) W[p] = 0;
+    for (int s = 0; s < 32 / Bp; s++) {
+        uint32_t f[8], v[8];
+        for (int i = 0; i < b; i++) f[i] = (F[i] >> (s * Bp)) & smask;
+        uncompact_slot(b, f, v);
+        for (int p = 0; p < Bp; p++) W[p] |= v[p] << (s * Bp);
+    }
+}
+
+__device__ float scale_at(const Dev &p, int e, int n, int k, int g)
+{
+    const hck_desc &d = p.d;
+    if (d.scale_kind == HCK_S_NONE) return 1.0f;
+    if (d.scale_kind == HCK_S_BLOCK) {
+        int Rb = (int)(d.Np / d.group_size_n), Cb = (int)(d.Kp / d.group_size);
+        return ((const float *)p.s)[((int64_t)e * Cb + k / (int)d.group_size) * Rb +
+                                    n / (int)d.group_size_n];
+    }
+    int L = d.scale_perm;
+    int64_t src = ((int64_t)e * d.G + g) * d.Np + (n / L) * L + inv_perm(L, n % L);
+    switch (d.scale_kind) {
+    case HCK_S_F16: return h2f(((const uint16_t *)p.s)[src], 0);
+    case HCK_S_BF16: return h2f(((const uint16_t *)p.s)[src], 1);
+    case HCK_S_LUT8: return d.slut[p.s[src]];
+    case HCK_S_INT16: return (float)(int16_t)((const uint16_t *)p.s)[src];
+    case HCK_S_EXP2: return ldexpf(1.0f, (int)p.s[src]);
+    }
+    return 1.0f;
+}
+
+/* Zero point at (e, n, g): integer code or float value (as float). */
+__device__ float zero_at(const Dev &p, int e, int n, int g)
+{
+    const hck_desc &d = p.d;
+    int64_t t = ((int64_t)e * d.G + g) * d.Np + (n / 64) * 64 + inv_perm(64, n % 64);
+    if (d.zp_kind == HCK_Z_INT) {
+        if (d.wbits > 4) return (float)p.z[t];
+        return (float)((p.z[t / 2] >> (4 * (t % 2))) & 15);
+    }
+    return h2f(((const uint16_t *)p.z)[t], d.zp_kind == HCK_Z_BF16);
+}
+
+/* Value of a stored code at (e, n, k) before global scale (docs/verification.md). */
+__device__ float weight_value(const Dev &p, uint32_t code, int e, int n, int k)
+{
+    const hck_desc &d = p.d;
+    int b = d.wbits;
+    int g = k / (int)d.group_size;
+    float x;
+    if (d.wkind == HCK_W_FLOAT) {
+        x = d.wlut[code];
+    } else if (d.weight_signed) {
+        x = (float)((int32_t)(code << (32 - b)) >> (32 - b));
+    } else if (d.int2fp) {
+        uint32_t mask = (1u << b) - 1;
+        uint32_t z = d.zp_in_repack && d.zp_kind == HCK_Z_INT ? (uint32_t)zero_at(p, e, n, g)
+                                                              : 1u << (b - 1);
+        uint32_t v = code <= mask - z ? code + z : mask - code;
+        x = (float)v - (float)z;
+    } else if (d.zp_kind != HCK_Z_NONE) {
+        x = (float)code - zero_at(p, e, n, g);
+    } else {
+        x = (float)code - (float)(1u << (b - 1));
+    }
+    if (d.fused_x2) x *= 2.0f;
+    return x * scale_at(p, e, n, k, g);
+}
+
+/* The same value with the per-column zero point and scale of the current tile
+ * row taken from shared memory (every tile row lies in one scale group:
+ * group sizes are >= P = 256/a and divide 64 or are multiples of 64). */
+__device__ __forceinline__ float weight_value_row(const hck_desc &d, const float *lut,
+                                                  uint32_t code, float zero, float scale)
+{
+    int b = d.wbits;
+    float x;
+    if (d.wkind == HCK_W_FLOAT) {
+        x = lut[code];
+    } else if (d.weight_signed) {
+        x = (float)((int32_t)(code << (32 - b)) >> (32 - b));
+    } else if (d.int2fp) {
+        uint32_t mask = (1u << b) - 1;
+        uint32_t z = d.zp_in_repack && d.zp_kind == HCK_Z_INT ? (uint32_t)zero : 1u << (b - 1);
+        uint32_t v = code <= mask - z ? code + z : mask - code;
+        x = (float)v - (float)z;
+    } else if (d.zp_kind != HCK_Z_NONE) {
+        x = (float)code - zero;
+    } else {
+        x = (float)code - (float)(1u << (b - 1));
+    }
+    if (d.fused_x2) x *= 2.0f;
+    return x * scale;
+}
+
+__device__ __forceinline__ uint32_t to_tf32(float v)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+
+/* y rows [offsets[e], offsets[e+1]) of expert e; x holds float values or
+ * codes (tok_scale != NULL). */
+template <bool SIMT>
+__global__ void __launch_bounds__(THREADS)
+gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_scale,
+            const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits,
+            float *__restrict__ ws)
+{
+    const hck_desc &d = p.d;
+    const int nb = blockIdx.x, e = blockIdx.z / splits, split = blockIdx.z % splits;
+    const int64_t r0 = offsets[e], r1 = offsets[e + 1];
+    const int64_t mstart = r0 + (int64_t)blockIdx.y * BM;
+    if (mstart >= r1) return;
+    const int mrows = (int)min((int64_t)BM, r1 - mstart);
+    const int a = d.abits, b = d.wbits, P = 256 / a, R = 32 / a, Bp = next_pow2(b);
+    const int Nw = 32 / Bp, Gs = a / Bp, chunks = 16 / a, LD = P + 4;
+    const uint32_t mask = (1u << b) - 1;
+    const int64_t rows = d.Kp / P, row_words = d.Np * P * b / 32;
+    extern __shared__ float smem[];
+    float *Ws = smem;            /* [BN][LD]: n-major, k contiguous */
+    float *Xs = smem + BN * LD;  /* [BM][LD] */
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int gq = lane / 4, tq = lane % 4;
+    float acc[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) acc[i] = 0.0f;
+    __shared__ float s_lut[256], s_scale[BN], s_zero[BN];
+    for (int i = tid; i < 256; i += THREADS) s_lut[i] = d.wlut[i];
+    const bool row_scales = d.scale_kind != HCK_S_BLOCK && d.group_size % P == 0;
+
+    /* split-K (small M): this block's share of the tile rows */
+    const int64_t kb0 = rows * split / splits, kb1 = rows * (split + 1) / splits;
+    for (int64_t kb = kb0; kb < kb1; kb++) {
+        if (row_scales) {
+            const int k0 = (int)kb * P, g = k0 / (int)d.group_size;
+            for (int t = tid; t < BN; t += THREADS) {
+                const int n = nb * BN + t;
+                s_scale[t] = scale_at(p, e, n, k0, g);
+                s_zero[t] = d.zp_kind != HCK_Z_NONE ? zero_at(p, e, n, g) : 0.0f;
+            }
+        }
+        __syncthreads();
+        for (int idx = tid; idx < BM * P; idx += THREADS) {
+            int m = idx / P, kk = idx % P;
+            int64_t gk = kb * P + kk;
+            Xs[m * LD + kk] = (m < mrows && gk < d.K) ? x[(mstart + m) * d.K + gk] : 0.0f;
+        }
+        const int64_t base = ((int64_t)e * rows + kb) * row_words + (int64_t)nb * 2 * P * b;
+        for (int it = tid; it < chunks * 32 * 4; it += THREADS) {
+            int L = it >> 2, part = it & 3, j = L / 32, ln = L % 32;
+            uint32_t F[8], Wd[8];
+            const uint32_t *src = p.w + base + (int64_t)j * 32 * b + (int64_t)ln * b;
+            for (int w = 0; w < b; w++) F[w] = src[w];
+            uncompact_words(b, Bp, F, Wd);
+            for (int uu = 0; uu < 8; uu++) {
+                int u = part * 8 + uu;
+                int kk = u % R, rest = u / R, i3 = rest / 4, i4, i5;
+                if (d.transposed) i4 = rest % 2, i5 = (rest / 2) % 2;
+                else i5 = rest % 2, i4 = (rest / 2) % 2;
+                int nl = 4 * a * j + 16 * i3 + 8 * i4 + ln / 4;
+                int kl = 4 * R * i5 + R * (ln % 4) + kk;
+                int o = u % Nw, slot = (o % R) * Gs + o / R;
+                uint32_t code = (Wd[u / Nw] >> (slot * Bp)) & mask;
+                Ws[nl * LD + kl] =
+                    row_scales ? weight_value_row(d, s_lut, code, s_zero[nl], s_scale[nl])
+                               : weight_value(p, code, e, nb * BN + nl, (int)kb * P + kl);
+            }
+        }
+        __syncthreads();
+        if (SIMT) {
+            const int n = tid % BN, m0 = (tid / BN) * 32;
+            for (int kk = 0; kk < P; kk++) {
+                float w = Ws[n * LD + kk];
+#pragma unroll
+                for (int i = 0; i < 32; i++) acc[i] = fmaf(Xs[(m0 + i) * LD + kk], w, acc[i]);
+            }
+        } else {
+            const int wm = warp / 2, wn = warp % 2;
+            for (int ks = 0; ks < P; ks += 8) {
+                uint32_t af[2][4], bfr[4][2];
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++) {
+                    int r = 32 * wm + 16 * mi + gq;
+                    af[mi][0] = to_tf32(Xs[r * LD + ks + tq]);
+                    af[mi][1] = to_tf32(Xs[(r + 8) * LD + ks + tq]);
+                    af[mi][2] = to_tf32(Xs[r * LD + ks + tq + 4]);
+                    af[mi][3] = to_tf32(Xs[(r + 8) * LD + ks + tq + 4]);
+                }
+#pragma unroll
+                for (int ni = 0; ni < 4; ni++) {
+                    int c = 32 * wn + 8 * ni + gq;
+                    bfr[ni][0] = to_tf32(Ws[c * LD + ks + tq]);
+                    bfr[ni][1] = to_tf32(Ws[c * LD + ks + tq + 4]);
+                }
+#pragma unroll
+                for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+                    for (int ni = 0; ni < 4; ni++) {
+                        float *c = acc + (mi * 4 + ni) * 4;
+                        asm volatile(
+                            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                            : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]),
+                              "r"(bfr[ni][0]), "r"(bfr[ni][1]));
+                    }
+            }
+        }
+        __syncthreads();
+    }
+
+    const float gscale = d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e];
+    for (int i = 0; i < 32; i++) {
+        int ml, nl;
+        if (SIMT) {
+            ml = (tid / BN) * 32 + i;
+            nl = tid % BN;
+        } else {
+            int t4 = i / 4, mi = t4 / 4, ni = t4 % 4, c = i % 4;
+            ml = 32 * (warp / 2) + 16 * mi + gq + (c >= 2 ? 8 : 0);
+            nl = 32 * (warp % 2) + 8 * ni + 2 * tq + (c & 1);
+        }
+        int64_t n = (int64_t)nb * BN + nl;
+        if (ml >= mrows || n >= d.N) continue;
+        int64_t m = mstart + ml;
+        float v = acc[i];
+        if (tok_scale) v *= tok_scale[m];
+        v *= gscale;
+        if (splits > 1) { /* partial sums; finish_kernel adds the bias and rounds */
+            atomicAdd(ws + m * d.N + n, v);
+            continue;
+        }
+        if (d.bias_kind) {
+            int64_t t = (int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32));
+            v += h2f(p.bias[t], d.bias_kind == 2);
+        }
+        y[m * d.N + n] = f2h(v, d.out_bf16);
+    }
+}
+
+/* Split-K epilogue: float partial sums + bias -> 16-bit output. */
+__global__ void finish_kernel(Dev p, const float *__restrict__ ws, const int64_t *__restrict__ offsets,
+                              int64_t rows, uint16_t *__restrict__ y)
+{
+    const hck_desc &d = p.d;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * d.N;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t m = i / d.N, n = i % d.N;
+        float v = ws[i];
+        if (d.bias_kind) {
+            int e = 0;
+            while (e + 1 < d.E && m >= offsets[e + 1]) e++;
+            int64_t t = (int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32));
+            v += h2f(p.bias[t], d.bias_kind == 2);
+        }
+        y[i] = f2h(v, d.out_bf16);
+    }
+}
+
+/* One block per token: 16-bit x -> float values (a16) or codes + scale. */
+__global__ void act_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K,
+                           float *__restrict__ codes, float *__restrict__ scales)
+{
+    const int64_t row = blockIdx.x;
+    const uint16_t *xr = x + row * K;
+    float *cr = codes + row * K;
+    if (act_quant == HCK_A_NONE) {
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) cr[k] = h2f(xr[k], in_bf16);
+        return;
+    }
+    __shared__ float smx[32], smn[32];
+    float mx = 1e-30f, mn = -1e-30f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        float v = h2f(xr[k], in_bf16);
+        mx = fmaxf(mx, v);
+        mn = fminf(mn, v);
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+    }
+    if (threadIdx.x % 32 == 0) smx[threadIdx.x / 32] = mx, smn[threadIdx.x / 32] = mn;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, smx[w]), mn = fminf(mn, smn[w]);
+        float amax = fmaxf(mx, -mn), s;
+        switch (act_quant) {
+        case HCK_A_E4M3: s = amax * (1.0f / 448.0f); break;
+        case HCK_A_E5M2: s = amax * (1.0f / 57344.0f); break;
+        case HCK_A_INT8: s = fmaxf(mx * (1.0f / 127.49f), -mn * (1.0f / 128.49f)); break;
+        default: s = fmaxf(mx * (1.0f / 7.49f), -mn * (1.0f / 8.49f)); break;
+        }
+        smx[0] = s;
+        scales[row] = s;
+    }
+    __syncthreads();
+    const float s = smx[0];
+    const float lo = act_quant == HCK_A_INT8 ? -128.0f : -8.0f;
+    const float hi = act_quant == HCK_A_INT8 ? 127.0f : 7.0f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        float t = __fdiv_rn(h2f(xr[k], in_bf16), s), q;
+        if (act_quant == HCK_A_E4M3) {
+            q = float(__nv_fp8_e4m3(t));
+        } else if (act_quant == HCK_A_E5M2) {
+            q = float(__nv_fp8_e5m2(t));
+        } else {
+            q = fminf(fmaxf(rintf(t), lo), hi);
+        }
+        cr[k] = q;
+    }
+}
+
+__global__ void random_kernel(uint16_t *x, int64_t n, int bf16, uint32_t seed)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 0x2c1b3c6du;
+        h ^= h >> 12;
+        float v = ((float)(h & 0xffffff) / 16777216.0f) * 2.0f - 1.0f;
+        x[i] = f2h(v, bf16);
+    }
+}
+
+#define CK(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            if (msg) snprintf(msg, msglen, "%s: %s", #call, cudaGetErrorString(e_));          \
+            goto fail;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+template <typename T>
+cudaError_t upload(const void *src, size_t bytes, T **dst)
+{
+    *dst = nullptr;
+    if (src == nullptr || bytes == 0) return cudaSuccess;
+    cudaError_t e = cudaMalloc((void **)dst, bytes);
+    if (e != cudaSuccess) return e;
+    return cudaMemcpy((void *)*dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+size_t smem_bytes(const hck_desc &d) { return (size_t)(BM + BN) * (256 / d.abits + 4) * sizeof(float); }
+
+}  // namespace
+
+struct hck_layer {
+    Dev dev;
+};
+
+extern "C" int hck_abi_version(void) { return HCK_ABI_VERSION; }
+
+extern "C" int hck_device_sm(char *msg, size_t msglen)
+{
+    int n = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        if (msg) snprintf(msg, msglen, "no GPU: %s", e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+        return 0;
+    }
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    if (major < 8) {
+        if (msg) snprintf(msg, msglen, "GPU sm%d%d: the kernels need sm80 or newer", major, minor);
+        return 0;
+    }
+    return 10 * major + minor;
+}
+
+extern "C" void hck_layer_destroy(hck_layer *L)
+{
+    if (L == nullptr) return;
+    cudaFree((void *)L->dev.w);
+    cudaFree((void *)L->dev.s);
+    cudaFree((void *)L->dev.z);
+    cudaFree((void *)L->dev.gl);
+    cudaFree((void *)L->dev.bias);
+    delete L;
+}
+
+extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, size_t msglen)
+{
+    *out = nullptr;
+    hck_layer *L = new hck_layer();
+    memset(&L->dev, 0, sizeof L->dev);
+    L->dev.d = *d;
+    if (d->abits != 16 && d->abits != 8 && d->abits != 4) {
+        if (msg) snprintf(msg, msglen, "activation bits %d", d->abits);
+        delete L;
+        return -1;
+    }
+    CK(upload(d->weight, d->weight_bytes, &L->dev.w));
+    CK(upload(d->scale, d->scale_bytes, &L->dev.s));
+    CK(upload(d->zero, d->zero_bytes, &L->dev.z));
+    CK(upload(d->global, d->global_bytes, &L->dev.gl));
+    CK(upload(d->bias, d->bias_bytes, &L->dev.bias));
+    CK(cudaFuncSetAttribute(gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)smem_bytes(*d)));
+    CK(cudaFuncSetAttribute(gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)smem_bytes(*d)));
+    *out = L;
+    return 0;
+fail:
+    hck_layer_destroy(L);
+    return -1;
+}
+
+namespace {
+/* Activation prep + GEMM on device buffers. */
+/* Split-K factor: enough blocks for ~2 waves on the device when M is small. */
+int split_count(const hck_desc &d, int64_t max_rows)
+{
+    int64_t blocks = (d.Np / BN) * ((max_rows + BM - 1) / BM) * d.E;
+    int64_t krows = d.Kp / (256 / d.abits);
+    int64_t s = blocks > 0 ? (264 + blocks - 1) / blocks : 1;
+    if (s > 16) s = 16;
+    if (s > krows) s = krows;
+    return s < 1 ? 1 : (int)s;
+}
+
+cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
+                   int64_t max_rows, float *dcodes, float *dscales, uint16_t *dy, int simt,
+                   float *ws, cudaStream_t st)
+{
+    const hck_desc &d = L->dev.d;
+    if (rows > 0) act_kernel<<<(unsigned)rows, 256, 0, st>>>(d.act_quant, d.out_bf16, dx, d.K, dcodes, dscales);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    int splits = ws ? split_count(d, max_rows) : 1;
+    dim3 grid((unsigned)(d.Np / BN), (unsigned)((max_rows + BM - 1) / BM), (unsigned)(d.E * splits));
+    if (grid.y == 0) return cudaSuccess;
+    const float *ts = d.act_quant != HCK_A_NONE ? dscales : nullptr;
+    if (splits > 1) {
+        e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st);
+        if (e != cudaSuccess) return e;
+    }
+    if (simt)
+        gemm_kernel<true><<<grid, THREADS, smem_bytes(d), st>>>(L->dev, dcodes, ts, doff, dy, splits, ws);
+    else
+        gemm_kernel<false><<<grid, THREADS, smem_bytes(d), st>>>(L->dev, dcodes, ts, doff, dy, splits, ws);
+    e = cudaGetLastError();
+    if (e != cudaSuccess || splits == 1) return e;
+    finish_kernel<<<1024, 256, 0, st>>>(L->dev, ws, doff, rows, dy);
+    return cudaGetLastError();
+}
+}  // namespace
+
+extern "C" int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows,
+                             const int64_t *offsets, uint16_t *y, int simt, char *msg,
+                             size_t msglen)
+{
+    const hck_desc &d = L->dev.d;
+    std::vector<int64_t> off(d.E + 1, rows);
+    off[0] = 0;
+    if (offsets) off.assign(offsets, offsets + d.E + 1);
+    int64_t max_rows = 0;
+    for (int e = 0; e < d.E; e++) max_rows = std::max(max_rows, off[e + 1] - off[e]);
+    uint16_t *dx = nullptr, *dy = nullptr;
+    float *dc = nullptr, *ds = nullptr, *ws = nullptr;
+    int64_t *doff = nullptr;
+    int rc = -1;
+    size_t xb = (size_t)rows * d.K * 2, yb = (size_t)rows * d.N * 2;
+    CK(cudaMalloc((void **)&dx, xb + 2));
+    CK(cudaMalloc((void **)&dy, yb + 2));
+    CK(cudaMalloc((void **)&dc, (size_t)rows * d.K * 4 + 4));
+    CK(cudaMalloc((void **)&ds, (size_t)rows * 4 + 4));
+    CK(cudaMalloc((void **)&doff, off.size() * 8));
+    if (split_count(d, max_rows) > 1) CK(cudaMalloc((void **)&ws, (size_t)rows * d.N * 4 + 4));
+    CK(cudaMemcpy(dx, x, xb, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(doff, off.data(), off.size() * 8, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dy, 0xff, yb)); /* poison: all-ones is NaN in fp16 and bf16 */
+    CK(launch(L, dx, rows, doff, max_rows, dc, ds, dy, simt, ws, 0));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y, dy, yb, cudaMemcpyDeviceToHost));
+    rc = 0;
+fail:
+    cudaFree(ws);
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(dc);
+    cudaFree(ds);
+    cudaFree(doff);
+    return rc;
+}
+
+extern "C" int hck_quantize_host(int act_quant, int in_bf16, const uint16_t *x, int64_t rows,
+                                 int64_t K, float *codes, float *scales, char *msg,
+                                 size_t msglen)
+{
+    uint16_t *dx = nullptr;
+    float *dc = nullptr, *ds = nullptr;
+    int rc = -1;
+    CK(cudaMalloc((void **)&dx, (size_t)rows * K * 2 + 2));
+    CK(cudaMalloc((void **)&dc, (size_t)rows * K * 4 + 4));
+    CK(cudaMalloc((void **)&ds, (size_t)rows * 4 + 4));
+    CK(cudaMemcpy(dx, x, (size_t)rows * K * 2, cudaMemcpyHostToDevice));
+    act_kernel<<<(unsigned)rows, 256>>>(act_quant, in_bf16, dx, K, dc, ds);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(codes, dc, (size_t)rows * K * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(scales, ds, (size_t)rows * 4, cudaMemcpyDeviceToHost));
+    rc = 0;
+fail:
+    cudaFree(dx);
+    cudaFree(dc);
+    cudaFree(ds);
+    return rc;
+}
+
+extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, float *median_ms,
+                             float *first_ms, char *msg, size_t msglen)
+{
+    const hck_desc &d = L->dev.d;
+    uint16_t *dx = nullptr, *dy = nullptr;
+    float *dc = nullptr, *ds = nullptr, *ws = nullptr;
+    int64_t *doff = nullptr;
+    int64_t off[2] = {0, rows};
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    std::vector<float> t;
+    int rc = -1;
+    if (d.E != 1) {
+        if (msg) snprintf(msg, msglen, "timing is for dense layers");
+        return -1;
+    }
+    CK(cudaMalloc((void **)&dx, (size_t)rows * d.K * 2));
+    CK(cudaMalloc((void **)&dy, (size_t)rows * d.N * 2));
+    CK(cudaMalloc((void **)&dc, (size_t)rows * d.K * 4));
+    CK(cudaMalloc((void **)&ds, (size_t)rows * 4));
+    CK(cudaMalloc((void **)&doff, 16));
+    CK(cudaMemcpy(doff, off, 16, cudaMemcpyHostToDevice));
+    if (split_count(d, rows) > 1) CK(cudaMalloc((void **)&ws, (size_t)rows * d.N * 4 + 4));
+    random_kernel<<<1024, 256>>>(dx, rows * d.K, d.out_bf16, 12345u);
+    CK(cudaGetLastError());
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = -1; i < iters; i++) {
+        CK(cudaEventRecord(e0));
+        CK(launch(L, dx, rows, doff, rows, dc, ds, dy, simt, ws, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i < 0) *first_ms = ms;
+        else t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    *median_ms = t.empty() ? 0.0f : t[t.size() / 2];
+    rc = 0;
+fail:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(ws);
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(dc);
+    cudaFree(ds);
+    cudaFree(doff);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* hc_kernels.h - C API of build/libhc_kernels.so (CUDA), loaded at run time by
+ * lib/hc_gpu.c with dlopen. Everything here is plain C: the library links no
+ * CUDA at build time. Docs: docs/kernels.md.
+ *
+ * The kernel computes y = x . dequant(W)^T (+ bias) from the kernel-ready
+ * tensors (tile layout, permuted scales / zero points / bias) exactly as the
+ * CPU reference decoder (lib/hc_verify_decode.c) defines dequant(W). */
+#ifndef HC_KERNELS_H
+#define HC_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HCK_ABI_VERSION 1
+
+enum { HCK_W_INT = 0, HCK_W_FLOAT = 1 };
+enum {
+    HCK_S_NONE = 0,   /* no scale tensor (tensor-wise: global only) */
+    HCK_S_F16 = 1,
+    HCK_S_BF16 = 2,
+    HCK_S_LUT8 = 3,   /* one byte through slut (e4m3, e5m2, e8m0) */
+    HCK_S_INT16 = 4,  /* int16 weight scales (spec 5.7) */
+    HCK_S_EXP2 = 5,   /* fused e8m0: byte offset o, scale 2^o (spec 5.3) */
+    HCK_S_BLOCK = 6   /* float32 (E, Kp/gk, Np/gn) */
+};
+enum { HCK_Z_NONE = 0, HCK_Z_INT = 1, HCK_Z_F16 = 2, HCK_Z_BF16 = 3 };
+enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT4 = 4 };
+
+typedef struct {
+    int E;                        /* experts (1 for a dense layer) */
+    int64_t N, K, Np, Kp, G;      /* unpadded / padded sizes, scale groups along Kp */
+    int64_t group_size;           /* along K (Kp for channel) */
+    int64_t group_size_n;         /* block scales */
+    int wbits, abits;             /* weight bits b, activation bits a (16, 8, 4) */
+    int wkind;                    /* HCK_W_* */
+    int weight_signed;            /* two's complement codes (W8A8, W4A4) */
+    int int2fp;                   /* int->fp preprocessed codes (spec 4.7) */
+    int zp_in_repack;             /* the integer zero point took part in 4.7 */
+    int fused_x2;                 /* fused e8m0 with int8 activations: value * 2 */
+    int transposed;               /* transposed mini-block variant */
+    int scale_kind, scale_perm;   /* HCK_S_*, 32 or 64 */
+    int zp_kind;                  /* HCK_Z_* */
+    int bias_kind;                /* 0 none, 1 f16, 2 bf16 (perm32) */
+    int global_count;             /* 0 none, 1 shared, E per expert */
+    int out_bf16;                 /* 0: float16 output and input, 1: bfloat16 */
+    int act_quant;                /* HCK_A_* per-token quantization of x */
+    float wlut[256];              /* float weight codes -> value */
+    float slut[256];              /* 8-bit scale codes -> value */
+    /* host pointers to the post tensors and their byte sizes */
+    const void *weight, *scale, *zero, *global, *bias;
+    size_t weight_bytes, scale_bytes, zero_bytes, global_bytes, bias_bytes;
+} hck_desc;
+
+typedef struct hck_layer hck_layer;
+
+/* Version of this ABI (HCK_ABI_VERSION). */
+int hck_abi_version(void);
+/* Compute capability of device 0 (e.g. 90), or 0 with a reason in msg. */
+int hck_device_sm(char *msg, size_t msglen);
+/* Copies the tensors to the device. 0 on success, else -1 with msg. */
+int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, size_t msglen);
+void hck_layer_destroy(hck_layer *L);
+/* Host-memory GEMM. x: (rows, K) 16-bit values of the layer dtype; rows are
+ * sorted by expert, offsets[E+1] (NULL: dense, all rows to expert 0).
+ * y: (rows, N) 16-bit values of the layer dtype. The output is poisoned
+ * (all-ones: NaN) before the launch. simt != 0 picks the plain-FMA kernel. */
+int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows, const int64_t *offsets,
+                  uint16_t *y, int simt, char *msg, size_t msglen);
+/* Per-token activation quantization on the device: x (rows, K) 16-bit ->
+ * codes as float values (rows, K) and scales (rows). */
+int hck_quantize_host(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
+                      float *codes, float *scales, char *msg, size_t msglen);
+/* Times the dense GEMM for `rows` random tokens: median over iters launches
+ * (CUDA events), first-call time included in *first_ms. */
+int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, float *median_ms,
+                  float *first_ms, char *msg, size_t msglen);
+
+#endif
