@@ -13,6 +13,8 @@
 #include <cmocka.h>
 
 #include "hc_layout.h"
+#include <cjson/cJSON.h>
+
 #include "hc_test_st.h"
 
 static const char *const golden_files[] = {
@@ -47,7 +49,7 @@ static hc_format_id format_of(const char *name)
     assert_non_null(name);
     if (strncmp(name, "torch.", 6) == 0) name += 6;
     if (strcmp(name, "float8_e4m3fn") == 0) name = "float8e4m3";
-    assert_int_equal(hc_test_format_by_name(name, &id), 0);
+    assert_int_equal(hc_format_parse(name, &id), 0);
     return id;
 }
 

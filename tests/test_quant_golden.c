@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "hc_quant.h"
-#include "hc_test_quant_st.h"
+#include "hc_test_st.h"
 
 static char golden_dir[1024];
 
@@ -80,32 +80,33 @@ static int64_t count_diff(const uint8_t *a, const uint8_t *b, size_t n)
     return d;
 }
 
-static int compare_tensor(const hc_tq_file *f, const char *name, const void *ours, size_t nbytes,
-                          const char *file)
+static int compare_tensor(const hc_test_st_file *f, const char *name, const void *ours,
+                          size_t nbytes, const char *file)
 {
-    hc_tq_tensor t;
-    if (hc_tq_get(f, name, &t) != 0) {
+    hc_tensor t;
+    if (hc_test_st_get(f, name, &t) != 0) {
         printf("  %s: %s missing\n", file, name);
         return 1;
     }
     if (t.nbytes != nbytes) {
         printf("  %s: %s has %zu bytes, ours %zu\n", file, name, t.nbytes, nbytes);
+        hc_tensor_free(&t);
         return 1;
     }
     int64_t d = count_diff(t.data, ours, nbytes);
+    hc_tensor_free(&t);
     printf("  %s: %s %s (%lld of %zu bytes differ)\n", file, name, d ? "MISMATCH" : "bit exact",
            (long long)d, nbytes);
     return d != 0;
 }
 
-static int check_exact(const hc_tq_file *f, const hc_quant_result *r, const char *file)
+static int check_exact(const hc_test_st_file *f, const hc_quant_result *r, const char *file)
 {
     int bad = compare_tensor(f, "pre.weight", r->codes,
                              (size_t)(r->experts * r->n * r->k * r->bits / 8), file);
     bad += compare_tensor(f, "pre.weight_scale", r->scales,
                           (size_t)(r->experts * r->group_rows * r->groups * r->scale_bytes), file);
-    hc_tq_tensor z;
-    if (hc_tq_get(f, "pre.zero_point", &z) == 0) {
+    if (hc_test_st_has(f, "pre.zero_point")) {
         size_t zn = r->zero_points ? (size_t)(r->experts * r->group_rows * r->bits / 32 * r->groups * 4)
                                    : (size_t)(r->experts * r->group_rows * r->groups * 2);
         const void *zp = r->zero_points ? (const void *)r->zero_points : (const void *)r->zero_points_f;
@@ -151,21 +152,22 @@ static int check_mx(const hc_quant_result *r, const float *src, const char *file
 
 static int run_file(const char *path, const char *file)
 {
-    hc_tq_file f;
-    hc_tq_tensor src;
+    hc_test_st_file f = {0};
+    hc_tensor src = {0};
     hc_quant_desc d;
     hc_quant_result r;
     hc_error err = {0};
     const char *meta;
-    if (hc_tq_open(path, &f) != 0 || hc_tq_get(&f, "src.weight", &src) != 0 || src.ndim != 2 ||
-        !(meta = hc_tq_metadata(&f, "meta")) || desc_from_meta(meta, &d) != 0) {
+    if (hc_test_st_open(path, &f) != 0 || hc_test_st_get(&f, "src.weight", &src) != 0 ||
+        src.ndim != 2 || !(meta = hc_test_st_meta(&f, "meta")) || desc_from_meta(meta, &d) != 0) {
         printf("  %s: unreadable golden file\n", file);
-        if (f.buf) hc_tq_close(&f);
+        hc_tensor_free(&src);
+        hc_test_st_close(&f);
         return 1;
     }
-    float *w = malloc((size_t)hc_tq_numel(&src) * sizeof *w);
+    float *w = malloc((size_t)hc_shape_numel(src.ndim, src.shape) * sizeof *w);
     assert_non_null(w);
-    assert_int_equal(hc_tq_to_f32(&src, w), 0);
+    assert_int_equal(hc_test_st_to_f32(&src, w), 0);
     int bad = 1;
     if (hc_quantize(&d, w, 1, src.shape[0], src.shape[1], &r, &err) != HC_OK) {
         printf("  %s: quantize failed: %s\n", file, err.msg);
@@ -174,7 +176,8 @@ static int run_file(const char *path, const char *file)
         hc_quant_result_free(&r);
     }
     free(w);
-    hc_tq_close(&f);
+    hc_tensor_free(&src);
+    hc_test_st_close(&f);
     return bad;
 }
 

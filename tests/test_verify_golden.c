@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "hc_test_st.h"
 #include "hc_gpu.h"
 #include "hc_verify.h"
@@ -43,7 +45,7 @@ static hc_format_id fmt(const char *name)
     assert_non_null(name);
     if (!strncmp(name, "torch.", 6)) name += 6;
     if (!strcmp(name, "float8_e4m3fn")) name = "float8e4m3";
-    assert_int_equal(hc_test_format_by_name(name, &id), 0);
+    assert_int_equal(hc_format_parse(name, &id), 0);
     return id;
 }
 
