@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_parallel.h"
 #include "hc_quant.h"
 
 int hc_quant_scale_bytes(hc_format_id sf)
@@ -97,7 +98,7 @@ static void dequant_rows(const hc_quant_result *q, const uint8_t *codes, const u
                          const double *lut, float *out)
 {
     int64_t N = q->n, K = q->k, rows_per = N / q->group_rows;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(q->experts * N * K))
     for (int64_t row = 0; row < q->experts * N; row++) {
         int64_t e = row / N, r = (row % N) / rows_per;
         for (int64_t g = 0; g < q->groups; g++) {

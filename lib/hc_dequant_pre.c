@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hc_verify.h"
+#include "hc_parallel.h"
 
 /* Bits [pos, pos+b) of a little-endian bit stream of 32-bit words, where
  * word i of the stream is at base + i*stride (in words). */
@@ -62,7 +63,7 @@ hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
         g->data == NULL && !m->use_fused_e8m0 && !m->use_int_weight_scale)
         HC_FAIL(err, HC_ERR_FORMAT, "pre global_scale: missing");
     int int_zp = z->data && !cfg->is_fp_zero_point, fp_zp = z->data && cfg->is_fp_zero_point;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * K))
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++) {
             const unsigned char *row = (const unsigned char *)pre->weight.data +

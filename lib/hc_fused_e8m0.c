@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "hc_layout_ops.h"
+#include "hc_parallel.h"
 
 /* fp4 e2m1 magnitudes in units of 0.5: 0, 0.5, 1, 1.5, 2, 3, 4, 6. */
 static const int64_t fp4_halves[8] = {0, 1, 2, 3, 4, 6, 8, 12};
@@ -57,7 +58,7 @@ void hc_fused_e8m0(uint32_t *w, uint8_t *scales, int64_t E, int64_t N, int64_t K
         int base = expert_base(s_e, N * G, int8_act ? 3 : 12);
         gs_out[e] = (gs_in ? gs_in[e] : 1.0f) * ldexpf(1.0f, base - 127);
         if (int8_act) gs_out[e] *= 0.5f;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(N * K))
         for (int64_t n = 0; n < N; n++) {
             for (int64_t g = 0; g < G; g++) {
                 int x = s_e[n * G + g], xm = x > base ? x : base;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "hc_layout_ops.h"
+#include "hc_parallel.h"
 #include "hc_repack.h"
 
 int hc_scale_perm(int chunk, int j)
@@ -19,7 +20,7 @@ void hc_scales_permute(const void *in, void *out, int64_t E, int64_t R, int64_t 
     unsigned char *dst = out;
     int perm[64];
     for (int j = 0; j < chunk; j++) perm[j] = hc_scale_perm(chunk, j);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * G * R))
     for (int64_t e = 0; e < E; e++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t r = 0; r < R; r++) {
@@ -34,7 +35,7 @@ void hc_transpose_last2(const void *in, void *out, int64_t E, int64_t R, int64_t
 {
     const unsigned char *src = in;
     unsigned char *dst = out;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * C * R))
     for (int64_t e = 0; e < E; e++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t r = 0; r < R; r++)
@@ -57,7 +58,7 @@ void hc_zp_unpack(const uint32_t *in, uint8_t *codes, int64_t E, int64_t N, int6
                   int truncated)
 {
     int64_t words = N * b / 32;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * G))
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++)
             for (int64_t g = 0; g < G; g++)
@@ -111,7 +112,7 @@ float hc_scale_value(hc_format_id f, const void *data, int64_t i)
 void hc_scales_to_half(hc_format_id from, const void *in, hc_format_id to, uint16_t *out,
                        int64_t count)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(count))
     for (int64_t i = 0; i < count; i++) {
         float v = hc_scale_value(from, in, i);
         out[i] = to == HC_FMT_F16 ? hc_f32_to_f16(v) : hc_f32_to_bf16(v);
@@ -132,7 +133,7 @@ float hc_int_weight_scales(uint16_t *ws, int64_t count, hc_format_id fmt, const 
         if (a > mx) mx = a;
     }
     float f = mx / 1024.0f;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(count))
     for (int64_t i = 0; i < count; i++) {
         /* all-zero scales: f = 0 would give NaN; every q is 0 then */
         float q = f > 0.0f ? nearbyintf(half_value(fmt, ws[i]) / f) : 0.0f;

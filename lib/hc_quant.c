@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_parallel.h"
 #include "hc_quant_internal.h"
 
 #define HQ_MSE_STEPS 51 /* clip ratios 1.00, 0.99, ..., 0.50 */
@@ -91,7 +92,7 @@ hc_status hc_quant_check(const hc_quant_desc *d, int64_t e, int64_t n, int64_t k
 static hc_status check_finite(const float *w, int64_t e, int64_t n, int64_t k, hc_error *err)
 {
     int64_t first = INT64_MAX;
-#pragma omp parallel for reduction(min : first) schedule(static)
+#pragma omp parallel for reduction(min : first) schedule(static) if (HC_PARALLEL(e * n * k))
     for (int64_t row = 0; row < e * n; row++)
         for (int64_t i = 0; i < k; i++)
             if (!isfinite(w[row * k + i])) {
@@ -143,7 +144,8 @@ static hc_status expert_global(const hq_ctx *c, const hq_geom *q, const float *w
     int64_t ng = q->ns * q->g, gsz = q->gn * q->gk;
     double sum = 0.0, amax = 0.0;
     int nomem = 0;
-#pragma omp parallel reduction(+ : sum) reduction(max : amax) reduction(| : nomem)
+#pragma omp parallel reduction(+ : sum) reduction(max : amax) reduction(| : nomem) \
+    if (HC_PARALLEL(ng * gsz))
     {
         float *buf = malloc((size_t)gsz * sizeof *buf);
         nomem |= buf == NULL;
@@ -217,7 +219,7 @@ static hc_status quantize_expert(const hq_ctx *c, const hq_geom *q, const float 
 {
     int64_t ng = q->ns * q->g, gsz = q->gn * q->gk, first = INT64_MAX;
     int nomem = 0;
-#pragma omp parallel reduction(min : first) reduction(| : nomem)
+#pragma omp parallel reduction(min : first) reduction(| : nomem) if (HC_PARALLEL(ng * gsz))
     {
         float *buf = malloc((size_t)gsz * sizeof *buf);
         uint8_t *bc = malloc((size_t)gsz), *tmp = malloc((size_t)gsz);

@@ -2,13 +2,14 @@
  * (Humming's pack_weight layout, spec section 3). */
 #include <string.h>
 
+#include "hc_parallel.h"
 #include "hc_quant.h"
 
 void hc_pack_rows(const uint8_t *codes, int64_t rows, int64_t len, int bits, uint32_t *out)
 {
     int64_t words = len * bits / 32;
     uint32_t mask = (1u << bits) - 1u;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * len))
     for (int64_t r = 0; r < rows; r++) {
         uint32_t *w = out + r * words;
         const uint8_t *c = codes + r * len;
@@ -27,7 +28,7 @@ void hc_unpack_rows(const uint32_t *words, int64_t rows, int64_t len, int bits, 
 {
     int64_t nw = len * bits / 32;
     uint32_t mask = (1u << bits) - 1u;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * len))
     for (int64_t r = 0; r < rows; r++) {
         const uint32_t *w = words + r * nw;
         for (int64_t i = 0; i < len; i++) {

@@ -4,6 +4,7 @@
  * gather its 32 codes, place them in the padded slots, compact. Every output
  * row (expert, k block) is independent, so rows run in parallel. */
 #include "hc_repack.h"
+#include "hc_parallel.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -160,7 +161,7 @@ hc_status hc_repack_weight(const hc_repack_params *p, const uint32_t *in, uint32
     const int64_t kblocks = p->K / m.P, out_row = p->N * m.P * m.b / 32;
     const int chunks = 16 / m.a > 0 ? 16 / m.a : 1;
     const int64_t E = p->E, N = p->N;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * p->K))
     for (int64_t e = 0; e < E; e++) {
         for (int64_t kb = 0; kb < kblocks; kb++) {
             const uint32_t *in_e = in + e * N * m.row_words;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hc_verify.h"
+#include "hc_parallel.h"
 
 static int next_pow2(int b)
 {
@@ -290,7 +291,7 @@ hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta
     int64_t rows = meta->Kp / P, row_words = meta->Np * P * b / 32, E = meta->E;
     int64_t tiles = meta->Np / 64, chunks = 16 / a;
     const void *words = post->weight.data;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * rows * row_words * 8))
     for (int64_t e = 0; e < E; e++)
         for (int64_t kb = 0; kb < rows; kb++)
             for (int64_t nb = 0; nb < tiles; nb++)

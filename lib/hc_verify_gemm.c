@@ -5,12 +5,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "hc_parallel.h"
 #include "hc_verify.h"
 
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y)
 {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * M * K / 16))
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++) {
             const float *w = W + (e * Nw + n) * Kw;
@@ -66,7 +67,7 @@ static void quantize_row(hc_format_id fmt, float *x, int64_t K)
 
 void hc_verify_quantize_act(hc_format_id fmt, float *x, int64_t M, int64_t K)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(M * K))
     for (int64_t m = 0; m < M; m++) quantize_row(fmt, x + m * K, K);
 }
 
