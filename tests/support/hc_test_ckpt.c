@@ -1,6 +1,15 @@
 /* hc_test_ckpt.c - see hc_test_ckpt.h. */
 #include "hc_test_ckpt.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <sys/wait.h>
+
+#include "hc_report.h"
+
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +135,40 @@ static hc_status pick(void *ctx, const char *layer, hc_target *out, int *skip, c
     return HC_OK;
 }
 
+/* The same conversion through the CLI binary ($HC_CLI): it must succeed or fail
+ * with the library, and on success its report must pass every layer, with
+ * zero lossless mismatches where the repack is lossless. */
+static void cli_agrees(const char *dir, const char *format, int act_order, int lib_ok)
+{
+    static const char *const orders[] = {"refuse", "permute", "requant"};
+    const char *cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
+    char *out = hc_test_path_join(dir, "out-cli"), cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --force -q --act-order %s %s%s "
+             "2>/dev/null >/dev/null", cli, dir, out, orders[act_order], format ? "--format " : "",
+             format ? format : "");
+    int rc = system(cmd);
+    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    if ((rc == 0) != lib_ok) fail_msg("CLI exit %d, library %s: %s", rc, lib_ok ? "ok" : "error", cmd);
+    if (rc == 0) {
+        char *p = hc_test_path_join(out, "humming_report.json");
+        char *text = hc_test_read_file(p, NULL);
+        cJSON *r = cJSON_Parse(text), *l;
+        assert_non_null(r);
+        cJSON_ArrayForEach(l, cJSON_GetObjectItem(r, "layers")) {
+            const cJSON *mm = cJSON_GetObjectItem(l, "lossless_mismatches");
+            if (strcmp(cJSON_GetObjectItem(l, "status")->valuestring, "pass") != 0 ||
+                (mm && mm->valuedouble != 0))
+                fail_msg("CLI report: layer %s: %s", cJSON_GetObjectItem(l, "name")->valuestring,
+                         cJSON_GetObjectItem(l, "reason")->valuestring);
+        }
+        cJSON_Delete(r);
+        free(text);
+        free(p);
+    }
+    hc_test_rm_rf(out);
+    free(out);
+}
+
 hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
                      hc_error *err)
 {
@@ -135,6 +178,8 @@ hc_status tc_convert(const char *dir, const char *format, int act_order, char **
                             .choose_target = pick, .choose_ctx = (void *)format};
     hc_convert_stats stats;
     hc_status st = hc_convert_run(&o, &stats, err);
+    hc_report_free(stats.report);
+    cli_agrees(dir, format, act_order, st == HC_OK);
     if (st == HC_OK && config) {
         char *p = hc_test_path_join(out, "config.json");
         *config = hc_test_read_file(p, NULL);
