@@ -69,7 +69,6 @@ static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_pla
     hc_conv_pause(opts, "before_manifest");
     HC_TRY(hc_conv_inputs_crc(opts->in_dir, run, err));
     HC_TRY(hc_conv_inputs_check(opts->in_dir, run, err));
-    HC_TRY(hc_conv_journal_finish(run, err));
     HC_TRY(hc_manifest_write(tmp, run->shards, (size_t)run->n_shards, run->inputs, run->n_inputs,
                              err));
     HC_TRY(hc_fs_sync_path(tmp, err));
@@ -100,6 +99,11 @@ static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_
     hc_status st = hc_conv_verify_begin(opts, plan, &plan->verify, err);
     if (st == HC_OK) st = write_outputs(opts, plan, run->partial, err);
     if (st == HC_OK) st = hc_fs_publish_dir(run->partial, opts->out_dir, opts->force, err);
+    if (st == HC_OK) { /* published: the journal (a dot file, outside the manifest) goes */
+        run->owned = 0;
+        snprintf(run->partial, sizeof run->partial, "%s", opts->out_dir);
+        st = hc_conv_journal_finish(run, err);
+    }
     if (st != HC_OK && run->owned)
         hc_fs_remove_tree(run->partial, NULL); /* best effort: keep the first error */
     return st;
