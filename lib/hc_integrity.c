@@ -269,6 +269,47 @@ hc_status hc_manifest_write(const char *dir, const hc_file_crc *infos, size_t n_
     return st;
 }
 
+hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err)
+{
+    char path[4096], tmp[4200], *text = NULL;
+    HC_TRY(hc_path_join(path, sizeof path, dir, HC_MANIFEST_NAME, err));
+    if (!hc_path_exists(path)) return HC_OK;
+    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+    if (!cJSON_IsArray(files)) {
+        cJSON_Delete(root);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (no \"files\" array)", path);
+    }
+    hc_status st = HC_OK;
+    for (int i = 0; st == HC_OK && i < cJSON_GetArraySize(files); i++) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(files, i), "name");
+        if (!cJSON_IsString(nm) || strncmp(nm->valuestring, prefix, strlen(prefix)) != 0)
+            continue;
+        hc_file_crc f;
+        st = hc_file_crc_compute(dir, nm->valuestring, &f, err);
+        cJSON *o = st == HC_OK ? file_json(&f) : NULL;
+        if (st == HC_OK && o == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+        if (o) cJSON_ReplaceItemInArray(files, i, o);
+        if (st == HC_OK) hc_file_crc_free(&f);
+    }
+    char *out = st == HC_OK ? cJSON_Print(root) : NULL;
+    if (st == HC_OK && out == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (st == HC_OK) {
+        unlink(tmp);
+        st = hc_fs_write_file(tmp, out, strlen(out), err);
+    }
+    if (st == HC_OK && rename(tmp, path) != 0)
+        st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
+                          strerror(errno));
+    if (st == HC_OK) st = hc_fs_sync_path(dir, err);
+    free(out);
+    cJSON_Delete(root);
+    return st;
+}
+
 /* ---- check ---------------------------------------------------------------- */
 
 static void problem(hc_check_fn fn, void *ctx, int *count, const char *fmt, ...)
@@ -314,7 +355,11 @@ static void locate_tensors(const char *path, const char *name, const cJSON *entr
     int found = 0;
     if (json_u64(entry, "header_end", &header_end) == 0 &&
         json_crc(entry, "header_crc32", &want_h) == 0) {
-        if (crc_range(fd, 0, header_end, &got_h) != 0 || got_h != want_h) {
+        if (crc_range(fd, 0, header_end, &got_h) != 0) {
+            problem(fn, ctx, count, "%s: safetensors header (bytes [0, %llu)) missing (file "
+                    "truncated)", name, (unsigned long long)header_end);
+            found++;
+        } else if (got_h != want_h) {
             problem(fn, ctx, count, "%s: safetensors header (bytes [0, %llu)) differs", name,
                     (unsigned long long)header_end);
             found++;

@@ -54,6 +54,11 @@ typedef struct {
 hc_status hc_manifest_write(const char *dir, const hc_file_crc *infos, size_t n_infos,
                             const hc_input_file *inputs, size_t n_inputs, hc_error *err);
 
+/* Recomputes the entries of files whose name starts with prefix in an
+ * existing dir/humming_manifest.json (atomically replaced); no manifest: HC_OK.
+ * `report` uses it after rewriting humming_report.*. */
+hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err);
+
 /* Receives one problem line from hc_check_dir. */
 typedef void (*hc_check_fn)(void *ctx, const char *line);
 

@@ -232,6 +232,61 @@ static void test_missing_indexed_shard(void **state)
     free(index), free(ipath), free(single), free(first);
 }
 
+static int check_out(const fixture *f, const char *dir)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' check '%s' >'%s' 2>&1", f->cli, dir, f->log);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* `check` names the file and the tensor of a flipped byte, a truncated
+ * shard, a missing and an extra file; `report` keeps the manifest valid. */
+static void test_check_reports_corruption(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(run_cli(f, f->out, NULL), 0);
+    assert_int_equal(check_out(f, f->out), 0);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' -q --verify cpu 2>/dev/null", f->cli, f->out);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(check_out(f, f->out), 0);
+    /* flip one byte in the middle of shard 3's first tensor (header is < 4 KiB) */
+    char *s3 = hc_test_path_join(f->out, "model-00003-of-00013.safetensors");
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(s3, &st, NULL), HC_OK);
+    const hc_st_tensor *t = hc_st_tensor_at(st, 0);
+    char tensor[512];
+    snprintf(tensor, sizeof tensor, "tensor %s:", t->name);
+    size_t len = 0;
+    unsigned char *bytes = hc_test_read_file(s3, &len);
+    long at = (long)(len - (size_t)hc_st_tensor_at(st, hc_st_count(st) - 1)->offset -
+                     hc_st_tensor_at(st, hc_st_count(st) - 1)->nbytes) /* header end */ +
+              (long)t->offset + (long)t->nbytes / 2;
+    hc_st_close(st);
+    bytes[at] ^= 0x40;
+    assert_int_equal(hc_test_write_file(s3, bytes, len), 0);
+    free(bytes);
+    char *s5 = hc_test_path_join(f->out, "model-00005-of-00013.safetensors");
+    assert_int_equal(truncate(s5, 100), 0);
+    char *tok = hc_test_path_join(f->out, "generation_config.json");
+    char *extra = hc_test_path_join(f->out, "notes.txt");
+    unlink(tok);
+    assert_int_equal(hc_test_write_file(extra, "x", 1), 0);
+    assert_int_equal(check_out(f, f->out), 1);
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("%s", log);
+    assert_non_null(strstr(log, "model-00003-of-00013.safetensors: CRC-32 mismatch"));
+    assert_non_null(strstr(log, tensor));
+    assert_non_null(strstr(log, "model-00005-of-00013.safetensors: size 100"));
+    assert_non_null(strstr(log, "generation_config.json: missing"));
+    assert_non_null(strstr(log, "notes.txt: extra file"));
+    free(log), free(s3), free(s5), free(tok), free(extra);
+    snprintf(cmd, sizeof cmd, "'%s' check >/dev/null 2>&1", f->cli);
+    int rc = system(cmd);
+    assert_int_equal(WEXITSTATUS(rc), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +296,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_input_changed_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
