@@ -187,7 +187,7 @@ hc_status hc_conv_fingerprint(const hc_convert_options *opts, const hc_conv_plan
 hc_status hc_conv_partial_prepare(const hc_convert_options *opts, hc_conv_run *run,
                                   hc_error *err);
 hc_status hc_conv_journal_save(hc_conv_run *run, hc_error *err);
-/* Removes the journal before the manifest is written and the dir published. */
+/* Removes the journal (called on OUT_DIR right after the publish rename). */
 hc_status hc_conv_journal_finish(hc_conv_run *run, hc_error *err);
 int hc_conv_shard_reusable(const hc_convert_options *opts, hc_conv_run *run, const char *name,
                            hc_file_crc *info);
