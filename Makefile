@@ -39,7 +39,7 @@ NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -shared -cudart static -lineinfo
 KERNELS_SO := $(BUILD)/libhc_kernels.so
 KERNELS    := $(if $(NVCC),$(KERNELS_SO),kernels-skip)
 
-.PHONY: all deps test asan demo bench clean kernels-skip fuzz fuzz-build fuzz-deps
+.PHONY: all deps test asan valgrind demo bench clean kernels-skip fuzz fuzz-build fuzz-deps
 all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(KERNELS)
 
 $(KERNELS_SO): kernels/hc_kernels.cu kernels/hc_kernels.h
@@ -101,6 +101,11 @@ asan: deps
 	  EXTRA_LDFLAGS="-fsanitize=address,undefined" all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 HC_SKIP_PYTHON=1 \
 	  HC_BUILD=build-asan HC_SHARED_DIR=$(SHARED_DIR) PYTHON=$(PYTHON) bash tests/run_tests.sh
+
+# The example conversion and `check` under valgrind (tests/valgrind.sh).
+valgrind: deps
+	@$(MAKE) --no-print-directory all
+	@bash tests/valgrind.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

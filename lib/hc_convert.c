@@ -56,19 +56,28 @@ static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
                 (long long)plan->bytes_out);
 }
 
-/* Everything that goes into the temporary directory. */
+/* Everything that goes into the temporary directory, then the manifest. */
 static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_plan *plan,
                                const char *tmp, hc_error *err)
 {
+    hc_conv_run *run = plan->run;
+    hc_conv_pause(opts, "after_plan");
     HC_TRY(hc_conv_write_shards(opts, plan, tmp, err));
     HC_TRY(hc_conv_write_config(opts, plan, tmp, err));
     HC_TRY(hc_conv_copy_side_files(opts->in_dir, tmp, err));
     if (plan->verify) HC_TRY(hc_conv_verify_finish(plan->verify, tmp, err));
-    return HC_OK;
+    hc_conv_pause(opts, "before_manifest");
+    HC_TRY(hc_conv_inputs_crc(opts->in_dir, run, err));
+    HC_TRY(hc_conv_inputs_check(opts->in_dir, run, err));
+    HC_TRY(hc_manifest_write(tmp, run->shards, (size_t)run->n_shards, run->inputs, run->n_inputs,
+                             err));
+    HC_TRY(hc_fs_sync_path(tmp, err));
+    hc_conv_pause(opts, "before_publish");
+    return hc_conv_inputs_check(opts->in_dir, run, err);
 }
 
-static hc_status convert_model(const hc_convert_options *opts, hc_st_model *model,
-                               hc_conv_plan *plan, hc_error *err)
+static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_conv_plan *plan,
+                               hc_error *err)
 {
     HC_TRY(hc_conv_read_config(opts, plan, err));
     plan->activation = opts->has_activation ? opts->activation : plan->param_format;
@@ -76,26 +85,51 @@ static hc_status convert_model(const hc_convert_options *opts, hc_st_model *mode
     log_plan(opts, plan);
     if (opts->dry_run) return HC_OK;
     if (hc_path_exists(opts->out_dir) && !opts->force)
-        HC_FAIL(err, HC_ERR_ARG, "%s: already exists (use --force to replace it)", opts->out_dir);
-    char tmp[4096];
-    HC_TRY(hc_conv_verify_begin(opts, plan, &plan->verify, err));
-    HC_TRY(hc_fs_make_temp_dir_beside(opts->out_dir, tmp, sizeof tmp, err));
-    hc_status st = write_outputs(opts, plan, tmp, err);
-    if (st == HC_OK) st = hc_fs_publish_dir(tmp, opts->out_dir, opts->force, err);
-    if (st != HC_OK) hc_fs_remove_tree(tmp, NULL); /* best effort: keep the first error */
+        HC_FAIL(err, HC_ERR_ARG, "%s: already exists (use --force to replace it)%s", opts->out_dir,
+                opts->resume ? "; there is nothing to resume" : "");
+    hc_conv_run *run = plan->run;
+    run->n_shards = plan->n_shards;
+    run->shards = calloc((size_t)plan->n_shards, sizeof *run->shards);
+    HC_CHECK_ALLOC(err, run->shards, "shard table");
+    HC_TRY(hc_conv_fingerprint(opts, plan, run, err));
+    HC_TRY(hc_conv_partial_prepare(opts, run, err));
+    /* recorded in config.json and the report: the first run's, so that a
+     * resumed run writes the same bytes */
+    opts->command_line = run->command_line;
+    hc_status st = hc_conv_verify_begin(opts, plan, &plan->verify, err);
+    if (st == HC_OK) st = write_outputs(opts, plan, run->partial, err);
+    if (st == HC_OK) st = hc_fs_publish_dir(run->partial, opts->out_dir, opts->force, err);
+    if (st == HC_OK) { /* published: the journal (a dot file, outside the manifest) goes */
+        run->owned = 0;
+        snprintf(run->partial, sizeof run->partial, "%s", opts->out_dir);
+        st = hc_conv_journal_finish(run, err);
+    }
+    if (st != HC_OK && run->owned)
+        hc_fs_remove_tree(run->partial, NULL); /* best effort: keep the first error */
     return st;
 }
 
-hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats, hc_error *err)
+hc_status hc_convert_run(const hc_convert_options *opts_in, hc_convert_stats *stats,
+                         hc_error *err)
 {
+    hc_convert_options o = *opts_in, *opts = &o;
     if (stats) memset(stats, 0, sizeof *stats);
     if (!hc_path_is_dir(opts->in_dir))
         HC_FAIL(err, HC_ERR_IO, "%s: not a directory", opts->in_dir);
+    hc_conv_run run;
+    memset(&run, 0, sizeof run);
+    /* sizes and mtimes before anything is mapped: a file changed later is caught */
+    hc_status st = hc_conv_inputs_snapshot(opts->in_dir, &run, err);
     hc_st_model *model = NULL;
-    HC_TRY(hc_st_model_open(opts->in_dir, &model, err));
+    if (st == HC_OK) st = hc_st_model_open(opts->in_dir, &model, err);
+    if (st != HC_OK) {
+        hc_conv_run_free(&run);
+        return st;
+    }
     hc_conv_plan plan;
     memset(&plan, 0, sizeof plan);
-    hc_status st = convert_model(opts, model, &plan, err);
+    plan.run = &run;
+    st = convert_model(opts, model, &plan, err);
     if (st == HC_OK && hc_conv_verify_failed(plan.verify) && !opts->allow_degraded)
         st = hc_error_set(err, HC_ERR_VERIFY, "verification failed for %d of %d layers; the "
                           "output and its report are in %s (humming_report.json)",
@@ -111,5 +145,6 @@ hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats
     }
     hc_conv_plan_free(&plan);
     hc_st_model_close(model);
+    hc_conv_run_free(&run);
     return st;
 }

@@ -60,6 +60,12 @@ typedef struct {
     int verify_tokens;          /* activation rows per layer (0: 16) */
     const char *calib_path;     /* safetensors of activations keyed by layer name */
     int allow_degraded;         /* failed layers do not fail the run */
+    /* crash safety (docs/robustness.md) */
+    int resume;                 /* finish the interrupted run in OUT_DIR.partial */
+    const char *test_pause_at;  /* tests only: stall at this named point
+                                   (after_plan, after_shard_N, before_manifest,
+                                   before_publish); the CLI reads HC_TEST_PAUSE_AT */
+    double test_pause_seconds;  /* how long (0: 30 s) */
 } hc_convert_options;
 
 typedef struct {
@@ -86,5 +92,7 @@ hc_status hc_convert_run(const hc_convert_options *opts, hc_convert_stats *stats
  * activation come from OUT_DIR/config.json. HC_ERR_VERIFY on failed layers
  * (unless allow_degraded). */
 hc_status hc_report_run(const hc_convert_options *opts, hc_convert_stats *stats, hc_error *err);
+
+/* `humming-convert check OUT_DIR` is hc_check_dir (hc_integrity.h). */
 
 #endif

@@ -113,12 +113,11 @@ static cJSON *quant_record(const hc_convert_options *opts, const hc_conv_plan *p
     return q;
 }
 
-hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_plan *plan,
-                               const char *dir, hc_error *err)
+hc_status hc_conv_config_text(const hc_convert_options *opts, const hc_conv_plan *plan,
+                              char **out_text, hc_error *err)
 {
-    char in_path[4096], out_path[4096], *text = NULL;
+    char in_path[4096], *text = NULL;
     HC_TRY(hc_path_join(in_path, sizeof in_path, opts->in_dir, "config.json", err));
-    HC_TRY(hc_path_join(out_path, sizeof out_path, dir, "config.json", err));
     HC_TRY(hc_file_read_all(in_path, &text, NULL, err));
     cJSON *root = cJSON_Parse(text);
     free(text);
@@ -129,6 +128,16 @@ hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_pla
     if (q == NULL) cJSON_Delete(source);
     cJSON_Delete(root);
     HC_CHECK_ALLOC(err, out, "config.json");
+    *out_text = out;
+    return HC_OK;
+}
+
+hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               const char *dir, hc_error *err)
+{
+    char out_path[4096], *out = NULL;
+    HC_TRY(hc_path_join(out_path, sizeof out_path, dir, "config.json", err));
+    HC_TRY(hc_conv_config_text(opts, plan, &out, err));
     hc_status st = hc_fs_write_file(out_path, out, strlen(out), err);
     free(out);
     return st;

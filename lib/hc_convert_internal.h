@@ -3,6 +3,7 @@
 #define HC_CONVERT_INTERNAL_H
 
 #include "hc_convert.h"
+#include "hc_integrity.h"
 #include "hc_layout.h"
 #include "hc_model_config.h"
 #include "hc_preset.h"
@@ -70,6 +71,21 @@ typedef struct {
 
 typedef struct hc_conv_verify hc_conv_verify;
 
+/* State of one run's crash-safe output (hc_convert_journal.c). */
+typedef struct {
+    char partial[4096];               /* OUT_DIR.partial */
+    char fingerprint[24];             /* of inputs, options and plan */
+    char *command_line;               /* recorded in the output: the first run's */
+    int owned;                        /* this run created or resumed partial */
+    int resumed;
+    hc_input_file *inputs;            /* IN_DIR's files at the start (size, mtime) */
+    size_t n_inputs;
+    hc_file_crc *shards;              /* per output shard once complete (name NULL before) */
+    int n_shards;
+    hc_file_crc *done;                /* from the journal: name, size, crc of complete shards */
+    size_t n_done;
+} hc_conv_run;
+
 typedef struct {
     hc_src_kind kind;                 /* of every layer in the input */
     hc_humming_qconfig qconfig;       /* Humming inputs */
@@ -85,6 +101,7 @@ typedef struct {
     int n_shards;
     int64_t bytes_in, bytes_out;
     hc_conv_verify *verify;      /* per-layer verification (hc_convert_verify.c), or NULL */
+    hc_conv_run *run;                 /* crash-safe output state, or NULL (report) */
 } hc_conv_plan;
 
 /* Reads IN_DIR/config.json: the input kind (float or Humming row-packed),
@@ -155,6 +172,31 @@ hc_status hc_conv_write_shards(const hc_convert_options *opts, const hc_conv_pla
 /* Writes dir/config.json: the input's config with our quantization_config. */
 hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_plan *plan,
                                const char *dir, hc_error *err);
+
+/* The text of config.json (malloc'ed) as hc_conv_write_config writes it. */
+hc_status hc_conv_config_text(const hc_convert_options *opts, const hc_conv_plan *plan,
+                              char **out, hc_error *err);
+
+/* Crash safety (hc_convert_journal.c, docs/robustness.md). */
+hc_status hc_conv_inputs_snapshot(const char *in_dir, hc_conv_run *run, hc_error *err);
+hc_status hc_conv_inputs_check(const char *in_dir, const hc_conv_run *run, hc_error *err);
+hc_status hc_conv_inputs_crc(const char *in_dir, hc_conv_run *run, hc_error *err);
+hc_status hc_conv_fingerprint(const hc_convert_options *opts, const hc_conv_plan *plan,
+                              hc_conv_run *run, hc_error *err);
+/* Creates OUT_DIR.partial (or validates and cleans it for --resume). */
+hc_status hc_conv_partial_prepare(const hc_convert_options *opts, hc_conv_run *run,
+                                  hc_error *err);
+hc_status hc_conv_journal_save(hc_conv_run *run, hc_error *err);
+/* Removes the journal (called on OUT_DIR right after the publish rename). */
+hc_status hc_conv_journal_finish(hc_conv_run *run, hc_error *err);
+int hc_conv_shard_reusable(const hc_convert_options *opts, hc_conv_run *run, const char *name,
+                           hc_file_crc *info);
+void hc_conv_run_free(hc_conv_run *run);
+void hc_conv_pause(const hc_convert_options *opts, const char *point);
+/* Verifies the layers of shard `shard` from the already written file path
+ * (a shard skipped by --resume still appears in the report). */
+hc_status hc_conv_verify_shard_file(hc_conv_verify *v, const hc_conv_plan *plan, int shard,
+                                    const char *path, hc_error *err);
 
 /* Copies the input's non-weight files (tokenizer, generation config, ...) into dir. */
 hc_status hc_conv_copy_side_files(const char *in_dir, const char *dir, hc_error *err);

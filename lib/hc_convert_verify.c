@@ -304,6 +304,37 @@ static hc_status verify_existing(hc_conv_verify *v, const hc_conv_plan *plan,
     return st;
 }
 
+hc_status hc_conv_verify_shard_file(hc_conv_verify *v, const hc_conv_plan *plan, int shard,
+                                    const char *path, hc_error *err)
+{
+    if (v == NULL || !v->enabled) return HC_OK;
+    hc_st_file *f = NULL;
+    HC_TRY(hc_st_open(path, &f, err));
+    hc_status st = HC_OK;
+    for (int i = 0; st == HC_OK && i < plan->n_items; i++) {
+        const hc_conv_item *it = &plan->items[i];
+        if (it->shard != shard || it->layer < 0) continue;
+        const hc_conv_layer *L = &plan->layers[it->layer];
+        hc_layer_tensors pre, post;
+        memset(&post, 0, sizeof post);
+        hc_tensor *ot[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
+                                        &post.global_scale, &post.bias};
+        float *ref = NULL;
+        st = hc_conv_load_pre(plan, L, &pre, &ref, err);
+        for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++) {
+            char name[4096];
+            snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
+            st = load_role(L->out[r].present ? hc_st_find(f, name) : NULL, ot[r], err);
+        }
+        if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
+        hc_layer_tensors_free(&pre);
+        hc_layer_tensors_free(&post);
+        free(ref);
+    }
+    hc_st_close(f);
+    return st;
+}
+
 hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *stats, hc_error *err)
 {
     hc_convert_options opts = *opts_in;
@@ -334,6 +365,7 @@ hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *sta
     if (st == HC_OK) st = hc_conv_verify_begin(&opts, &plan, &v, err);
     if (st == HC_OK) st = verify_existing(v, &plan, out_model, err);
     if (st == HC_OK) st = hc_conv_verify_finish(v, opts.out_dir, err);
+    if (st == HC_OK) st = hc_manifest_refresh(opts.out_dir, "humming_report.", err);
     if (st == HC_OK && stats) {
         stats->layers = plan.n_layers;
         stats->bytes_in = plan.bytes_in;

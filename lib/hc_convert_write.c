@@ -201,10 +201,56 @@ static hc_status write_index(const hc_conv_plan *plan, const char *dir, hc_error
     return st;
 }
 
+/* Progress for the items of a shard that --resume found complete. */
+static void skip_shard_items(const hc_convert_options *opts, const hc_conv_plan *plan, int shard)
+{
+    for (int i = 0; i < plan->n_items; i++)
+        if (plan->items[i].shard == shard) report_progress(opts, plan, i);
+}
+
+/* A shard recorded complete by an interrupted run whose bytes still match:
+ * not rewritten, but its layers are verified again from the file. */
+static hc_status reuse_shard(const hc_convert_options *opts, const hc_conv_plan *plan, int s,
+                             const char *dir, const char *name, int *reused, hc_error *err)
+{
+    hc_conv_run *run = plan->run;
+    *reused = 0;
+    if (run == NULL || !run->resumed ||
+        !hc_conv_shard_reusable(opts, run, name, &run->shards[s]))
+        return HC_OK;
+    *reused = 1;
+    char path[4096];
+    HC_TRY(hc_path_join(path, sizeof path, dir, name, err));
+    HC_TRY(hc_conv_verify_shard_file(plan->verify, plan, s, path, err));
+    skip_shard_items(opts, plan, s);
+    hc_conv_log(opts, "resume: %s already complete (CRC-32 %08x checked)", name,
+                run->shards[s].crc);
+    return HC_OK;
+}
+
 hc_status hc_conv_write_shards(const hc_convert_options *opts, const hc_conv_plan *plan,
                                const char *dir, hc_error *err)
 {
-    for (int s = 0; s < plan->n_shards; s++) HC_TRY(write_shard(opts, plan, s, dir, err));
+    hc_conv_run *run = plan->run;
+    for (int s = 0; s < plan->n_shards; s++) {
+        char name[64];
+        int reused = 0;
+        hc_conv_shard_name(s, plan->n_shards, name, sizeof name);
+        HC_TRY(reuse_shard(opts, plan, s, dir, name, &reused, err));
+        if (!reused) {
+            HC_TRY(write_shard(opts, plan, s, dir, err));
+            if (run) {
+                HC_TRY(hc_file_crc_compute(dir, name, &run->shards[s], err));
+                HC_TRY(hc_conv_journal_save(run, err));
+            }
+        }
+        if (run) {
+            HC_TRY(hc_conv_inputs_check(opts->in_dir, run, err));
+            char point[32];
+            snprintf(point, sizeof point, "after_shard_%d", s + 1);
+            hc_conv_pause(opts, point);
+        }
+    }
     if (plan->n_shards > 1) HC_TRY(write_index(plan, dir, err));
     return HC_OK;
 }

@@ -21,6 +21,7 @@ typedef struct {
     const char *arch, *activation, *shard_size, *format, *recipe_path, *act_order;
     const char *verify, *tokens, *input;  /* verification options; input: report's source */
     int report;                           /* `humming-convert report OUT_DIR` */
+    int check;                            /* `humming-convert check OUT_DIR` */
     cli_field fields[16];
     int n_fields;
     int quiet, list_formats;

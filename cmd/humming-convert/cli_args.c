@@ -14,6 +14,7 @@ void cli_usage(FILE *out)
     fprintf(out,
             "usage: humming-convert IN_DIR OUT_DIR [options]\n"
             "       humming-convert report OUT_DIR [--input IN_DIR] [verification options]\n"
+            "       humming-convert check OUT_DIR\n"
             "       humming-convert --list-formats [--arch SM]\n"
             "\n"
             "Quantizes a float checkpoint, or repacks a Humming-format one, into the\n"
@@ -37,7 +38,8 @@ void cli_usage(FILE *out)
             "                       (default: the recipe's, else the local GPU, else sm90)\n"
             "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
             "  --max-shard-size N   output shard size limit, bytes or K/M/G (default 4G)\n"
-            "  --force              replace OUT_DIR if it exists\n"
+            "  --force              replace OUT_DIR if it exists (and discard OUT_DIR.partial)\n"
+            "  --resume             finish an interrupted run from OUT_DIR.partial\n"
             "  --dry-run            print the per-layer plan, write nothing\n"
             "  --humming-compat     reproduce Humming's bytes where its transform disagrees\n"
             "                       with its kernel (docs/layout.md); for comparisons only\n"
@@ -85,6 +87,7 @@ static const char **value_slot(cli_args *a, const char *s, int *is_option)
 static int set_flag(cli_args *a, const char *s)
 {
     if (!strcmp(s, "--force")) a->opts.force = 1;
+    else if (!strcmp(s, "--resume")) a->opts.resume = 1;
     else if (!strcmp(s, "--dry-run")) a->opts.dry_run = 1;
     else if (!strcmp(s, "--humming-compat")) a->opts.humming_bug_compat = 1;
     else if (!strcmp(s, "--list-formats")) a->list_formats = 1;
@@ -99,6 +102,15 @@ int cli_parse_args(int argc, char **argv, cli_args *a)
     const char *pos[2] = {NULL, NULL};
     int npos = 0, is_option = 0, first = 1;
     if (argc > 1 && !strcmp(argv[1], "report")) a->report = 1, first = 2;
+    if (argc > 1 && !strcmp(argv[1], "check")) {
+        if (argc != 3 || argv[2][0] == '-') {
+            fprintf(stderr, "humming-convert: check needs exactly OUT_DIR (see --help)\n");
+            return -1;
+        }
+        a->check = 1;
+        a->opts.out_dir = argv[2];
+        return 0;
+    }
     for (int i = first; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }

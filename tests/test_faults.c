@@ -1,0 +1,302 @@
+/* test_faults - fault injection end to end (docs/robustness.md): disk full
+ * (a tiny tmpfs), a truncated input shard, an input changed during the run
+ * (size, and mtime alone), permission denied, a shard named by the index
+ * that is missing. Each gives exit 1 and a message naming the file; OUT_DIR
+ * and OUT_DIR.partial are absent; the input is unchanged. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "hc_safetensors.h"
+#include "hc_test_util.h"
+
+typedef struct {
+    char *root, *in, *out, *log;
+    const char *cli;
+    uint32_t in_sum;
+} fixture;
+
+/* CRC over every file of dir (names and contents, sorted order). */
+static uint32_t dir_sum(const char *dir)
+{
+    struct dirent **list = NULL;
+    int n = scandir(dir, &list, NULL, alphasort);
+    uint32_t crc = (uint32_t)crc32(0, NULL, 0);
+    for (int i = 0; i < n; i++) {
+        char *p = hc_test_path_join(dir, list[i]->d_name);
+        size_t len = 0;
+        void *data = list[i]->d_name[0] == '.' ? NULL : hc_test_read_file(p, &len);
+        crc = (uint32_t)crc32(crc, (const unsigned char *)list[i]->d_name,
+                              (uInt)strlen(list[i]->d_name));
+        if (data) crc = (uint32_t)crc32(crc, data, (uInt)len);
+        free(data), free(p), free(list[i]);
+    }
+    free(list);
+    return crc;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->root = hc_test_mkdtemp("faults");
+    if (f->root == NULL) return -1;
+    f->in = hc_test_path_join(f->root, "in");
+    f->out = hc_test_path_join(f->root, "out");
+    f->log = hc_test_path_join(f->root, "log.txt");
+    f->cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
+    const char *build = getenv("HC_BUILD") ? getenv("HC_BUILD") : "build";
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s/examples/gen_example_model' '%s' --format humming "
+             "--experts 0 >/dev/null", build, f->in);
+    if (system(cmd) != 0) return -1;
+    f->in_sum = dir_sum(f->in);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    char *mnt = hc_test_path_join(f->root, "tiny");
+    umount(mnt); /* in case the disk-full test failed before its own umount */
+    free(mnt);
+    chmod(f->in, 0755);
+    hc_test_rm_rf(f->root);
+    free(f->root), free(f->in), free(f->out), free(f->log);
+    free(f);
+    return 0;
+}
+
+static int run_cli(const fixture *f, const char *out, const char *env)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "%s '%s' '%s' '%s' --max-shard-size 64K --verify off -q 2>'%s'",
+             env ? env : "", f->cli, f->in, out, f->log);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Exit 1, the message names `file` (and `what`), no output or partial left. */
+static void assert_clean_failure(const fixture *f, const char *out, int rc, const char *file,
+                                 const char *what)
+{
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("  message: %s", log ? log : "(none)\n");
+    assert_int_equal(rc, 1);
+    assert_non_null(log);
+    if (strstr(log, file) == NULL) fail_msg("message does not name %s", file);
+    if (what && strstr(log, what) == NULL) fail_msg("message does not say \"%s\"", what);
+    free(log);
+    char partial[8192];
+    snprintf(partial, sizeof partial, "%s.partial", out);
+    assert_false(hc_test_exists(out));
+    assert_false(hc_test_exists(partial));
+}
+
+static void test_disk_full(void **state)
+{
+    fixture *f = *state;
+    char *mnt = hc_test_path_join(f->root, "tiny");
+    mkdir(mnt, 0755);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k") != 0) {
+        printf("NOTICE: cannot mount a tmpfs here (not root / no CAP_SYS_ADMIN): disk-full case "
+               "skipped\n");
+        free(mnt);
+        skip();
+    }
+    char *out = hc_test_path_join(mnt, "out");
+    int rc = run_cli(f, out, NULL);
+    assert_clean_failure(f, out, rc, mnt, "No space left on device");
+    assert_int_equal(hc_test_dir_count(mnt), 0); /* nothing left on the full disk */
+    umount(mnt);
+    assert_int_equal(dir_sum(f->in), f->in_sum);
+    free(out), free(mnt);
+}
+
+static void test_truncated_input_shard(void **state)
+{
+    fixture *f = *state;
+    char *shard = hc_test_path_join(f->in, "model.safetensors");
+    struct stat sb;
+    assert_int_equal(stat(shard, &sb), 0);
+    assert_int_equal(truncate(shard, sb.st_size - 1000), 0);
+    uint32_t sum = dir_sum(f->in);
+    int rc = run_cli(f, f->out, NULL);
+    assert_clean_failure(f, f->out, rc, "model.safetensors", NULL);
+    assert_int_equal(dir_sum(f->in), sum);
+    free(shard);
+}
+
+/* Pauses the run after the first shard, changes the input, lets it go on. */
+static void change_during_run(fixture *f, int size_change)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(f->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 2);
+        setenv("HC_TEST_PAUSE_AT", "after_shard_1:3", 1);
+        execl(f->cli, f->cli, f->in, f->out, "--max-shard-size", "64K", "--verify", "off",
+              (char *)NULL);
+        _exit(127);
+    }
+    int paused = 0;
+    for (int i = 0; i < 3000 && !paused; i++) {
+        char *log = hc_test_read_file(f->log, NULL);
+        paused = log && strstr(log, "test: paused at after_shard_1") != NULL;
+        free(log);
+        if (!paused) usleep(10000);
+    }
+    assert_true(paused);
+    const char *changed = size_change ? "generation_config.json" : "model.safetensors";
+    char *path = hc_test_path_join(f->in, changed);
+    if (size_change) {
+        FILE *fp = fopen(path, "a");
+        fputs("\n", fp);
+        fclose(fp);
+    } else { /* same bytes, new mtime */
+        struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    assert_clean_failure(f, f->out, rc, changed, "changed during the run");
+    free(path);
+}
+
+static void test_input_changed_size(void **state) { change_during_run(*state, 1); }
+static void test_input_changed_mtime(void **state) { change_during_run(*state, 0); }
+
+static void test_permission_denied(void **state)
+{
+    fixture *f = *state;
+    if (geteuid() != 0) {
+        char *shard = hc_test_path_join(f->in, "model.safetensors");
+        chmod(shard, 0);
+        int rc = run_cli(f, f->out, NULL);
+        chmod(shard, 0644);
+        assert_clean_failure(f, f->out, rc, "model.safetensors", "Permission denied");
+        free(shard);
+        return;
+    }
+    /* root bypasses permission bits: an OUT_DIR whose parent is a regular file
+     * cannot be created either, and must fail the same clean way */
+    printf("NOTICE: running as root, which bypasses permission bits: testing an OUT_DIR that "
+           "cannot be created (its parent is a regular file) instead of chmod 000\n");
+    char *file = hc_test_path_join(f->root, "plainfile");
+    assert_int_equal(hc_test_write_file(file, "x", 1), 0);
+    char *out = hc_test_path_join(file, "out");
+    int rc = run_cli(f, out, NULL);
+    assert_clean_failure(f, out, rc, "plainfile/out", "Not a directory");
+    assert_int_equal(dir_sum(f->in), f->in_sum);
+    free(out), free(file);
+}
+
+static void test_missing_indexed_shard(void **state)
+{
+    fixture *f = *state;
+    char *single = hc_test_path_join(f->in, "model.safetensors");
+    char *first = hc_test_path_join(f->in, "model-00001-of-00002.safetensors");
+    assert_int_equal(rename(single, first), 0);
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(first, &st, NULL), HC_OK);
+    size_t n = hc_st_count(st), len = 0, cap = 64 + n * 600;
+    char *index = malloc(cap);
+    len += (size_t)snprintf(index + len, cap - len, "{\"metadata\": {}, \"weight_map\": {");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(index + len, cap - len, "%s\"%s\": \"model-0000%d-of-00002."
+                                "safetensors\"", i ? ", " : "", hc_st_tensor_at(st, i)->name,
+                                i == n - 1 ? 2 : 1);
+    snprintf(index + len, cap - len, "}}");
+    hc_st_close(st);
+    char *ipath = hc_test_path_join(f->in, "model.safetensors.index.json");
+    assert_int_equal(hc_test_write_file(ipath, index, strlen(index)), 0);
+    uint32_t sum = dir_sum(f->in);
+    int rc = run_cli(f, f->out, NULL);
+    assert_clean_failure(f, f->out, rc, "model-00002-of-00002.safetensors", NULL);
+    assert_int_equal(dir_sum(f->in), sum);
+    free(index), free(ipath), free(single), free(first);
+}
+
+static int check_out(const fixture *f, const char *dir)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' check '%s' >'%s' 2>&1", f->cli, dir, f->log);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* `check` names the file and the tensor of a flipped byte, a truncated
+ * shard, a missing and an extra file; `report` keeps the manifest valid. */
+static void test_check_reports_corruption(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(run_cli(f, f->out, NULL), 0);
+    assert_int_equal(check_out(f, f->out), 0);
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' -q --verify cpu 2>/dev/null", f->cli, f->out);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(check_out(f, f->out), 0);
+    /* flip one byte in the middle of shard 3's first tensor (header is < 4 KiB) */
+    char *s3 = hc_test_path_join(f->out, "model-00003-of-00013.safetensors");
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(s3, &st, NULL), HC_OK);
+    const hc_st_tensor *t = hc_st_tensor_at(st, 0);
+    char tensor[512];
+    snprintf(tensor, sizeof tensor, "tensor %s:", t->name);
+    size_t len = 0;
+    unsigned char *bytes = hc_test_read_file(s3, &len);
+    long at = (long)(len - (size_t)hc_st_tensor_at(st, hc_st_count(st) - 1)->offset -
+                     hc_st_tensor_at(st, hc_st_count(st) - 1)->nbytes) /* header end */ +
+              (long)t->offset + (long)t->nbytes / 2;
+    hc_st_close(st);
+    bytes[at] ^= 0x40;
+    assert_int_equal(hc_test_write_file(s3, bytes, len), 0);
+    free(bytes);
+    char *s5 = hc_test_path_join(f->out, "model-00005-of-00013.safetensors");
+    assert_int_equal(truncate(s5, 100), 0);
+    char *tok = hc_test_path_join(f->out, "generation_config.json");
+    char *extra = hc_test_path_join(f->out, "notes.txt");
+    unlink(tok);
+    assert_int_equal(hc_test_write_file(extra, "x", 1), 0);
+    assert_int_equal(check_out(f, f->out), 1);
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("%s", log);
+    assert_non_null(strstr(log, "model-00003-of-00013.safetensors: CRC-32 mismatch"));
+    assert_non_null(strstr(log, tensor));
+    assert_non_null(strstr(log, "model-00005-of-00013.safetensors: size 100"));
+    assert_non_null(strstr(log, "generation_config.json: missing"));
+    assert_non_null(strstr(log, "notes.txt: extra file"));
+    free(log), free(s3), free(s5), free(tok), free(extra);
+    snprintf(cmd, sizeof cmd, "'%s' check >/dev/null 2>&1", f->cli);
+    int rc = system(cmd);
+    assert_int_equal(WEXITSTATUS(rc), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_input_shard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_changed_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_changed_mtime, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
