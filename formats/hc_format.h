@@ -135,6 +135,11 @@ uint16_t hc_f32_to_f16(float f);
 float hc_bf16_to_f32(uint16_t h);
 uint16_t hc_f32_to_bf16(float f);
 
+/* Bulk, exact conversions of n 16-bit values at src (any alignment) to
+ * float32. The fp16 one uses the CPU's F16C instructions when present. */
+void hc_f16_to_f32_array(const void *src, float *dst, int64_t n);
+void hc_bf16_to_f32_array(const void *src, float *dst, int64_t n);
+
 /* Block schemes: a group of `group_size` consecutive elements along K shares
  * one scale of `scale_format`; NV adds one float32 global scale per tensor. */
 typedef enum { HC_BLOCK_MX, HC_BLOCK_NV, HC_BLOCK_COUNT } hc_block_scheme_id;

@@ -49,3 +49,47 @@ uint16_t hc_f32_to_bf16(float f)
     uint32_t lsb = (u >> 16) & 1;
     return (uint16_t)((u + 0x7FFF + lsb) >> 16);
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* vcvtph2ps is exact (every half is a float); only used where the CPU has it. */
+__attribute__((target("avx,f16c"))) static void f16_array_f16c(const unsigned char *src,
+                                                                float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + 2 * i))));
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * i, 2);
+        dst[i] = hc_f16_to_f32(h);
+    }
+}
+#endif
+
+void hc_f16_to_f32_array(const void *src, float *dst, int64_t n)
+{
+    const unsigned char *p = src;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+        f16_array_f16c(p, dst, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        dst[i] = hc_f16_to_f32(h);
+    }
+}
+
+void hc_bf16_to_f32_array(const void *src, float *dst, int64_t n)
+{
+    const unsigned char *p = src;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        dst[i] = hc_bf16_to_f32(h);
+    }
+}

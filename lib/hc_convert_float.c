@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_parallel.h"
 #include "hc_quant.h"
 
 static int is_float_dtype(hc_dtype dt)
@@ -264,19 +265,20 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
     return HC_OK;
 }
 
-/* Converts n elements of a float tensor (unaligned bytes) to float32, exactly. */
+/* Converts n elements of a float tensor (unaligned bytes) from element
+ * `offset` on to float32, exactly; in parallel chunks for large tensors. */
 static void read_floats(const hc_st_tensor *t, size_t offset, size_t n, float *dst)
 {
-    const unsigned char *p = (const unsigned char *)t->data;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = offset + i;
-        if (t->dtype == HC_DT_F32) {
-            memcpy(&dst[i], p + 4 * j, 4);
-        } else {
-            uint16_t h;
-            memcpy(&h, p + 2 * j, 2);
-            dst[i] = t->dtype == HC_DT_F16 ? hc_f16_to_f32(h) : hc_bf16_to_f32(h);
-        }
+    const size_t chunk = 1 << 16;
+    int64_t chunks = (int64_t)((n + chunk - 1) / chunk);
+    size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
+    const unsigned char *base = (const unsigned char *)t->data + offset * esize;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(n))
+    for (int64_t c = 0; c < chunks; c++) {
+        size_t at = (size_t)c * chunk, len = n - at < chunk ? n - at : chunk;
+        if (t->dtype == HC_DT_F32) memcpy(dst + at, base + 4 * at, 4 * len);
+        else if (t->dtype == HC_DT_F16) hc_f16_to_f32_array(base + 2 * at, dst + at, (int64_t)len);
+        else hc_bf16_to_f32_array(base + 2 * at, dst + at, (int64_t)len);
     }
 }
 
