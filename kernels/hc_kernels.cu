@@ -366,7 +366,7 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
  * 16 * MT tokens and a split of the K tile rows; activations are staged in
  * shared memory 256 k at a time and read with ldmatrix. */
 namespace fastw4 {
-constexpr int KC = 256, XLD = KC + 8, WARPS = 4;
+constexpr int WARPS = 4;
 
 template <bool BF>
 __device__ __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c)
@@ -418,12 +418,19 @@ __device__ __forceinline__ uint32_t conv16(uint32_t raw, int sbf)
     return f2h(h2f((uint16_t)raw, sbf), BF);
 }
 
+template <int MT> struct Shape {
+    static constexpr int KC = MT == 1 ? 1024 : 256;  /* k per staged chunk */
+    static constexpr int XLD = KC + 8;               /* padded row (16-bit units) */
+};
+
 template <bool BF, bool SCALE_C, int MT>
 __global__ void __launch_bounds__(WARPS * 32)
 w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ offsets,
              uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
-    constexpr int U = MT == 1 ? 8 : 4;   /* weight loads in flight per warp */
+    constexpr int KC = Shape<MT>::KC, XLD = Shape<MT>::XLD;
+    constexpr int U = MT == 1 ? 8 : 4;   /* weight loads per batch and warp */
+    constexpr bool PIPE = MT == 1;       /* double-buffered weight registers, scales in smem */
     const hck_desc &d = p.d;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
@@ -441,7 +448,10 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
     const int s1 = d.transposed ? 8 : 4, s2 = d.transposed ? 4 : 8;
     const uint32_t *wp = p.w + ((int64_t)e * rows) * row_words + (int64_t)nb * 128 + lane * 4;
     const uint16_t *sp = (const uint16_t *)p.s;
-    __shared__ __align__(16) uint16_t xs[16 * MT][XLD];
+    extern __shared__ __align__(16) uint16_t smem16[];
+    uint16_t *xs = smem16;                  /* [16 MT][XLD] activations */
+    uint16_t *ss = smem16 + 16 * MT * XLD;  /* PIPE, group scales: [groups][256] */
+    const int g0 = kb0 * 16 / gs;
 
     float acc[MT][4][2][4];
 #pragma unroll
@@ -455,6 +465,49 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
     uint32_t sc[4][2];
     int cur_g = -1;
     const bool vec = (K & 7) == 0;
+
+    /* B-side group scale of tile row kb (perm64: 8 consecutive entries per lane) */
+    auto get_scale = [&](int kb) {
+        const int g = kb * 16 / gs;
+        if (g == cur_g) return;
+        cur_g = g;
+        const uint4 sv = PIPE ? *(const uint4 *)&ss[(g - g0) * 256 + warp * 64 + 8 * gq]
+                              : __ldg((const uint4 *)(sp + ((int64_t)e * d.G + g) * d.Np +
+                                                      (int64_t)nb * 64 + 8 * gq));
+        const uint32_t sw[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+        for (int i3 = 0; i3 < 4; i3++) {
+            const uint32_t lo = conv16<BF>(sw[i3] & 0xffffu, sbf);
+            const uint32_t hi = conv16<BF>(sw[i3] >> 16, sbf);
+            sc[i3][0] = lo | lo << 16;
+            sc[i3][1] = hi | hi << 16;
+        }
+    };
+    /* one tile row: the lane's 4 words, activations at chunk column 16 t */
+    auto row = [&](const uint4 &w4, int t) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+            ldsm4(a[mt], &xs[(16 * mt + (lane % 16)) * XLD + t * 16 + 8 * (lane / 16)]);
+        const uint32_t wd[4] = {w4.x, w4.y, w4.z, w4.w};
+#pragma unroll
+        for (int i3 = 0; i3 < 4; i3++) {
+            uint32_t b00 = dq<BF>(wd[i3], 0), b01 = dq<BF>(wd[i3], s1);
+            uint32_t b10 = dq<BF>(wd[i3], s2), b11 = dq<BF>(wd[i3], 12);
+            if (!SCALE_C) {
+                const uint32_t z = 0x80008000u; /* -0: a * s + (-0) = a * s */
+                b00 = fma2<BF>(b00, sc[i3][0], z);
+                b01 = fma2<BF>(b01, sc[i3][0], z);
+                b10 = fma2<BF>(b10, sc[i3][1], z);
+                b11 = fma2<BF>(b11, sc[i3][1], z);
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                mma16816<BF>(acc[mt][i3][0], a[mt], b00, b01);
+                mma16816<BF>(acc[mt][i3][1], a[mt], b10, b11);
+            }
+        }
+    };
 
     for (int kc = kb0; kc < kb1; kc += KC / 16) {
         const int nrow = min(KC / 16, kb1 - kc);
@@ -477,57 +530,54 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
                     v.w = t[6] | (uint32_t)t[7] << 16;
                 }
             }
-            *(uint4 *)&xs[r][c * 8] = v;
+            *(uint4 *)&xs[r * XLD + c * 8] = v;
+        }
+        if (PIPE && !SCALE_C && kc == kb0) { /* the block's k range is one chunk */
+            const int ng = (kb1 * 16 - 1) / gs - g0 + 1;
+            for (int i = tid; i < ng * 32; i += WARPS * 32) {
+                const int gi = i / 32;
+                const int64_t col = (int64_t)blockIdx.x * 256 + (i % 32) * 8;
+                uint4 v = make_uint4(0, 0, 0, 0);
+                if (col < d.Np) v = __ldg((const uint4 *)(sp + ((int64_t)e * d.G + g0 + gi) * d.Np + col));
+                *(uint4 *)&ss[gi * 256 + (i % 32) * 8] = v;
+            }
         }
         __syncthreads();
         if (!active) continue;
-        for (int t0 = 0; t0 < nrow; t0 += U) {
-            uint4 wv[U];
+        if (PIPE) {
+            uint4 wa[U], wb[U];
+            auto issue = [&](uint4 *w, int t) {
 #pragma unroll
-            for (int u = 0; u < U; u++)
-                if (t0 + u < nrow) wv[u] = __ldg((const uint4 *)(wp + (int64_t)(kc + t0 + u) * row_words));
+                for (int u = 0; u < U; u++)
+                    if (t + u < nrow) w[u] = __ldg((const uint4 *)(wp + (int64_t)(kc + t + u) * row_words));
+            };
+            auto run = [&](const uint4 *w, int t) {
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (t0 + u >= nrow) break;
-                const int kb = kc + t0 + u;
-                if (!SCALE_C) {
-                    const int g = kb * 16 / gs;
-                    if (g != cur_g) {
-                        cur_g = g;
-                        const uint4 sv = __ldg((const uint4 *)(sp + ((int64_t)e * d.G + g) * d.Np +
-                                                               (int64_t)nb * 64 + 8 * gq));
-                        const uint32_t sw[4] = {sv.x, sv.y, sv.z, sv.w};
-#pragma unroll
-                        for (int i3 = 0; i3 < 4; i3++) {
-                            const uint32_t lo = conv16<BF>(sw[i3] & 0xffffu, sbf);
-                            const uint32_t hi = conv16<BF>(sw[i3] >> 16, sbf);
-                            sc[i3][0] = lo | lo << 16;
-                            sc[i3][1] = hi | hi << 16;
-                        }
+                for (int u = 0; u < U; u++)
+                    if (t + u < nrow) {
+                        if (!SCALE_C) get_scale(kc + t + u);
+                        row(w[u], t + u);
                     }
-                }
-                uint32_t a[MT][4];
+            };
+            issue(wa, 0);
+            for (int t0 = 0; t0 < nrow; t0 += 2 * U) {
+                issue(wb, t0 + U);
+                run(wa, t0);
+                issue(wa, t0 + 2 * U);
+                run(wb, t0 + U);
+            }
+        } else {
+            for (int t0 = 0; t0 < nrow; t0 += U) {
+                uint4 wv[U];
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
-                    ldsm4(a[mt], &xs[16 * mt + (lane % 16)][(t0 + u) * 16 + 8 * (lane / 16)]);
-                const uint32_t wd[4] = {wv[u].x, wv[u].y, wv[u].z, wv[u].w};
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < nrow) wv[u] = __ldg((const uint4 *)(wp + (int64_t)(kc + t0 + u) * row_words));
 #pragma unroll
-                for (int i3 = 0; i3 < 4; i3++) {
-                    uint32_t b00 = dq<BF>(wd[i3], 0), b01 = dq<BF>(wd[i3], s1);
-                    uint32_t b10 = dq<BF>(wd[i3], s2), b11 = dq<BF>(wd[i3], 12);
-                    if (!SCALE_C) {
-                        const uint32_t z = 0x80008000u; /* -0: a * s + (-0) = a * s */
-                        b00 = fma2<BF>(b00, sc[i3][0], z);
-                        b01 = fma2<BF>(b01, sc[i3][0], z);
-                        b10 = fma2<BF>(b10, sc[i3][1], z);
-                        b11 = fma2<BF>(b11, sc[i3][1], z);
+                for (int u = 0; u < U; u++)
+                    if (t0 + u < nrow) {
+                        if (!SCALE_C) get_scale(kc + t0 + u);
+                        row(wv[u], t0 + u);
                     }
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        mma16816<BF>(acc[mt][i3][0], a[mt], b00, b01);
-                        mma16816<BF>(acc[mt][i3][1], a[mt], b10, b11);
-                    }
-                }
             }
         }
     }
@@ -803,9 +853,27 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     int64_t krows = d.Kp / 16;
     if (s > krows / 4) s = krows / 4;
     if (s > 32) s = 32;
-    if (s < 1 || !want_ws) s = 1;
-    pl.splits = (int)s;
+    if (pl.fast == 1) { /* one staged chunk per block: at most KC / 16 tile rows */
+        const int64_t kr = fastw4::Shape<1>::KC / 16, smin = (krows + kr - 1) / kr;
+        if (s < smin) s = smin;
+    }
+    if (s < 1) s = 1;
+    if (!want_ws && s > 1) pl.fast = 0; /* no workspace: general kernel */
+    pl.splits = pl.fast ? (int)s : 1;
     return pl;
+}
+
+/* Dynamic shared memory of the fast kernel: staged activations, and for MT = 1
+ * with group scales the scales of the block's k range (4 tiles). */
+size_t fast_smem(const hck_desc &d, const Plan &pl)
+{
+    const int xld = pl.fast == 1 ? fastw4::Shape<1>::XLD : fastw4::Shape<4>::XLD;
+    size_t b = (size_t)16 * pl.fast * xld * 2;
+    if (pl.fast == 1 && d.scale_perm == 64) {
+        const int64_t krows = d.Kp / 16, kr = (krows + pl.splits - 1) / pl.splits + 1;
+        b += (size_t)((kr * 16) / d.group_size + 2) * 256 * 2;
+    }
+    return b;
 }
 
 cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
@@ -830,8 +898,15 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             if (e != cudaSuccess) return e;
         }
         const bool bf = d.out_bf16, onc = d.scale_perm == 32;
-#define HCK_FAST(BF, ONC, MT) \
-    fastw4::w4a16_kernel<BF, ONC, MT><<<grid, fastw4::WARPS * 32, 0, st>>>(L->dev, dx, doff, dy, splits, ws)
+        const size_t smem = fast_smem(d, pl);
+#define HCK_FAST(BF, ONC, MT)                                                                      \
+    do {                                                                                           \
+        e = cudaFuncSetAttribute(fastw4::w4a16_kernel<BF, ONC, MT>,                                \
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);          \
+        if (e != cudaSuccess) return e;                                                            \
+        fastw4::w4a16_kernel<BF, ONC, MT><<<grid, fastw4::WARPS * 32, smem, st>>>(L->dev, dx, doff, \
+                                                                                 dy, splits, ws);  \
+    } while (0)
         if (pl.fast == 1) {
             if (bf) { if (onc) HCK_FAST(true, true, 1); else HCK_FAST(true, false, 1); }
             else { if (onc) HCK_FAST(false, true, 1); else HCK_FAST(false, false, 1); }
