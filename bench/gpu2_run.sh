@@ -11,6 +11,9 @@ echo "fast-path launches in sweep: $(grep -c 'HCK fast' "$out/trace.txt")  (mt=1
 HC_SHARED_DIR=$here/shared timeout 60 ./build/tests/test_verify_golden > "$out/golden.txt" 2>&1; echo "golden rc=$?"
 t0=$(date +%s)
 timeout ${OURS_S:-120} ./build/tests/gpu/hc_gpu_sweep --bench > "$out/ours.txt" 2>&1; echo "ours rc=$? $(( $(date +%s)-t0 ))s"
+t0=$(date +%s)
+HC_BENCH_W4A16=1 HCK_NO_FAST=1 timeout ${BEFORE_S:-90} ./build/tests/gpu/hc_gpu_sweep --bench > "$out/before.txt" 2>&1; echo "before (general kernel) rc=$? $(( $(date +%s)-t0 ))s"
+HC_BENCH_W4A16=1 HCK_SPLITS=4 timeout 40 ./build/tests/gpu/hc_gpu_sweep --bench > "$out/splits4.txt" 2>&1; echo "splits4 rc=$?"
 if [ -n "${CUBLAS:-1}" ]; then timeout 90 python3 bench_ref.py 0 > "$out/ref.txt" 2>&1; echo "ref rc=$?"; fi
 grep "REF humming" ref_v1.txt >> "$out/ref.txt"
 python3 - "$out" <<'PY'
@@ -31,6 +34,8 @@ for k, t in sorted(ours.items()):
     print("%-20s %5d %5d %4d %8.4f %8s %8s %6s %6s" % (k + (t,) + ("%.4f" % h if h else "-", "%.4f" % c if c else "-",
           "%.2f" % (t / h) if h else "-", "%.2f" % (t / c) if c else "-")))
 PY
+echo "general kernel (HCK_NO_FAST), same harness:"; grep -h "^BENCH" "$out/before.txt" | awk '{print $3,$4,$5,$6,$7,$8,$10}'
+echo "fast path, 4 splits forced:"; grep -h "^BENCH" "$out/splits4.txt" | awk '{print $6,$7,$8,$10}' | head -5
 grep -h "^GOLDEN-GPU" "$out/golden.txt" | cut -c1-90
 grep -h "FAIL" "$out/sweep.txt" | head -20
 grep -h "SUMMARY" "$out/sweep.txt"
