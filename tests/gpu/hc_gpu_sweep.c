@@ -39,6 +39,12 @@ static const combo extra[] = {
     {"uint2-g64-zpint", {HC_FMT_UINT2, P_, 64, 0, ZI, 0, P_, RTN}},
     {"uint3-g32-zpint", {HC_FMT_UINT3, P_, 32, 0, ZI, 0, P_, RTN}},
     {"uint4-g128-zpint", {HC_FMT_UINT4, P_, 128, 0, ZI, 0, P_, RTN}},
+    /* the uint4 x 16-bit fast path: channel (perm32), other group sizes, a
+     * scale dtype other than the layer's */
+    {"uint4-ch", {HC_FMT_UINT4, P_, 0, 0, ZN, 0, P_, RTN}},
+    {"uint4-g32", {HC_FMT_UINT4, P_, 32, 0, ZN, 0, P_, RTN}},
+    {"uint4-g64-bf16scale", {HC_FMT_UINT4, HC_FMT_BF16, 64, 0, ZN, 0, P_, RTN}},
+    {"uint4-g256", {HC_FMT_UINT4, P_, 256, 0, ZN, 0, P_, RTN}},
     {"uint4-g128-zpfloat", {HC_FMT_UINT4, P_, 128, 0, ZF, 0, P_, RTN}},
     {"uint5-ch-zpint", {HC_FMT_UINT5, P_, 0, 0, ZI, 0, P_, RTN}},
     {"uint6-g64", {HC_FMT_UINT6, P_, 64, 0, ZN, 0, P_, RTN}},
@@ -288,6 +294,7 @@ static void bench(int simt)
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         for (int s = 0; s < 3; s++) {
             if (i > 0 && s > 0) continue; /* the large shapes for W4A16 only (device time) */
+            if (i > 0 && getenv("HC_BENCH_W4A16")) continue; /* W4A16 only */
             hc_target t = hc_target_resolve(f[i].t, HC_FMT_F16);
             hc_layer_config c = {
                 .weight_format = t.weight_format, .scale_format = t.scale_format,
