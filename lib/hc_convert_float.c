@@ -330,13 +330,13 @@ hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_te
     HC_TRY(make_tensor(&pre->weight, HC_DT_I32, moe, E, r->n, r->k * b / 32, r->codes,
                        (size_t)(E * r->n * r->k * b / 32) * 4, err));
     if (r->scales)
-        HC_TRY(make_tensor(&pre->weight_scale, hc_format_storage_dtype(r->desc.scale_format), moe,
+        HC_TRY(make_tensor(&pre->weight_scale, hc_dtype_of_format(r->desc.scale_format), moe,
                            E, NS, G, r->scales, (size_t)(E * NS * G * r->scale_bytes), err));
     if (r->zero_points)
         HC_TRY(make_tensor(&pre->zero_point, HC_DT_I32, moe, E, NS * b / 32, G, r->zero_points,
                            (size_t)(E * NS * b / 32 * G) * 4, err));
     if (r->zero_points_f)
-        HC_TRY(make_tensor(&pre->zero_point, hc_format_storage_dtype(r->zp_float_format), moe, E,
+        HC_TRY(make_tensor(&pre->zero_point, hc_dtype_of_format(r->zp_float_format), moe, E,
                            NS, G, r->zero_points_f, (size_t)(E * NS * G) * 2, err));
     if (r->global_scale) {
         int64_t shape[1] = {E};
@@ -350,7 +350,7 @@ hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_te
 hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor *out,
                             hc_error *err)
 {
-    hc_dtype dt = hc_format_storage_dtype(param);
+    hc_dtype dt = hc_dtype_of_format(param);
     HC_TRY(hc_tensor_alloc(out, dt, b->ndim, b->shape, err));
     size_t n = out->nbytes / 2;
     float *tmp = malloc((n ? n : 1) * sizeof *tmp);

@@ -204,8 +204,6 @@ hc_status hc_conv_copy_side_files(const char *in_dir, const char *dir, hc_error 
 /* Shard file name for shard i of n (model.safetensors when n == 1). */
 void hc_conv_shard_name(int i, int n, char *buf, size_t len);
 
-/* Storage dtype of a scale/param format. */
-hc_dtype hc_format_storage_dtype(hc_format_id f);
 
 /* Verification of each written layer (hc_convert_verify.c). */
 hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_plan *plan,

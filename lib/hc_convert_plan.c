@@ -22,18 +22,6 @@ void hc_conv_log(const hc_convert_options *opts, const char *fmt, ...)
     opts->log(opts->log_ctx, line);
 }
 
-hc_dtype hc_format_storage_dtype(hc_format_id f)
-{
-    switch (f) {
-    case HC_FMT_F16: return HC_DT_F16;
-    case HC_FMT_BF16: return HC_DT_BF16;
-    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
-    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
-    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
-    default: return HC_DT_F32;
-    }
-}
-
 static void set_desc(hc_out_desc *d, hc_dtype dt, int ndim, const int64_t *shape)
 {
     d->present = 1;
@@ -58,12 +46,12 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
     const hc_layer_config *c = &L->cfg;
     int64_t Np = m->Np, Kp = m->Kp, P = 256 / m->act_bits;
     int64_t G = c->group_size > 0 ? Kp / c->group_size : 1;
-    hc_dtype param = hc_format_storage_dtype(c->param_format);
+    hc_dtype param = hc_dtype_of_format(c->param_format);
     set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Kp / P, Np * P * m->weight_bits / 32);
     if (m->scale_type == HC_SCALE_BLOCK)
         set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_F32, m, Kp / c->group_size, Np / c->group_size_n);
     else if (m->scale_type != HC_SCALE_TENSOR)
-        set_desc_e(&L->out[HC_ROLE_SCALE], hc_format_storage_dtype(m->scale_format), m, G, Np);
+        set_desc_e(&L->out[HC_ROLE_SCALE], hc_dtype_of_format(m->scale_format), m, G, Np);
     if (L->has_zero && c->is_fp_zero_point) {
         set_desc_e(&L->out[HC_ROLE_ZERO], param, m, G, Np);
     } else if (L->has_zero) {

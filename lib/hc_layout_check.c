@@ -4,19 +4,6 @@
 
 #include <string.h>
 
-hc_dtype hc_layout_storage_dtype(hc_format_id f)
-{
-    switch (f) {
-    case HC_FMT_F16: return HC_DT_F16;
-    case HC_FMT_BF16: return HC_DT_BF16;
-    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
-    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
-    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
-    case HC_FMT_F32: return HC_DT_F32;
-    default: return HC_DT_COUNT;
-    }
-}
-
 /* t must be dtype dt with shape (E?, d0[, d1]). */
 static hc_status expect(const hc_tensor *t, const char *role, hc_dtype dt, const hc_layer_meta *m,
                         int nd, int64_t d0, int64_t d1, hc_error *err)
@@ -41,7 +28,7 @@ static hc_status expect(const hc_tensor *t, const char *role, hc_dtype dt, const
 static hc_status check_scale(const hc_layer_config *cfg, const hc_layer_meta *m,
                              const hc_tensor *s, hc_error *err)
 {
-    hc_dtype dt = hc_layout_storage_dtype(cfg->scale_format);
+    hc_dtype dt = hc_dtype_of_format(cfg->scale_format);
     switch (cfg->scale_type) {
     case HC_SCALE_TENSOR:
         if (s->data)
@@ -82,7 +69,7 @@ hc_status hc_layout_check_pre(const hc_layer_config *cfg, const hc_layer_meta *m
     HC_TRY(check_scale(cfg, m, &pre->weight_scale, err));
     HC_TRY(check_zero_point(cfg, m, &pre->zero_point, err));
     if (pre->bias.data)
-        HC_TRY(expect(&pre->bias, "bias", hc_layout_storage_dtype(cfg->param_format), m, 1,
+        HC_TRY(expect(&pre->bias, "bias", hc_dtype_of_format(cfg->param_format), m, 1,
                       m->N, 0, err));
     int needs_gs = (cfg->scale_type == HC_SCALE_TENSOR ||
                     cfg->scale_type == HC_SCALE_GROUP_TENSOR) &&

@@ -4,8 +4,6 @@
 
 #include "hc_layout.h"
 
-/* Storage dtype of a scale / param format; HC_DT_COUNT if it has none. */
-hc_dtype hc_layout_storage_dtype(hc_format_id f);
 
 /* Checks dtype and (unpadded) shape of every tensor of pre against the plan. */
 hc_status hc_layout_check_pre(const hc_layer_config *cfg, const hc_layer_meta *m,

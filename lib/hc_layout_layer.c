@@ -93,7 +93,7 @@ static hc_status pad_scales(const hc_layer_config *cfg, const hc_layer_meta *m,
     uint16_t *half = malloc((size_t)count * sizeof *half + 1);
     HC_CHECK_ALLOC(err, half, "weight scales cast to the layer dtype");
     hc_scales_to_half(cfg->scale_format, s->data, cfg->param_format, half, count);
-    hc_status st = pad3(half, hc_layout_storage_dtype(cfg->param_format), m->E, r, c, rp, cp, 0,
+    hc_status st = pad3(half, hc_dtype_of_format(cfg->param_format), m->E, r, c, rp, cp, 0,
                         &wk->s, err);
     free(half);
     return st;

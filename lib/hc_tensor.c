@@ -45,6 +45,19 @@ int hc_dtype_bits(hc_dtype dt)
     return dtype_traits[dt].bits;
 }
 
+hc_dtype hc_dtype_of_format(hc_format_id f)
+{
+    switch (f) {
+    case HC_FMT_F16: return HC_DT_F16;
+    case HC_FMT_BF16: return HC_DT_BF16;
+    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
+    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
+    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
+    case HC_FMT_F32: return HC_DT_F32;
+    default: return HC_DT_COUNT;
+    }
+}
+
 int64_t hc_shape_numel(int ndim, const int64_t *shape)
 {
     int64_t n = 1;

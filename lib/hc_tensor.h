@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "hc_error.h"
+#include "hc_format.h"
 
 typedef enum {
     HC_DT_BOOL, HC_DT_U8, HC_DT_I8, HC_DT_F8_E5M2, HC_DT_F8_E4M3, HC_DT_F8_E8M0,
@@ -41,6 +42,10 @@ const char *hc_dtype_name(hc_dtype dt);
 int hc_dtype_parse(const char *name, hc_dtype *out);
 /* Bits per element (4 for F4, 6 for F6_*, 8 for BOOL). */
 int hc_dtype_bits(hc_dtype dt);
+
+/* Storage dtype of a scale or parameter format (F16, BF16, F8E4M3, F8E5M2,
+ * F8E8M0, F32); HC_DT_COUNT for formats that have none of their own. */
+hc_dtype hc_dtype_of_format(hc_format_id f);
 
 /* Element count of a shape (1 for ndim 0). Returns -1 on overflow or a negative dim. */
 int64_t hc_shape_numel(int ndim, const int64_t *shape);

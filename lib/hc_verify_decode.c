@@ -337,18 +337,6 @@ static hc_status expect(const char *role, const hc_tensor *t, int present, hc_dt
     return HC_OK;
 }
 
-static hc_dtype storage_of(hc_format_id f)
-{
-    switch (f) {
-    case HC_FMT_F16: return HC_DT_F16;
-    case HC_FMT_BF16: return HC_DT_BF16;
-    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
-    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
-    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
-    default: return HC_DT_F32;
-    }
-}
-
 /* Shape with an optional leading expert dim. */
 static int shp(const hc_layer_meta *m, int64_t *s, int64_t a, int64_t b, int two)
 {
@@ -364,7 +352,7 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
 {
     int64_t s[4];
     int P = 256 / m->act_bits, nd;
-    hc_dtype param = storage_of(cfg->param_format);
+    hc_dtype param = hc_dtype_of_format(cfg->param_format);
     nd = shp(m, s, m->Kp / P, m->Np * P * m->weight_bits / 32, 1);
     HC_TRY(expect("weight", &post->weight, 1, HC_DT_I32, nd, s, err));
     if (m->scale_type == HC_SCALE_BLOCK) {
@@ -373,7 +361,7 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
     } else {
         nd = shp(m, s, m->G, m->Np, 1);
         HC_TRY(expect("weight_scale", &post->weight_scale, m->scale_type != HC_SCALE_TENSOR,
-                      storage_of(m->scale_format), nd, s, err));
+                      hc_dtype_of_format(m->scale_format), nd, s, err));
     }
     if (post->zero_point.data || cfg->has_zero_point) {
         if (cfg->is_fp_zero_point) {

@@ -37,18 +37,6 @@ static void mk(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int nd, int64_t d0
     assert_int_equal(hc_tensor_alloc(t, dt, n, s, NULL), HC_OK);
 }
 
-static hc_dtype storage(hc_format_id f)
-{
-    switch (f) {
-    case HC_FMT_F16: return HC_DT_F16;
-    case HC_FMT_BF16: return HC_DT_BF16;
-    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
-    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
-    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
-    default: return HC_DT_F32;
-    }
-}
-
 /* A random finite scale in format f (sign random except e8m0). */
 static void put_scale(hc_format_id f, void *data, int64_t i)
 {
@@ -78,13 +66,13 @@ static void make_pre(const hc_layer_config *c, const hc_layer_meta *m, hc_layer_
     if (c->scale_type == HC_SCALE_BLOCK) {
         mk(&pre->weight_scale, HC_DT_F32, moe, E, 2, N / c->group_size_n, K / c->group_size);
     } else if (c->scale_type != HC_SCALE_TENSOR) {
-        mk(&pre->weight_scale, storage(c->scale_format), moe, E, 2, N, G0);
+        mk(&pre->weight_scale, hc_dtype_of_format(c->scale_format), moe, E, 2, N, G0);
     }
     size_t ns = pre->weight_scale.data ? pre->weight_scale.nbytes * 8 /
                                              (size_t)hc_dtype_bits(pre->weight_scale.dtype) : 0;
     for (size_t i = 0; i < ns; i++) put_scale(c->scale_format, pre->weight_scale.data, (int64_t)i);
     if (c->has_zero_point && c->is_fp_zero_point) {
-        mk(&pre->zero_point, storage(c->param_format), moe, E, 2, N, G0);
+        mk(&pre->zero_point, hc_dtype_of_format(c->param_format), moe, E, 2, N, G0);
         for (size_t i = 0; i < pre->zero_point.nbytes / 2; i++)
             put_half(c->param_format, pre->zero_point.data, (int64_t)i,
                      frnd(0.0f, (float)((1 << b) - 1)));
@@ -100,7 +88,7 @@ static void make_pre(const hc_layer_config *c, const hc_layer_meta *m, hc_layer_
         for (int64_t e = 0; e < ge; e++) ((float *)pre->global_scale.data)[e] = frnd(0.5f, 3.0f);
     }
     if (rnd() % 2) {
-        mk(&pre->bias, storage(c->param_format), moe, E, 1, N, 0);
+        mk(&pre->bias, hc_dtype_of_format(c->param_format), moe, E, 1, N, 0);
         for (size_t i = 0; i < pre->bias.nbytes / 2; i++)
             put_half(c->param_format, pre->bias.data, (int64_t)i, frnd(-4.0f, 4.0f));
     }

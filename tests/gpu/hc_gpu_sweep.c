@@ -87,18 +87,6 @@ static hc_format_id stored_format(hc_format_id f)
     return fi->kind == HC_KIND_INT ? (hc_format_id)(HC_FMT_UINT1 + fi->bits - 1) : f;
 }
 
-static hc_dtype storage(hc_format_id f)
-{
-    switch (f) {
-    case HC_FMT_F16: return HC_DT_F16;
-    case HC_FMT_BF16: return HC_DT_BF16;
-    case HC_FMT_F8E4M3: return HC_DT_F8_E4M3;
-    case HC_FMT_F8E5M2: return HC_DT_F8_E5M2;
-    case HC_FMT_F8E8M0: return HC_DT_F8_E8M0;
-    default: return HC_DT_F32;
-    }
-}
-
 static int tensor_from(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int64_t a, int64_t b,
                        const void *src)
 {
@@ -131,12 +119,12 @@ static int make_pre(const hc_target *t, const hc_layer_config *c, int moe, int64
     int64_t NS = r.group_rows, G = r.groups, b = r.bits;
     int rc = tensor_from(&pre->weight, HC_DT_I32, moe, E, N, K * b / 32, r.codes);
     if (!rc && r.scales)
-        rc = tensor_from(&pre->weight_scale, storage(t->scale_format), moe, E, NS,
+        rc = tensor_from(&pre->weight_scale, hc_dtype_of_format(t->scale_format), moe, E, NS,
                          G, r.scales);
     if (!rc && r.zero_points)
         rc = tensor_from(&pre->zero_point, HC_DT_I32, moe, E, NS * b / 32, G, r.zero_points);
     if (!rc && r.zero_points_f)
-        rc = tensor_from(&pre->zero_point, storage(r.zp_float_format), moe, E, NS,
+        rc = tensor_from(&pre->zero_point, hc_dtype_of_format(r.zp_float_format), moe, E, NS,
                          G, r.zero_points_f);
     if (!rc && r.global_scale) {
         int64_t ge = E;
