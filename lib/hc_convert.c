@@ -67,7 +67,7 @@ static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_pla
     HC_TRY(hc_conv_copy_side_files(opts->in_dir, tmp, err));
     if (plan->verify) HC_TRY(hc_conv_verify_finish(plan->verify, tmp, err));
     hc_conv_pause(opts, "before_manifest");
-    HC_TRY(hc_conv_inputs_crc(opts->in_dir, run, err));
+    HC_TRY(hc_conv_inputs_crc(opts->in_dir, run, opts->no_input_crc, err));
     HC_TRY(hc_conv_inputs_check(opts->in_dir, run, err));
     HC_TRY(hc_manifest_write(tmp, run->shards, (size_t)run->n_shards, run->inputs, run->n_inputs,
                              err));

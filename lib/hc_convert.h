@@ -60,6 +60,8 @@ typedef struct {
     int verify_tokens;          /* activation rows per layer (0: 16) */
     const char *calib_path;     /* safetensors of activations keyed by layer name */
     int allow_degraded;         /* failed layers do not fail the run */
+    int no_input_crc;           /* manifest: skip the CRC of the input weight files
+                                   (a second read of the whole input) */
     /* crash safety (docs/robustness.md) */
     int resume;                 /* finish the interrupted run in OUT_DIR.partial */
     const char *test_pause_at;  /* tests only: stall at this named point

@@ -180,7 +180,8 @@ hc_status hc_conv_config_text(const hc_convert_options *opts, const hc_conv_plan
 /* Crash safety (hc_convert_journal.c, docs/robustness.md). */
 hc_status hc_conv_inputs_snapshot(const char *in_dir, hc_conv_run *run, hc_error *err);
 hc_status hc_conv_inputs_check(const char *in_dir, const hc_conv_run *run, hc_error *err);
-hc_status hc_conv_inputs_crc(const char *in_dir, hc_conv_run *run, hc_error *err);
+hc_status hc_conv_inputs_crc(const char *in_dir, hc_conv_run *run, int skip_weights,
+                             hc_error *err);
 hc_status hc_conv_fingerprint(const hc_convert_options *opts, const hc_conv_plan *plan,
                               hc_conv_run *run, hc_error *err);
 /* Creates OUT_DIR.partial (or validates and cleans it for --resume). */

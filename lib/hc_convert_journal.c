@@ -106,14 +106,15 @@ hc_status hc_conv_inputs_check(const char *in_dir, const hc_conv_run *run, hc_er
     return HC_OK;
 }
 
-/* CRC-32 of the small input files (every one but the *.safetensors shards,
- * whose integrity is covered by size + mtime, the strict reader and
- * per-layer verification: reading 700 GB twice is not sensible). */
-hc_status hc_conv_inputs_crc(const char *in_dir, hc_conv_run *run, hc_error *err)
+/* CRC-32 of every input file, the *.safetensors shards too unless skip_weights
+ * (--no-input-crc: that is a second read of the whole input; size + mtime,
+ * the strict reader and per-layer verification still cover the shards). */
+hc_status hc_conv_inputs_crc(const char *in_dir, hc_conv_run *run, int skip_weights,
+                             hc_error *err)
 {
     for (size_t i = 0; i < run->n_inputs; i++) {
         hc_input_file *in = &run->inputs[i];
-        if (is_safetensors(in->name)) continue;
+        if (skip_weights && is_safetensors(in->name)) continue;
         hc_file_crc f;
         HC_TRY(hc_file_crc_compute(in_dir, in->name, &f, err));
         in->has_crc = 1;

@@ -39,6 +39,8 @@ void cli_usage(FILE *out)
             "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
             "  --max-shard-size N   output shard size limit, bytes or K/M/G (default 4G)\n"
             "  --force              replace OUT_DIR if it exists (and discard OUT_DIR.partial)\n"
+            "  --no-input-crc       manifest: no CRC of the input weight files (saves a\n"
+            "                       second read of the input; sizes and mtimes are kept)\n"
             "  --resume             finish an interrupted run from OUT_DIR.partial\n"
             "  --dry-run            print the per-layer plan, write nothing\n"
             "  --humming-compat     reproduce Humming's bytes where its transform disagrees\n"
@@ -92,6 +94,7 @@ static int set_flag(cli_args *a, const char *s)
     else if (!strcmp(s, "--humming-compat")) a->opts.humming_bug_compat = 1;
     else if (!strcmp(s, "--list-formats")) a->list_formats = 1;
     else if (!strcmp(s, "--allow-degraded")) a->opts.allow_degraded = 1;
+    else if (!strcmp(s, "--no-input-crc")) a->opts.no_input_crc = 1;
     else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
     else return 0;
     return 1;
