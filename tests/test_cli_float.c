@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include "hc_format.h"
 #include "hc_safetensors.h"
@@ -334,6 +335,44 @@ static void test_expert_stack_forms(void **state)
     }
 }
 
+/* The manifest's CRC of an input file, as an unsigned number; -1 for null. */
+static long long manifest_input_crc(const char *out, const char *name)
+{
+    char *path = hc_test_path_join(out, "humming_manifest.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *m = cJSON_Parse(text), *in;
+    long long crc = -2;
+    cJSON_ArrayForEach(in, cJSON_GetObjectItem(m, "inputs"))
+        if (!strcmp(cJSON_GetObjectItem(in, "name")->valuestring, name)) {
+            const cJSON *c = cJSON_GetObjectItem(in, "crc32");
+            crc = cJSON_IsString(c) ? strtoll(c->valuestring, NULL, 16) : -1;
+        }
+    cJSON_Delete(m);
+    free(text);
+    free(path);
+    return crc;
+}
+
+static void test_manifest_input_crc(void **state)
+{
+    fixture *f = *state;
+    char *in = hc_test_path_join(f->model, "model.safetensors");
+    size_t len = 0;
+    unsigned char *bytes = hc_test_read_file(in, &len);
+    uLong want = crc32(crc32(0L, Z_NULL, 0), bytes, (uInt)len);
+    char *out = hc_test_path_join(f->root, "crc"), *out2 = hc_test_path_join(f->root, "nocrc");
+    assert_int_equal(sh("'%s' '%s' '%s' -q --format w4a16 --verify off", cli(), f->model, out), 0);
+    assert_int_equal(manifest_input_crc(out, "model.safetensors"), (long long)want);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --format w4a16 --verify off --no-input-crc", cli(),
+                        f->model, out2), 0);
+    assert_int_equal(manifest_input_crc(out2, "model.safetensors"), -1);
+    assert_true(manifest_input_crc(out2, "config.json") >= 0);
+    free(bytes);
+    free(in);
+    free(out);
+    free(out2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recipe_dry_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_float_inputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expert_stack_forms, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manifest_input_crc, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
