@@ -55,6 +55,8 @@ typedef struct {
     hc_progress_fn progress;    /* may be NULL */
     void *progress_ctx;
     const char *command_line;   /* recorded in the output config */
+    const char *target_summary; /* float/quantized inputs: how targets were chosen
+                                   (recipe name, preset), for the report; may be NULL */
     /* verification (docs/verification.md); zero values: auto, 16 tokens */
     hc_verify_mode verify;
     int verify_tokens;          /* activation rows per layer (0: 16) */

@@ -45,14 +45,25 @@ static void describe_run(hc_conv_verify *v)
     hc_report_set(&r->command_line, o->command_line);
     hc_report_set(&r->input, realpath(o->in_dir, buf) ? buf : o->in_dir);
     hc_report_set(&r->output, o->out_dir);
-    snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> humming-kernel-ready");
-    hc_report_set(&r->format, buf);
-    snprintf(buf, sizeof buf, "%s weights, %s %s scales%s%s%s, group %lld, %s layers",
-             fname(q->weight_format), fname(q->scale_format), hc_scale_type_name(q->scale_type),
-             q->has_zero_point ? ", " : "",
-             q->has_zero_point ? (q->is_fp_zero_point ? "float" : "integer") : "",
-             q->has_zero_point ? " zero points" : ", symmetric", (long long)q->group_size,
-             fname(q->param_format));
+    if (v->plan->kind == HC_SRC_HUMMING) {
+        snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> humming-kernel-ready");
+        hc_report_set(&r->format, buf);
+        snprintf(buf, sizeof buf, "%s weights, %s %s scales%s%s%s, group %lld, %s layers",
+                 fname(q->weight_format), fname(q->scale_format), hc_scale_type_name(q->scale_type),
+                 q->has_zero_point ? ", " : "",
+                 q->has_zero_point ? (q->is_fp_zero_point ? "float" : "integer") : "",
+                 q->has_zero_point ? " zero points" : ", symmetric", (long long)q->group_size,
+                 fname(q->param_format));
+    } else {
+        snprintf(buf, sizeof buf, "%s (%s layers) -> humming-kernel-ready",
+                 v->plan->kind == HC_SRC_FLOAT ? "float checkpoint" : "quantized checkpoint",
+                 fname(v->plan->param_format));
+        hc_report_set(&r->format, buf);
+        snprintf(buf, sizeof buf, "%s; per-layer formats in the table",
+                 o->target_summary ? o->target_summary
+                 : v->plan->kind == HC_SRC_FLOAT ? "targets as recorded in the output"
+                                                 : "lossless repack unless a target was given");
+    }
     hc_report_set(&r->recipe, buf);
     snprintf(r->arch, sizeof r->arch, "sm%d", o->sm);
     snprintf(r->activation, sizeof r->activation, "%s", fname(v->plan->activation));

@@ -52,6 +52,9 @@ void cli_progress(void *ctx, int done, int total, int64_t bytes_done, int64_t by
 
 void cli_usage(FILE *out);
 
+/* One line on how targets are chosen: recipe, preset/flags, built-in ignore list. */
+void cli_target_summary(const cli_args *a, char *buf, size_t len);
+
 struct hc_report;
 /* The summary table: every layer when there are few, else failed + 10 worst. */
 void cli_print_summary(const struct hc_report *r);

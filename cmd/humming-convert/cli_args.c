@@ -262,3 +262,16 @@ hc_status cli_choose_target(void *ctx, const char *layer, hc_target *out, int *s
                 "with defaults.format)");
     return HC_OK;
 }
+
+void cli_target_summary(const cli_args *a, char *buf, size_t len)
+{
+    char base[160] = "";
+    if (a->format) snprintf(base, sizeof base, ", preset %s", a->format);
+    else if (a->has_base) {
+        base[0] = ',';
+        base[1] = ' ';
+        hc_target_describe(&a->base, base + 2, (int)sizeof base - 2);
+    }
+    snprintf(buf, len, "%s%s%s", a->recipe_path ? "recipe " : "built-in ignore list",
+             a->recipe_path ? hc_recipe_name(a->recipe) : "", base);
+}

@@ -93,6 +93,9 @@ static int run_convert(cli_args *a, int argc, char **argv)
     a->opts.progress_ctx = a;
     a->opts.choose_target = cli_choose_target;
     a->opts.choose_ctx = a;
+    char summary[256];
+    cli_target_summary(a, summary, sizeof summary);
+    a->opts.target_summary = a->report ? NULL : summary; /* report: the recorded targets */
     hc_convert_stats stats;
     memset(&stats, 0, sizeof stats);
     hc_status st = a->report ? hc_report_run(&a->opts, &stats, &err)
