@@ -82,7 +82,8 @@ FUZZ_ENTRY_SRC := tests/fuzz/fuzz_common.c $(wildcard tests/fuzz/fuzz_*_entry.c)
 $(BUILD)/tests/test_fuzz_regressions: $(BUILD)/obj/tests/test_fuzz_regressions.o \
     $(FUZZ_ENTRY_SRC:%.c=$(BUILD)/obj/%.o) $(TSUP_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIB_A) -lcmocka $(LDLIBS_ALL)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) -o $@ $(filter %.o,$^) $(LIB_A) -lcmocka $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TSUP_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
