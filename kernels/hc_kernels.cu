@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 extern "C" {
@@ -533,7 +535,7 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
             }
             *(uint4 *)&xs[r * XLD + c * 8] = v;
         }
-        if (PIPE && !SCALE_C && kc == kb0) { /* the block's k range is one chunk */
+        if (PIPE && !SCALE_C && kc == kb0) { /* scales of the whole k range, once */
             const int ng = (kb1 * 16 - 1) / gs - g0 + 1;
             for (int i = tid; i < ng * 32; i += WARPS * 32) {
                 const int gi = i / 32;
@@ -833,6 +835,67 @@ int sm_count()
     return n;
 }
 
+/* Dynamic shared memory of the fast kernel: staged activations, and for MT = 1
+ * with group scales the scales of the block's k range (4 tiles). */
+size_t fast_smem(const hck_desc &d, int mt, int splits)
+{
+    const int xld = mt == 1 ? fastw4::Shape<1>::XLD : fastw4::Shape<4>::XLD;
+    size_t b = (size_t)16 * mt * xld * 2;
+    if (mt == 1 && d.scale_perm == 64) {
+        const int64_t krows = d.Kp / 16, kr = (krows + splits - 1) / splits + 1;
+        b += (size_t)((kr * 16) / d.group_size + 2) * 256 * 2;
+    }
+    return b;
+}
+
+/* Blocks of the fast kernel resident per SM (occupancy query, cached per variant). */
+int fast_blocks_per_sm(int mt, bool scale_c, size_t smem)
+{
+    static std::mutex mu;
+    static std::map<std::pair<int, size_t>, int> memo;
+    const int key = mt * 2 + (scale_c ? 1 : 0);
+    {
+        std::lock_guard<std::mutex> g(mu);
+        auto it = memo.find({key, smem});
+        if (it != memo.end()) return it->second;
+    }
+    int v = 0;
+    cudaError_t e;
+    if (mt == 1) e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 1>, fastw4::WARPS * 32, smem)
+                             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 1>, fastw4::WARPS * 32, smem);
+    else e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 4>, fastw4::WARPS * 32, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 4>, fastw4::WARPS * 32, smem);
+    if (e != cudaSuccess || v < 1) { cudaGetLastError(); v = mt == 1 ? 3 : 2; }
+    std::lock_guard<std::mutex> g(mu);
+    memo[{key, smem}] = v;
+    return v;
+}
+
+/* Split-K model (v5): a block of the fast kernel costs (its tile rows + R0)
+ * time units, R0 = 16 covering prologue, staging and epilogue; blocks run in
+ * waves of (SMs x resident blocks per SM). Pick the split s minimising
+ * waves(s) x (krows / s + R0) + reduction cost, with the reduction (memset,
+ * atomics, finish pass) charged 8 units when s > 1. Ties within 3% go to the
+ * smaller s. s = 1 whenever the unsplit grid already fills the waves well. */
+int fast_split_model(const hck_desc &d, int mt, int64_t blocks, int64_t krows)
+{
+    if (blocks <= 0) return 1;
+    int64_t cap = krows / 4;
+    if (cap > 32) cap = 32;
+    if (cap < 1) cap = 1;
+    double best = 0;
+    int64_t bs = 1;
+    for (int64_t s = 1; s <= cap; s++) {
+        const size_t smem = fast_smem(d, mt, (int)s);
+        if (smem > fastw4::SMEM_MAX) continue;
+        const int64_t slots = (int64_t)sm_count() * fast_blocks_per_sm(mt, d.scale_perm == 32, smem);
+        const int64_t waves = (blocks * s + slots - 1) / slots;
+        const double c = (double)waves * ((double)krows / s + 16.0) + (s > 1 ? 8.0 : 0.0);
+        if (s == 1 || c < best * 0.97) { best = c; bs = s; }
+    }
+    return (int)bs;
+}
+
 /* Which kernel runs: the 4-bit x 16-bit fast path (fastw4) when the layer is
  * uint4 (offset binary, no zero point, no int->fp transform) with 16-bit
  * activations and fp16/bf16 group scales (perm64, group a multiple of 16) or
@@ -856,34 +919,27 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
         return pl;
     }
     pl.fast = max_rows <= 16 ? 1 : 4;
-    int64_t blocks = ((d.Np / 64 + 3) / 4) * ((max_rows + 16 * pl.fast - 1) / (16 * pl.fast)) * d.E;
-    int64_t target = (int64_t)sm_count() * (pl.fast == 1 ? 4 : 2);
-    int64_t s = blocks > 0 ? (target + blocks - 1) / blocks : 1;
-    int64_t krows = d.Kp / 16;
-    if (s > krows / 4) s = krows / 4;
-    if (s > 32) s = 32;
-    if (getenv("HCK_SPLITS")) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
-    if (pl.fast == 1) { /* one staged chunk per block: at most KC / 16 tile rows */
-        const int64_t kr = fastw4::Shape<1>::KC / 16, smin = (krows + kr - 1) / kr;
-        if (s < smin) s = smin;
+    const int64_t blocks = ((d.Np / 64 + 3) / 4) * ((max_rows + 16 * pl.fast - 1) / (16 * pl.fast)) * d.E;
+    const int64_t krows = d.Kp / 16;
+    int64_t s = 1;
+    if (getenv("HCK_SPLIT_OLD")) { /* v4 rule, kept for A/B measurement */
+        const int64_t target = (int64_t)sm_count() * (pl.fast == 1 ? 4 : 2);
+        s = blocks > 0 ? (target + blocks - 1) / blocks : 1;
+        if (s > krows / 4) s = krows / 4;
+        if (s > 32) s = 32;
+        if (pl.fast == 1) {
+            const int64_t kr = fastw4::Shape<1>::KC / 16, smin = (krows + kr - 1) / kr;
+            if (s < smin) s = smin;
+        }
+    } else if (want_ws) {
+        s = fast_split_model(d, pl.fast, blocks, krows);
     }
+    if (getenv("HCK_SPLITS")) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
     if (s < 1) s = 1;
+    while (s < krows && fast_smem(d, pl.fast, (int)s) > fastw4::SMEM_MAX) s++; /* staged scales fit */
     if (!want_ws && s > 1) pl.fast = 0; /* no workspace: general kernel */
     pl.splits = pl.fast ? (int)s : 1;
     return pl;
-}
-
-/* Dynamic shared memory of the fast kernel: staged activations, and for MT = 1
- * with group scales the scales of the block's k range (4 tiles). */
-size_t fast_smem(const hck_desc &d, const Plan &pl)
-{
-    const int xld = pl.fast == 1 ? fastw4::Shape<1>::XLD : fastw4::Shape<4>::XLD;
-    size_t b = (size_t)16 * pl.fast * xld * 2;
-    if (pl.fast == 1 && d.scale_perm == 64) {
-        const int64_t krows = d.Kp / 16, kr = (krows + pl.splits - 1) / pl.splits + 1;
-        b += (size_t)((kr * 16) / d.group_size + 2) * 256 * 2;
-    }
-    return b;
 }
 
 cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
@@ -908,7 +964,7 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             if (e != cudaSuccess) return e;
         }
         const bool bf = d.out_bf16, onc = d.scale_perm == 32;
-        const size_t smem = fast_smem(d, pl);
+        const size_t smem = fast_smem(d, pl.fast, pl.splits);
 #define HCK_FAST(BF, ONC, MT)                                                                      \
     do {                                                                                           \
         if (smem > fastw4::SMEM_MAX) return cudaErrorInvalidValue;                                 \
