@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 extern "C" {
@@ -419,28 +421,43 @@ __device__ __forceinline__ uint32_t conv16(uint32_t raw, int sbf)
     return f2h(h2f((uint16_t)raw, sbf), BF);
 }
 
-template <int MT> struct Shape {
-    static constexpr int KC = MT == 1 ? 1024 : 256;  /* k per staged chunk */
-    static constexpr int XLD = KC + 8;               /* padded row (16-bit units) */
+/* TG > 1 (v5, M > 64): TG groups of 4 warps on the same 4 column tiles and
+ * consecutive 16 MT-token slices (a 16 MT TG-token block; the groups share each
+ * weight row through L1), activations double-buffered in shared memory and
+ * fetched with cp.async while the previous chunk is multiplied. */
+template <int MT, int TG = 1> struct Shape {
+    static constexpr int KC = MT == 1 ? 1024 : (TG > 1 ? 128 : 256);  /* k per staged chunk */
+    static constexpr int XLD = KC + 8;                                 /* padded row (16-bit units) */
 };
 
-template <bool BF, bool SCALE_C, int MT>
-__global__ void __launch_bounds__(WARPS * 32)
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes)
+{
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes));
+}
+
+template <bool BF, bool SCALE_C, int MT, int TG = 1>
+__global__ void __launch_bounds__(WARPS * TG * 32)
 w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ offsets,
              uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
-    constexpr int KC = Shape<MT>::KC, XLD = Shape<MT>::XLD;
+    constexpr int KC = Shape<MT, TG>::KC, XLD = Shape<MT, TG>::XLD;
     constexpr int U = MT == 1 ? 8 : 4;   /* weight loads per batch and warp */
     constexpr bool PIPE = MT == 1;       /* double-buffered weight registers, scales in smem */
+    constexpr bool ASYNC = TG > 1;       /* double-buffered activations via cp.async */
+    constexpr int NT = WARPS * TG * 32, BR = 16 * MT * TG; /* threads, block tokens */
     const hck_desc &d = p.d;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
+    const int tid = threadIdx.x, warp = (tid / 32) % WARPS, tg = tid / (32 * WARPS);
+    const int lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
     const int64_t r0 = offsets[e], r1 = offsets[e + 1];
-    const int64_t mstart = r0 + (int64_t)blockIdx.y * 16 * MT;
-    if (mstart >= r1) return;
-    const int mrows = (int)min((int64_t)16 * MT, r1 - mstart);
+    const int64_t bstart = r0 + (int64_t)blockIdx.y * BR;
+    if (bstart >= r1) return;
+    const int brows = (int)min((int64_t)BR, r1 - bstart);
+    const int64_t mstart = bstart + 16 * MT * tg;          /* this warp's token slice */
+    const int mrows = brows - 16 * MT * tg;
     const int ntiles = (int)(d.Np / 64), nb = blockIdx.x * WARPS + warp;
-    const bool active = nb < ntiles;
+    const bool active = nb < ntiles && mrows > 0;
     const int rows = (int)(d.Kp / 16);
     const int kb0 = (int)((int64_t)rows * split / splits);
     const int kb1 = (int)((int64_t)rows * (split + 1) / splits);
@@ -450,8 +467,9 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
     const uint32_t *wp = p.w + ((int64_t)e * rows) * row_words + (int64_t)nb * 128 + lane * 4;
     const uint16_t *sp = (const uint16_t *)p.s;
     extern __shared__ __align__(16) uint16_t smem16[];
-    uint16_t *xs = smem16;                  /* [16 MT][XLD] activations */
-    uint16_t *ss = smem16 + 16 * MT * XLD;  /* PIPE, group scales: [groups][256] */
+    uint16_t *xs = smem16;                  /* [BR][XLD] activations (ASYNC: two buffers) */
+    uint16_t *ss = smem16 + BR * XLD;       /* PIPE, group scales: [groups][256] */
+    const int xoff = 16 * MT * tg;          /* the warp's first row in the staged tile */
     const int g0 = kb0 * 16 / gs;
 
     float acc[MT][4][2][4];
@@ -489,7 +507,7 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
         uint32_t a[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
-            ldsm4(a[mt], &xs[(16 * mt + (lane % 16)) * XLD + t * 16 + 8 * (lane / 16)]);
+            ldsm4(a[mt], &xs[(xoff + 16 * mt + (lane % 16)) * XLD + t * 16 + 8 * (lane / 16)]);
         const uint32_t wd[4] = {w4.x, w4.y, w4.z, w4.w};
 #pragma unroll
         for (int i3 = 0; i3 < 4; i3++) {
@@ -510,15 +528,21 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
         }
     };
 
-    for (int kc = kb0; kc < kb1; kc += KC / 16) {
+    /* stage chunk kc's activations into buf: BR rows x KC k (zero outside) */
+    auto stage = [&](int kc, uint16_t *buf) {
         const int nrow = min(KC / 16, kb1 - kc);
-        __syncthreads();
-        for (int i = tid; i < 16 * MT * (KC / 8); i += WARPS * 32) {
+        for (int i = tid; i < BR * (KC / 8); i += NT) {
             const int r = i / (KC / 8), c = i % (KC / 8);
             const int64_t k = (int64_t)kc * 16 + c * 8;
+            const bool in = r < brows && c < nrow * 2;
+            const uint16_t *src = x + (bstart + r) * K + k;
+            if (ASYNC && vec) {
+                const bool ok = in && k < K;
+                cp_async16(&buf[r * XLD + c * 8], ok ? (const void *)src : (const void *)x, ok ? 16 : 0);
+                continue;
+            }
             uint4 v = make_uint4(0, 0, 0, 0);
-            if (r < mrows && c < nrow * 2) {
-                const uint16_t *src = x + (mstart + r) * K + k;
+            if (in) {
                 if (vec) {
                     if (k < K) v = __ldg((const uint4 *)src);
                 } else {
@@ -531,11 +555,32 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
                     v.w = t[6] | (uint32_t)t[7] << 16;
                 }
             }
-            *(uint4 *)&xs[r * XLD + c * 8] = v;
+            *(uint4 *)&buf[r * XLD + c * 8] = v;
         }
-        if (PIPE && !SCALE_C && kc == kb0) { /* the block's k range is one chunk */
+    };
+    int xb = 0;
+    if (ASYNC) {
+        stage(kb0, xs);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    for (int kc = kb0; kc < kb1; kc += KC / 16) {
+        const int nrow = min(KC / 16, kb1 - kc);
+        if (ASYNC) {
+            asm volatile("cp.async.wait_group 0;" ::: "memory");
+            __syncthreads(); /* chunk kc in buffer xb; everyone is done with buffer xb ^ 1 */
+            if (kc + KC / 16 < kb1) {
+                stage(kc + KC / 16, smem16 + (xb ^ 1) * BR * XLD);
+                asm volatile("cp.async.commit_group;" ::: "memory");
+            }
+            xs = smem16 + xb * BR * XLD;
+            xb ^= 1;
+        } else {
+            __syncthreads();
+            stage(kc, xs);
+        }
+        if (PIPE && !SCALE_C && kc == kb0) { /* scales of the whole k range, once */
             const int ng = (kb1 * 16 - 1) / gs - g0 + 1;
-            for (int i = tid; i < ng * 32; i += WARPS * 32) {
+            for (int i = tid; i < ng * 32; i += NT) {
                 const int gi = i / 32;
                 const int64_t col = (int64_t)blockIdx.x * 256 + (i % 32) * 8;
                 uint4 v = make_uint4(0, 0, 0, 0);
@@ -543,7 +588,7 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
                 *(uint4 *)&ss[gi * 256 + (i % 32) * 8] = v;
             }
         }
-        __syncthreads();
+        if (!ASYNC) __syncthreads();
         if (!active) continue;
         if (PIPE) {
             uint4 wa[U], wb[U];
@@ -799,6 +844,12 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     HCK_FAST_ATTR(false, false, 4); HCK_FAST_ATTR(false, true, 4);
     HCK_FAST_ATTR(true, false, 4); HCK_FAST_ATTR(true, true, 4);
 #undef HCK_FAST_ATTR
+#define HCK_FAST_ATTR(BF, ONC)                                                                 \
+    CK(cudaFuncSetAttribute(fastw4::w4a16_kernel<BF, ONC, 4, 2>,                               \
+                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)fastw4::SMEM_MAX))
+    HCK_FAST_ATTR(false, false); HCK_FAST_ATTR(false, true);
+    HCK_FAST_ATTR(true, false); HCK_FAST_ATTR(true, true);
+#undef HCK_FAST_ATTR
     *out = L;
     return 0;
 fail:
@@ -833,6 +884,70 @@ int sm_count()
     return n;
 }
 
+/* Dynamic shared memory of the fast kernel: staged activations, and for MT = 1
+ * with group scales the scales of the block's k range (4 tiles). */
+size_t fast_smem(const hck_desc &d, int mt, int splits)
+{
+    /* mt = 8: 4 x 2 token groups, two activation buffers */
+    const int xld = mt == 1 ? fastw4::Shape<1>::XLD : mt == 8 ? fastw4::Shape<4, 2>::XLD : fastw4::Shape<4>::XLD;
+    size_t b = (size_t)16 * mt * xld * 2 * (mt == 8 ? 2 : 1);
+    if (mt == 1 && d.scale_perm == 64) {
+        const int64_t krows = d.Kp / 16, kr = (krows + splits - 1) / splits + 1;
+        b += (size_t)((kr * 16) / d.group_size + 2) * 256 * 2;
+    }
+    return b;
+}
+
+/* Blocks of the fast kernel resident per SM (occupancy query, cached per variant). */
+int fast_blocks_per_sm(int mt, bool scale_c, size_t smem)
+{
+    static std::mutex mu;
+    static std::map<std::pair<int, size_t>, int> memo;
+    const int key = mt * 2 + (scale_c ? 1 : 0);
+    {
+        std::lock_guard<std::mutex> g(mu);
+        auto it = memo.find({key, smem});
+        if (it != memo.end()) return it->second;
+    }
+    int v = 0;
+    cudaError_t e;
+    if (mt == 1) e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 1>, fastw4::WARPS * 32, smem)
+                             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 1>, fastw4::WARPS * 32, smem);
+    else if (mt == 4) e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 4>, fastw4::WARPS * 32, smem)
+                                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 4>, fastw4::WARPS * 32, smem);
+    else e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 4, 2>, fastw4::WARPS * 64, smem)
+                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 4, 2>, fastw4::WARPS * 64, smem);
+    if (e != cudaSuccess || v < 1) { cudaGetLastError(); v = mt == 1 ? 3 : mt == 4 ? 2 : 1; }
+    std::lock_guard<std::mutex> g(mu);
+    memo[{key, smem}] = v;
+    return v;
+}
+
+/* Split-K model (v5): a block of the fast kernel costs (its tile rows + R0)
+ * time units, R0 = 16 covering prologue, staging and epilogue; blocks run in
+ * waves of (SMs x resident blocks per SM). Pick the split s minimising
+ * waves(s) x (krows / s + R0) + reduction cost, with the reduction (memset,
+ * atomics, finish pass) charged 8 units when s > 1. Ties within 3% go to the
+ * smaller s. s = 1 whenever the unsplit grid already fills the waves well. */
+int fast_split_model(const hck_desc &d, int mt, int64_t blocks, int64_t krows)
+{
+    if (blocks <= 0) return 1;
+    int64_t cap = krows / 4;
+    if (cap > 32) cap = 32;
+    if (cap < 1) cap = 1;
+    double best = -1; /* none feasible yet (s = 1 may not fit the staged scales) */
+    int64_t bs = 1;
+    for (int64_t s = 1; s <= cap; s++) {
+        const size_t smem = fast_smem(d, mt, (int)s);
+        if (smem > fastw4::SMEM_MAX) continue;
+        const int64_t slots = (int64_t)sm_count() * fast_blocks_per_sm(mt, d.scale_perm == 32, smem);
+        const int64_t waves = (blocks * s + slots - 1) / slots;
+        const double c = (double)waves * ((double)krows / s + 16.0) + (s > 1 ? 8.0 : 0.0);
+        if (best < 0 || c < best * 0.97) { best = c; bs = s; }
+    }
+    return (int)bs;
+}
+
 /* Which kernel runs: the 4-bit x 16-bit fast path (fastw4) when the layer is
  * uint4 (offset binary, no zero point, no int->fp transform) with 16-bit
  * activations and fp16/bf16 group scales (perm64, group a multiple of 16) or
@@ -855,35 +970,29 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
         pl.splits = want_ws ? split_count(d, max_rows) : 1;
         return pl;
     }
-    pl.fast = max_rows <= 16 ? 1 : 4;
-    int64_t blocks = ((d.Np / 64 + 3) / 4) * ((max_rows + 16 * pl.fast - 1) / (16 * pl.fast)) * d.E;
-    int64_t target = (int64_t)sm_count() * (pl.fast == 1 ? 4 : 2);
-    int64_t s = blocks > 0 ? (target + blocks - 1) / blocks : 1;
-    int64_t krows = d.Kp / 16;
-    if (s > krows / 4) s = krows / 4;
-    if (s > 32) s = 32;
-    if (getenv("HCK_SPLITS")) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
-    if (pl.fast == 1) { /* one staged chunk per block: at most KC / 16 tile rows */
-        const int64_t kr = fastw4::Shape<1>::KC / 16, smin = (krows + kr - 1) / kr;
-        if (s < smin) s = smin;
+    /* tokens per block / 16: 16, 64, or (v5) 128 above 64 tokens (HCK_NO_BIG: 64) */
+    pl.fast = max_rows <= 16 ? 1 : (max_rows <= 64 || getenv("HCK_NO_BIG")) ? 4 : 8;
+    const int64_t blocks = ((d.Np / 64 + 3) / 4) * ((max_rows + 16 * pl.fast - 1) / (16 * pl.fast)) * d.E;
+    const int64_t krows = d.Kp / 16;
+    int64_t s = 1;
+    if (getenv("HCK_SPLIT_OLD")) { /* v4 rule, kept for A/B measurement */
+        const int64_t target = (int64_t)sm_count() * (pl.fast == 1 ? 4 : 2);
+        s = blocks > 0 ? (target + blocks - 1) / blocks : 1;
+        if (s > krows / 4) s = krows / 4;
+        if (s > 32) s = 32;
+        if (pl.fast == 1) {
+            const int64_t kr = fastw4::Shape<1>::KC / 16, smin = (krows + kr - 1) / kr;
+            if (s < smin) s = smin;
+        }
+    } else if (want_ws) {
+        s = fast_split_model(d, pl.fast, blocks, krows);
     }
+    if (getenv("HCK_SPLITS")) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
     if (s < 1) s = 1;
+    while (s < krows && fast_smem(d, pl.fast, (int)s) > fastw4::SMEM_MAX) s++; /* staged scales fit */
     if (!want_ws && s > 1) pl.fast = 0; /* no workspace: general kernel */
     pl.splits = pl.fast ? (int)s : 1;
     return pl;
-}
-
-/* Dynamic shared memory of the fast kernel: staged activations, and for MT = 1
- * with group scales the scales of the block's k range (4 tiles). */
-size_t fast_smem(const hck_desc &d, const Plan &pl)
-{
-    const int xld = pl.fast == 1 ? fastw4::Shape<1>::XLD : fastw4::Shape<4>::XLD;
-    size_t b = (size_t)16 * pl.fast * xld * 2;
-    if (pl.fast == 1 && d.scale_perm == 64) {
-        const int64_t krows = d.Kp / 16, kr = (krows + pl.splits - 1) / pl.splits + 1;
-        b += (size_t)((kr * 16) / d.group_size + 2) * 256 * 2;
-    }
-    return b;
 }
 
 cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
@@ -908,7 +1017,7 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             if (e != cudaSuccess) return e;
         }
         const bool bf = d.out_bf16, onc = d.scale_perm == 32;
-        const size_t smem = fast_smem(d, pl);
+        const size_t smem = fast_smem(d, pl.fast, pl.splits);
 #define HCK_FAST(BF, ONC, MT)                                                                      \
     do {                                                                                           \
         if (smem > fastw4::SMEM_MAX) return cudaErrorInvalidValue;                                 \
@@ -918,6 +1027,16 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         if (pl.fast == 1) {
             if (bf) { if (onc) HCK_FAST(true, true, 1); else HCK_FAST(true, false, 1); }
             else { if (onc) HCK_FAST(false, true, 1); else HCK_FAST(false, false, 1); }
+        } else if (pl.fast == 8) {
+#define HCK_FAST2(BF, ONC)                                                                         \
+    do {                                                                                           \
+        if (smem > fastw4::SMEM_MAX) return cudaErrorInvalidValue;                                 \
+        fastw4::w4a16_kernel<BF, ONC, 4, 2><<<grid, fastw4::WARPS * 64, smem, st>>>(L->dev, dx, doff, \
+                                                                                   dy, splits, ws); \
+    } while (0)
+            if (bf) { if (onc) HCK_FAST2(true, true); else HCK_FAST2(true, false); }
+            else { if (onc) HCK_FAST2(false, true); else HCK_FAST2(false, false); }
+#undef HCK_FAST2
         } else {
             if (bf) { if (onc) HCK_FAST(true, true, 4); else HCK_FAST(true, false, 4); }
             else { if (onc) HCK_FAST(false, true, 4); else HCK_FAST(false, false, 4); }

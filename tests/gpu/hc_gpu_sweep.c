@@ -170,6 +170,7 @@ static void run_case(const char *name, const hc_target *t0, hc_format_id param, 
     int64_t K = gs >= 64 ? 3 * gs : 5 * (gs > 32 ? gs : 32);
     int64_t N = t.group_size_n > 1 ? 2 * t.group_size_n : moe ? 96 : 224;
     if (moe && K % 64) K += 32; /* 160 -> 192 */
+    if (getenv("HC_SWEEP_KMUL")) K *= atoi(getenv("HC_SWEEP_KMUL")); /* long k ranges (multi-chunk blocks) */
     hc_layer_meta m;
     hc_error err = {0};
     char label[160];
