@@ -35,7 +35,7 @@ NVCC_ARCH  ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_86,code=
               -gencode=arch=compute_89,code=sm_89 -gencode=arch=compute_90a,code=sm_90a \
               -gencode=arch=compute_100,code=sm_100 -gencode=arch=compute_120,code=sm_120 \
               -gencode=arch=compute_120,code=compute_120
-NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -shared -cudart static -lineinfo
+NVCC_FLAGS ?= --threads 0 -O3 -std=c++17 -Xcompiler -fPIC -shared -cudart static -lineinfo
 KERNELS_SO := $(BUILD)/libhc_kernels.so
 KERNELS    := $(if $(NVCC),$(KERNELS_SO),kernels-skip)
 
