@@ -27,44 +27,6 @@ static const struct {
                            "mm_projector|audio_tower)(\\..*)?"},
 };
 
-/* Checks that the parentheses of an ERE balance (outside bracket
- * expressions and escapes), so that ^(pattern)$ anchors the whole of it. */
-static int parens_balance(const char *p)
-{
-    int depth = 0;
-    for (size_t i = 0; p[i]; i++) {
-        if (p[i] == '\\') {
-            if (p[i + 1] == '\0') return 0;
-            i++;
-        } else if (p[i] == '[') {
-            size_t j = i + 1;
-            if (p[j] == '^') j++;
-            if (p[j] == ']') j++; /* a leading ']' is literal */
-            while (p[j] && p[j] != ']') {
-                if (p[j] == '[' && (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
-                    char close = p[j + 1];
-                    const char *e = p + j + 2;
-                    while (*e && !(e[0] == close && e[1] == ']')) e++;
-                    if (!*e) return 0;
-                    j = (size_t)(e - p) + 2;
-                } else {
-                    j++;
-                }
-            }
-            if (!p[j]) return 0;
-            i = j;
-        } else if (p[i] == '(') {
-            depth++;
-        } else if (p[i] == ')') {
-            if (--depth < 0) return 0;
-        }
-    }
-    return depth == 0;
-}
-
-/* Largest pattern we hand to regcomp, in units of its expanded size (below). */
-#define MAX_PATTERN_COST 10000.0
-
 /* Skips a bracket expression starting at p[i] == '['; returns the index of
  * its closing ']', or 0 when it does not close. */
 static size_t skip_bracket(const char *p, size_t i)
@@ -85,6 +47,32 @@ static size_t skip_bracket(const char *p, size_t i)
     }
     return p[j] ? j : 0;
 }
+
+/* Checks that the parentheses of an ERE balance (outside bracket
+ * expressions and escapes), so that ^(pattern)$ anchors the whole of it. */
+static int parens_balance(const char *p)
+{
+    int depth = 0;
+    for (size_t i = 0; p[i]; i++) {
+        if (p[i] == '\\') {
+            if (p[i + 1] == '\0') return 0;
+            i++;
+        } else if (p[i] == '[') {
+            size_t j = skip_bracket(p, i);
+            if (j == 0) return 0;
+            i = j;
+        } else if (p[i] == '(') {
+            depth++;
+        } else if (p[i] == ')') {
+            if (--depth < 0) return 0;
+        }
+    }
+    return depth == 0;
+}
+
+/* Largest pattern we hand to regcomp, in units of its expanded size (below). */
+#define MAX_PATTERN_COST 10000.0
+
 
 /* An interval "{m}", "{m,}" or "{m,n}" at p[i]; returns the index of its '}'
  * and sets *factor to the copies of its operand glibc builds (n, or m + 1
