@@ -36,16 +36,14 @@ static int sh(const char *fmt, ...)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-static const char *cli(void) { return getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert"; }
+static const char *cli(void) { return hc_test_cli(); }
 
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
     f->root = hc_test_mkdtemp("cli-float");
     f->model = hc_test_path_join(f->root, "model");
-    const char *build = getenv("HC_BUILD") ? getenv("HC_BUILD") : "build";
-    if (sh("'%s/examples/gen_example_model' '%s' --format float16 >/dev/null", build, f->model))
-        return -1;
+    if (hc_test_gen_model(f->model, "--format float16") != 0) return -1;
     *state = f;
     return 0;
 }

@@ -86,12 +86,8 @@ static int setup(void **state)
     f->partial = hc_test_path_join(f->root, "out.partial");
     f->ref = hc_test_path_join(f->root, "ref");
     f->log = hc_test_path_join(f->root, "log.txt");
-    f->cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
-    const char *build = getenv("HC_BUILD") ? getenv("HC_BUILD") : "build";
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s/examples/gen_example_model' '%s' --format humming "
-             "--experts 0 >/dev/null", build, f->in);
-    if (system(cmd) != 0) return -1;
+    f->cli = hc_test_cli();
+    if (hc_test_gen_model(f->in, "--format humming --experts 0") != 0) return -1;
     *state = f;
     return 0;
 }

@@ -45,9 +45,7 @@ static int setup(void **state)
     f->root = hc_test_mkdtemp("verify");
     f->in = hc_test_path_join(f->root, "in");
     f->log = hc_test_path_join(f->root, "log.txt");
-    if (sh("'%s/examples/gen_example_model' '%s' --format humming >/dev/null", build_dir(),
-           f->in) != 0)
-        return -1;
+    if (hc_test_gen_model(f->in, "--format humming") != 0) return -1;
     *state = f;
     return 0;
 }

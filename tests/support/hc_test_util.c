@@ -91,3 +91,18 @@ int hc_test_dir_count(const char *dir)
     closedir(d);
     return n;
 }
+
+const char *hc_test_cli(void)
+{
+    const char *cli = getenv("HC_CLI");
+    return cli ? cli : "build/humming-convert";
+}
+
+int hc_test_gen_model(const char *dir, const char *args)
+{
+    const char *build = getenv("HC_BUILD") ? getenv("HC_BUILD") : "build";
+    char cmd[8192];
+    int n = snprintf(cmd, sizeof cmd, "'%s/examples/gen_example_model' '%s' %s >/dev/null", build,
+                     dir, args ? args : "");
+    return n > 0 && (size_t)n < sizeof cmd && system(cmd) == 0 ? 0 : -1;
+}

@@ -25,4 +25,12 @@ int hc_test_exists(const char *path);
 /* Number of entries in dir other than "." and "..", or -1. */
 int hc_test_dir_count(const char *dir);
 
+/* The humming-convert binary under test: $HC_CLI, else build/humming-convert. */
+const char *hc_test_cli(void);
+
+/* Writes the example model into dir with examples/gen_example_model (from
+ * $HC_BUILD, else build) and its extra arguments (e.g. "--format float16").
+ * Returns 0 on success. */
+int hc_test_gen_model(const char *dir, const char *args);
+
 #endif
