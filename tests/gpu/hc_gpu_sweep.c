@@ -269,6 +269,21 @@ static int check_quantizer(void)
     return bad_total;
 }
 
+/* HC_BENCH_MS="1,16": only these M (unset: all). */
+static int bench_m_wanted(int M)
+{
+    const char *l = getenv("HC_BENCH_MS");
+    if (l == NULL) return 1;
+    for (const char *p = l; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        if (v == M) return 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
 /* Benchmark shapes: our kernel's median time per (format, N, K, M). */
 static void bench(int simt)
 {
@@ -282,8 +297,10 @@ static void bench(int simt)
     static const int Ms[5] = {1, 16, 128, 1024, 4096};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         for (int s = 0; s < 3; s++) {
-            if (i > 0 && s > 0) continue; /* the large shapes for W4A16 only (device time) */
+            /* the large shapes for W4A16 only unless HC_BENCH_ALL (device time) */
+            if (i > 0 && s > 0 && !getenv("HC_BENCH_ALL")) continue;
             if (i > 0 && getenv("HC_BENCH_W4A16")) continue; /* W4A16 only */
+            if (getenv("HC_BENCH_SHAPES") && s >= atoi(getenv("HC_BENCH_SHAPES"))) continue;
             hc_target t = hc_target_resolve(f[i].t, HC_FMT_F16);
             hc_layer_config c = {
                 .weight_format = t.weight_format, .scale_format = t.scale_format,
@@ -304,6 +321,7 @@ static void bench(int simt)
             }
             for (int j = 0; j < 5; j++) {
                 double med = 0, first = 0;
+                if (!bench_m_wanted(Ms[j])) continue;
                 if (hc_gpu_time(&c, &m, &post, Ms[j], 20, simt, &med, &first, &err) != HC_OK) {
                     printf("BENCH %s: %s\n", f[i].name, err.msg);
                     continue;
