@@ -684,27 +684,51 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
 }  // namespace fastw4
 
 
-/* ---- Small-M kernel (version 6): 4-bit weights x 16-bit activations, M <= 16 ----
+/* ---- Small-M kernel (version 6): few tokens, memory-bound streaming ----
  *
- * Memory-bound streaming with few instructions per weight byte (v5 executed
- * ~177 per 512-byte warp row and issued on 42% of cycles; ncu, bench/NOTES.md).
- * A block is 4 warps on the same TPW consecutive 64-column tiles and one
- * split of the K tile rows; warp w takes the w-th quarter of the split's rows,
- * and the block's warps share its staged activations and scales (the scales
- * pre-converted to compute-type pairs, so a new group costs two loads). Each
- * warp streams its rows through a private ring of S shared-memory slots
- * filled by cp.async (S - 1 rows in flight, issued before
- * the activations are staged, so the stream starts at once); each lane reads
- * back only the bytes it copied. Codes become (code - 8) pairs with one lop3
- * and one f16x2 op (the odd nibble pair is read as 16 v and folded back by the
- * fma). The four warps' sums meet in shared memory; with a split, the block's
- * partial sums go to ws[split] with plain stores and the block that arrives
- * last (per-column-block counter) adds them in split order, so results do not
+ * Weight formats (WF): W_U4A16 uint4 x 16-bit activations; W_U4A8 uint4
+ * (int->fp codes, spec 4.7) x fp8; W_FP4A8 MXFP4 with fused e8m0 offsets x
+ * e4m3; W_FP8A8 e4m3 weights x fp8. 8-bit activations are quantized per token
+ * first (act16_kernel) and their codes, exact in fp16/bf16, run on the 16-bit
+ * tensor cores: a 32-k tile row is two k16 steps, and act16_kernel stores each
+ * 16-k block de-interleaved (even k first) so that a lane's B pair of the
+ * m16n8k32 fragment (k = 4t + {0, 2} and {1, 3}) meets its A pair.
+ *
+ * v5 executed ~177 instructions per 512-byte warp row and issued on 42% of
+ * cycles (ncu, bench/NOTES.md). Here a block is 4 warps on one 64-column tile
+ * and one split of the K tile rows; warp w takes the w-th quarter of the
+ * split's rows, and the warps share the staged activations and scales (the
+ * scales pre-converted to compute-type pairs, so a new group costs two loads).
+ * Each warp streams its rows through a private ring of S shared-memory slots
+ * filled by cp.async (S - 1 rows in flight, issued before the activations are
+ * staged, so the stream starts at once); each lane reads back only the bytes
+ * it copied. uint4 codes become (code - 8) pairs with one lop3 and one f16x2
+ * op (the odd nibble pair is read as 16 v and folded back by the fma); fp4 and
+ * fp8 codes are placed into fp16 bit fields (a power of two folded into the
+ * epilogue). The four warps' sums meet in shared memory; with a split, the
+ * block's partial sums go to ws[split] with plain stores and the block that
+ * arrives last (per-tile counter) adds them in split order, so results do not
  * depend on timing. */
 namespace small {
-constexpr int WARPS = 4, TPW = 1, S = 8, NT = WARPS * 32, COLS = 64 * TPW;
-constexpr int EPW = TPW * 32 / WARPS; /* accumulator entries each warp finishes */
+enum { W_U4A16 = 0, W_U4A8 = 1, W_FP4A8 = 2, W_FP8A8 = 3 };
+constexpr int WARPS = 4, NT = WARPS * 32, EPW = 32 / WARPS; /* entries each warp finishes */
 constexpr size_t SMEM_MAX = 96 * 1024;
+constexpr int YMAX = 16; /* 16-token blocks per expert at most (counters are sized for it) */
+
+template <int WF> struct Fmt {
+    static constexpr int P = WF == W_U4A16 ? 16 : 32;         /* k per tile row */
+    static constexpr int B = WF == W_FP8A8 ? 8 : 4;           /* weight bits */
+    static constexpr int U4 = (B / 4) * (P / 16);             /* 16-byte pieces per lane and row */
+    static constexpr int TILE_WORDS = 2 * P * B;              /* words of one tile row */
+    static constexpr int S = WF == W_FP8A8 ? 4 : 8;           /* ring slots */
+    /* word offset of piece q of a lane inside its tile row (spec 4.4 closed forms) */
+    __device__ static int piece(int q, int lane)
+    {
+        if (WF == W_U4A16) return lane * 4;
+        if (B == 4) return q * 128 + lane * 4;
+        return (q / 2) * 256 + lane * 8 + (q % 2) * 4;
+    }
+};
 
 /* (w & mask) | magic in one instruction (the compiler otherwise spends two:
  * LOP3 takes one immediate) */
@@ -735,57 +759,86 @@ __device__ __forceinline__ void dq4(uint32_t w, uint32_t *q)
     q[3] = fastw4::fma2<false>(lop_and_or<0x00f000f0u, 0x64006400u>(w2), 0x2c002c00u, 0xd480d480u);
 }
 
-/* Shared memory: rings (reused for the cross-warp sums), staged activations
- * (mrows x (rows of the split) x 16 k) and, for group scales, the scales of the
- * block's k range. */
-__host__ __device__ inline size_t smem_bytes(int mrows, int krange_rows, int ngroups, bool group_scales)
+/* nibble pair i (nibbles i, i + 4) of e2m1 codes as fp16 bits: value x 2^-14 */
+__device__ __forceinline__ uint32_t fp4_pair(uint32_t w, int i)
 {
-    return (size_t)WARPS * S * TPW * 512 + (size_t)mrows * (krange_rows * 16 + 8) * 2 +
-           (group_scales ? (size_t)ngroups * COLS * 4 : 0);
+    const uint32_t t = w >> (4 * i);
+    return ((t & 0x00070007u) << 9) | ((t & 0x00080008u) << 12);
 }
 
-template <bool BF, bool SCALE_C, bool TR>
-__global__ void __launch_bounds__(NT)
-w4_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ offsets,
-          uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
+/* bytes (h, h + 2) of e4m3 codes as fp16 bits: value x 2^-8 */
+__device__ __forceinline__ uint32_t fp8_pair(uint32_t w, int h)
 {
+    const uint32_t t = (w >> (8 * h)) & 0x00ff00ffu;
+    return ((t & 0x007f007fu) << 7) | ((t & 0x00800080u) << 8);
+}
+
+/* Shared memory: rings (reused for the cross-warp sums), staged activations
+ * (mrows x (rows of the split) x P k) and, for group scales, the scale pairs of
+ * the block's k range. */
+__host__ __device__ inline size_t smem_bytes(int wf, int mrows, int krange_rows, int ngroups, bool group_scales)
+{
+    const int P = wf == W_U4A16 ? 16 : 32, B = wf == W_FP8A8 ? 8 : 4, S = wf == W_FP8A8 ? 4 : 8;
+    const size_t ring = (size_t)WARPS * S * (B / 4) * (P / 16) * 512;
+    return (ring > 16384 ? ring : 16384) + (size_t)mrows * (krange_rows * P + 8) * 2 +
+           (group_scales ? (size_t)ngroups * 64 * 4 : 0);
+}
+
+/* scale entry i of group row sg (16-bit or fused-e8m0 byte) as a compute-type pair */
+template <int WF, bool CBF>
+__device__ __forceinline__ uint32_t scale_pair(const Dev &p, int64_t i)
+{
+    uint32_t h;
+    if (WF == W_FP4A8) h = ((uint32_t)p.s[i] + 15u) << 10; /* 2^o in fp16 (o <= 12) */
+    else h = fastw4::conv16<CBF>(((const uint16_t *)p.s)[i], p.d.scale_kind == HCK_S_BF16);
+    return h | h << 16;
+}
+
+template <int WF, bool CBF, bool SCALE_C, bool TR>
+__global__ void __launch_bounds__(NT)
+gemv_kernel(Dev p, const uint16_t *__restrict__ x, int64_t xld, const float *__restrict__ tok_scale,
+            const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits,
+            float *__restrict__ ws)
+{
+    using F = Fmt<WF>;
+    constexpr int P = F::P, U4 = F::U4, S = F::S;
     const hck_desc &d = p.d;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
-    const int64_t r0 = offsets[e], r1 = offsets[e + 1];
+    const int64_t r0 = offsets[e] + 16 * (int64_t)blockIdx.y, r1 = offsets[e + 1]; /* 16-token block y */
     const int mrows = (int)min((int64_t)16, r1 - r0);
     if (mrows <= 0) return;
-    const int ntiles = (int)(d.Np / 64), nb0 = blockIdx.x * TPW;
-    const int rows = (int)(d.Kp / 16);
+    const int nb = blockIdx.x;
+    const int rows = (int)(d.Kp / P);
     const int kb0 = (int)((int64_t)rows * split / splits), kb1 = (int)((int64_t)rows * (split + 1) / splits);
-    const int nrow = kb1 - kb0, XLD = nrow * 16 + 8;
-    const int64_t row_words = d.Np * 2, K = d.K;
-    const int gs = (int)d.group_size, sbf = d.scale_kind == HCK_S_BF16, g0 = kb0 * 16 / gs;
+    const int nrow = kb1 - kb0, XLD = nrow * P + 8;
+    const int64_t row_words = d.Np * P * F::B / 32, K = xld;
+    const int gs = (int)d.group_size, g0 = kb0 * P / gs;
     extern __shared__ __align__(16) uint16_t smem16[];
-    /* the lane's 16 bytes of tile ti in slot i: ring[(TPW i + ti) 32] */
-    uint4 *ring = (uint4 *)smem16 + warp * S * TPW * 32 + lane;
-    uint16_t *xs = smem16 + WARPS * S * TPW * 256;           /* [mrows][XLD] */
-    uint32_t *ss = (uint32_t *)(xs + mrows * XLD);            /* [groups][COLS] scale pairs */
+    /* the lane's piece q of slot i: ring[(U4 i + q) 32] */
+    uint4 *ring = (uint4 *)smem16 + warp * S * U4 * 32 + lane;
+    uint16_t *xs = smem16 + smem_bytes(WF, 0, 0, 0, false) / 2; /* [mrows][XLD], after the rings */
+    uint32_t *ss = (uint32_t *)(xs + mrows * XLD);            /* [groups][64] scale pairs */
     const int w0 = kb0 + nrow * warp / WARPS, nmine = kb0 + nrow * (warp + 1) / WARPS - w0;
-    const uint32_t *wp = p.w + ((int64_t)e * rows + w0) * row_words + (int64_t)nb0 * 128 + lane * 4;
-    const int ntv = min(TPW, ntiles - nb0);                   /* tiles that exist */
-    const int64_t wstep = row_words;                          /* this warp's next row */
+    const uint32_t *wp = p.w + ((int64_t)e * rows + w0) * row_words + (int64_t)nb * F::TILE_WORDS;
+    int pofs[U4];
+#pragma unroll
+    for (int q = 0; q < U4; q++) pofs[q] = F::piece(q, lane);
 
     /* 1. start the weight stream: the warp's rows 0 .. S-2 (one commit group per row) */
 #pragma unroll
     for (int i = 0; i < S - 1; i++) {
         if (i < nmine)
 #pragma unroll
-            for (int ti = 0; ti < TPW; ti++)
-                if (ti < ntv) fastw4::cp_async16(ring + 32 * (TPW * i + ti), wp + i * wstep + 128 * ti, 16);
+            for (int q = 0; q < U4; q++) fastw4::cp_async16(ring + 32 * (U4 * i + q), wp + i * row_words + pofs[q], 16);
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
     /* 2. activations of the k range (valid rows only; zero past K) and scales */
     const bool vec = (K & 7) == 0;
-    const int xrow = nrow * 2; /* 16-byte pieces per row */
+    const int xrow = nrow * P / 8; /* 16-byte pieces per row */
     for (int i = tid; i < mrows * xrow; i += NT) {
         const int r = i / xrow, c = i - r * xrow;
-        const int64_t k = (int64_t)kb0 * 16 + c * 8;
+        const int64_t k = (int64_t)kb0 * P + c * 8;
         const uint16_t *src = x + (r0 + r) * K + k;
         uint4 v = make_uint4(0, 0, 0, 0);
         if (vec) {
@@ -799,51 +852,45 @@ w4_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ off
         }
         *(uint4 *)&xs[r * XLD + c * 8] = v;
     }
-    const uint16_t *sp = (const uint16_t *)p.s;
     if (!SCALE_C) {
-        const int ng = (kb1 * 16 - 1) / gs - g0 + 1;
-        for (int i = tid; i < ng * (COLS / 2); i += NT) {
-            const int gi = i / (COLS / 2), c2 = i % (COLS / 2);
-            const int64_t col = (int64_t)nb0 * 64 + c2 * 2;
-            uint32_t v = 0;
-            if (col < d.Np) v = __ldg((const uint32_t *)(sp + ((int64_t)e * d.G + g0 + gi) * d.Np + col));
-            const uint32_t lo = fastw4::conv16<BF>(v & 0xffffu, sbf), hi = fastw4::conv16<BF>(v >> 16, sbf);
-            ss[gi * COLS + c2 * 2] = lo | lo << 16;
-            ss[gi * COLS + c2 * 2 + 1] = hi | hi << 16;
-        }
+        const int ng = (kb1 * P - 1) / gs - g0 + 1;
+        for (int i = tid; i < ng * 64; i += NT)
+            ss[i] = scale_pair<WF, CBF>(p, ((int64_t)e * d.G + g0 + i / 64) * d.Np + (int64_t)nb * 64 + i % 64);
     }
     __syncthreads();
 
-    float acc[TPW][4][2][4];
+    float acc[8][4];
 #pragma unroll
-    for (int ti = 0; ti < TPW; ti++)
+    for (int c = 0; c < 8; c++)
 #pragma unroll
-        for (int i = 0; i < 4; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-#pragma unroll
-                for (int c = 0; c < 4; c++) acc[ti][i][j][c] = 0.0f;
-    uint32_t sc[TPW][4][2];
-    /* group scales: rows per group (gs % 16 == 0 on this path), rows left in
-     * the current group (no division in the loop), next group's pairs */
-    const int rpg = gs / 16;
+        for (int j = 0; j < 4; j++) acc[c][j] = 0.0f;
+    uint32_t sc[8];
+    /* group scales: rows per group, rows left in the current group (no division
+     * in the loop), the next group's pairs (perm64: the lane's 8 B columns are 8
+     * consecutive entries) */
+    const int rpg = gs / P;
     int gleft = 0;
-    const uint32_t *sg = ss + (w0 / rpg - g0) * COLS + 8 * gq;
+    const uint32_t *sg = ss + (w0 / rpg - g0) * 64 + 8 * gq;
     auto load_scales = [&]() {
-#pragma unroll
-        for (int ti = 0; ti < TPW; ti++) {
-            const uint4 a0 = *(const uint4 *)&sg[ti * 64], a1 = *(const uint4 *)&sg[ti * 64 + 4];
-            sc[ti][0][0] = a0.x, sc[ti][0][1] = a0.y, sc[ti][1][0] = a0.z, sc[ti][1][1] = a0.w;
-            sc[ti][2][0] = a1.x, sc[ti][2][1] = a1.y, sc[ti][3][0] = a1.z, sc[ti][3][1] = a1.w;
-        }
-        sg += COLS;
+        const uint4 a0 = *(const uint4 *)sg, a1 = *(const uint4 *)(sg + 4);
+        sc[0] = a0.x, sc[1] = a0.y, sc[2] = a0.z, sc[3] = a0.w;
+        sc[4] = a1.x, sc[5] = a1.y, sc[6] = a1.z, sc[7] = a1.w;
+        sg += 64;
     };
     if (!SCALE_C && nmine > 0) {
         load_scales();
         gleft = rpg - w0 % rpg;
     }
-    const uint32_t *wq = wp + (int64_t)(S - 1) * wstep; /* next row to fetch */
-    const uint16_t *xa = &xs[(lane % 16 < mrows ? lane % 16 : 0) * XLD + 8 * (lane / 16) + (w0 - kb0) * 16];
+    /* one B pair times the group scale, then the mma */
+    auto mma = [&](int c, const uint32_t *a, uint32_t b0, uint32_t b1) {
+        if (!SCALE_C) {
+            b0 = fastw4::fma2<CBF>(b0, sc[c], 0x80008000u);
+            b1 = fastw4::fma2<CBF>(b1, sc[c], 0x80008000u);
+        }
+        fastw4::mma16816<CBF>(acc[c], a, b0, b1);
+    };
+    const uint32_t *wq = wp + (int64_t)(S - 1) * row_words; /* next row to fetch */
+    const uint16_t *xa = &xs[(lane % 16 < mrows ? lane % 16 : 0) * XLD + 8 * (lane / 16) + (w0 - kb0) * P];
     /* unrolled by S so that ring slots are constants */
     for (int t0 = 0; t0 < nmine; t0 += S) {
 #pragma unroll
@@ -851,17 +898,19 @@ w4_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ off
             const int t = t0 + u;
             if (t >= nmine) break;
             asm volatile("cp.async.wait_group %0;" ::"n"(S - 2) : "memory");
-            uint4 w4[TPW];
+            uint32_t wv[4 * U4];
 #pragma unroll
-            for (int ti = 0; ti < TPW; ti++) w4[ti] = ring[32 * (TPW * u + ti)];
+            for (int q = 0; q < U4; q++) {
+                const uint4 v = ring[32 * (U4 * u + q)];
+                wv[4 * q] = v.x, wv[4 * q + 1] = v.y, wv[4 * q + 2] = v.z, wv[4 * q + 3] = v.w;
+            }
             /* refill the slot consumed by the previous row */
             if (t + S - 1 < nmine) {
                 const int sl = (u + S - 1) % S;
 #pragma unroll
-                for (int ti = 0; ti < TPW; ti++)
-                    if (ti < ntv) fastw4::cp_async16(ring + 32 * (TPW * sl + ti), wq + 128 * ti, 16);
+                for (int q = 0; q < U4; q++) fastw4::cp_async16(ring + 32 * (U4 * sl + q), wq + pofs[q], 16);
             }
-            wq += wstep;
+            wq += row_words;
             asm volatile("cp.async.commit_group;" ::: "memory");
             if (!SCALE_C) {
                 if (gleft == 0) {
@@ -870,28 +919,50 @@ w4_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ off
                 }
                 gleft--;
             }
-            uint32_t a[4];
-            /* rows >= mrows repeat row 0 (their outputs are discarded) */
-            fastw4::ldsm4(a, xa + t * 16);
+            /* A: one ldmatrix per k16 step; rows >= mrows repeat row 0 (discarded) */
+            uint32_t a[P / 16][4];
 #pragma unroll
-            for (int ti = 0; ti < TPW; ti++) {
-                const uint32_t wd[4] = {w4[ti].x, w4[ti].y, w4[ti].z, w4[ti].w};
+            for (int st = 0; st < P / 16; st++) fastw4::ldsm4(a[st], xa + t * P + 16 * st);
+            if (WF == W_U4A16) { /* word i3 holds n8 blocks 2 i3 (i4 = 0) and 2 i3 + 1 */
 #pragma unroll
                 for (int i3 = 0; i3 < 4; i3++) {
                     uint32_t q[4];
-                    dq4<BF>(wd[i3], q);
+                    dq4<CBF>(wv[i3], q);
                     /* normal: nibble 4 kk + 2 i4 + i5; transposed: 4 kk + 2 i5 + i4 */
-                    uint32_t b00 = q[0], b01 = TR ? q[2] : q[1], b10 = TR ? q[1] : q[2], b11 = q[3];
-                    if (!SCALE_C) {
-                        const uint32_t z = 0x80008000u;
-                        b00 = fastw4::fma2<BF>(b00, sc[ti][i3][0], z);
-                        b01 = fastw4::fma2<BF>(b01, sc[ti][i3][0], z);
-                        b10 = fastw4::fma2<BF>(b10, sc[ti][i3][1], z);
-                        b11 = fastw4::fma2<BF>(b11, sc[ti][i3][1], z);
-                    }
-                    fastw4::mma16816<BF>(acc[ti][i3][0], a, b00, b01);
-                    fastw4::mma16816<BF>(acc[ti][i3][1], a, b10, b11);
+                    mma(2 * i3, a[0], q[0], TR ? q[2] : q[1]);
+                    mma(2 * i3 + 1, a[0], TR ? q[1] : q[2], q[3]);
                 }
+            } else if (F::B == 4) {
+                /* 8 words, one per (chunk j, i3, x): normal x = i4 (n8 block c = 4 j + 2 i3 + i4,
+                 * nibble 2 kk + i5); transposed x = i5 (both blocks of the pair, nibble 2 kk + i4) */
+#pragma unroll
+                for (int wi = 0; wi < 8; wi++) {
+                    uint32_t q[4];
+                    if (WF == W_U4A8) {
+                        /* sign-magnitude int->fp codes back to offset binary */
+                        const uint32_t w = wv[wi], m = (w >> 3) & 0x11111111u;
+                        dq4<CBF>(w ^ 0x88888888u ^ (m * 7u), q);
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < 4; i++) q[i] = fp4_pair(wv[wi], i);
+                    }
+                    if (TR) {
+                        const int c = wi & ~1, st = wi & 1;
+                        mma(c, a[st], q[0], q[2]);
+                        mma(c + 1, a[st], q[1], q[3]);
+                    } else {
+                        mma(wi, a[0], q[0], q[2]);
+                        mma(wi, a[1], q[1], q[3]);
+                    }
+                }
+            } else { /* fp8: byte kk of word 8 j + 4 i3 + 2 i4 + i5 (transposed: 2 i5 + i4) */
+#pragma unroll
+                for (int c = 0; c < 8; c++)
+#pragma unroll
+                    for (int st = 0; st < 2; st++) {
+                        const int wi = TR ? 8 * (c / 4) + 4 * ((c / 2) % 2) + 2 * st + c % 2 : 2 * c + st;
+                        mma(c, a[st], fp8_pair(wv[wi], 0), fp8_pair(wv[wi], 1));
+                    }
             }
         }
     }
@@ -900,52 +971,50 @@ w4_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ off
 
     /* 3. cross-warp sum (only the rows < mrows matter); then warp w finishes
      * the lane's accumulator entries [EPW w, EPW (w + 1)) */
-    float *red = (float *)smem16; /* [WARPS][TPW 32][32]: fits in the rings (S >= 8) */
-    const float *af = &acc[0][0][0][0];
+    float *red = (float *)smem16; /* [WARPS][32][32] */
+    const float *af = &acc[0][0];
 #pragma unroll
-    for (int j = 0; j < TPW * 32; j++)
-        if ((gq + 8 * ((j % 4) >> 1)) < mrows) red[(warp * TPW * 32 + j) * 32 + lane] = af[j];
+    for (int j = 0; j < 32; j++)
+        if ((gq + 8 * ((j % 4) >> 1)) < mrows) red[(warp * 32 + j) * 32 + lane] = af[j];
     __syncthreads();
-    const float gscale = d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e];
+    const int sbf = d.scale_kind == HCK_S_BF16;
+    const float pow2 = WF == W_FP4A8 ? 16384.0f : WF == W_FP8A8 ? 256.0f : 1.0f; /* code placement */
+    const float gscale = pow2 * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
     const int64_t Mtot = offsets[d.E];
-    {
-        float cs[2][2] = {{1.0f, 1.0f}, {1.0f, 1.0f}};
-        for (int jj = 0; jj < EPW; jj++) {
-            const int j = EPW * warp + jj, ti = j / 32, jt = j % 32, nb = nb0 + ti;
-            const int i3 = jt / 8, i4 = (jt / 4) % 2, c = jt % 4;
-            if (nb >= ntiles) continue;
-            const int ml = gq + 8 * (c >> 1);
-            if (ml >= mrows) continue;
-            const int64_t n = (int64_t)nb * 64 + 16 * i3 + 8 * i4 + 2 * tq + (c & 1);
-            if (n >= d.N) continue;
-            float v = 0.0f;
+    const uint16_t *sp = (const uint16_t *)p.s;
+    for (int jj = 0; jj < EPW; jj++) {
+        const int j = EPW * warp + jj, c8 = j / 4, c = j % 4;
+        const int ml = gq + 8 * (c >> 1);
+        if (ml >= mrows) continue;
+        const int64_t n = (int64_t)nb * 64 + 8 * c8 + 2 * tq + (c & 1);
+        if (n >= d.N) continue;
+        float v = 0.0f;
 #pragma unroll
-            for (int w = 0; w < WARPS; w++) v += red[(w * TPW * 32 + j) * 32 + lane];
-            if (SCALE_C) { /* perm32: the lane's 8 columns of a 32-chunk are consecutive */
-                const int t8 = 2 * (2 * (i3 % 2) + i4) + (c & 1);
-                const uint16_t raw = sp[(int64_t)e * d.Np + (int64_t)nb * 64 + 32 * (i3 / 2) + 8 * tq + t8];
-                cs[0][0] = h2f(raw, sbf);
-            }
-            v *= cs[0][0] * gscale;
-            if (splits > 1) ws[((int64_t)split * Mtot + r0 + ml) * d.N + n] = v;
-            else y[(r0 + ml) * d.N + n] = f2h(v + bias_at(p, e, n), d.out_bf16);
+        for (int w = 0; w < WARPS; w++) v += red[(w * 32 + j) * 32 + lane];
+        if (SCALE_C) { /* perm32: the lane's 8 columns of a 32-chunk are consecutive */
+            const int i3 = c8 / 2, i4 = c8 % 2, t8 = 2 * (2 * (i3 % 2) + i4) + (c & 1);
+            v *= h2f(sp[(int64_t)e * d.Np + (int64_t)nb * 64 + 32 * (i3 / 2) + 8 * tq + t8], sbf);
         }
+        v *= gscale;
+        if (tok_scale) v *= tok_scale[r0 + ml];
+        if (splits > 1) ws[((int64_t)split * Mtot + r0 + ml) * d.N + n] = v;
+        else y[(r0 + ml) * d.N + n] = f2h(v + bias_at(p, e, n), d.out_bf16);
     }
     if (splits == 1) return;
-    /* 4. the last block of this column block to arrive sums the partials in split order */
+    /* 4. the last block of this tile to arrive sums the partials in split order */
     __shared__ int s_last;
     __threadfence();
     __syncthreads();
-    int *ctr = p.counters + (int64_t)e * gridDim.x + blockIdx.x;
+    int *ctr = p.counters + ((int64_t)e * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     if (tid == 0) s_last = atomicAdd(ctr, 1) == splits - 1;
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    const int64_t n0 = (int64_t)nb0 * 64, stride = Mtot * d.N;
+    const int64_t n0 = (int64_t)nb * 64, stride = Mtot * d.N;
     const bool v4 = (d.N & 3) == 0;
-    for (int i = tid; i < mrows * (COLS / 4); i += NT) {
-        const int ml = i / (COLS / 4);
-        const int64_t n = n0 + 4 * (i % (COLS / 4));
+    for (int i = tid; i < mrows * 16; i += NT) {
+        const int ml = i / 16;
+        const int64_t n = n0 + 4 * (i % 16);
         if (n >= d.N) continue;
         const float *src = ws + (r0 + ml) * d.N + n;
         float v[4] = {0.f, 0.f, 0.f, 0.f};
@@ -970,6 +1039,71 @@ w4_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ off
             y[(r0 + ml) * d.N + n + j] = f2h(v[j] + bias_at(p, e, n + j), d.out_bf16);
     }
     if (tid == 0) *ctr = 0;
+}
+
+/* The instantiated variants, by (format, bf16 compute, scale on C, transposed). */
+using GemvFn = void (*)(Dev, const uint16_t *, int64_t, const float *, const int64_t *, uint16_t *, int, float *);
+template <int WF>
+inline GemvFn gemv_fn_of(bool cbf, bool sc, bool tr)
+{
+    if (cbf) {
+        if (sc) return tr ? gemv_kernel<WF, true, true, true> : gemv_kernel<WF, true, true, false>;
+        return tr ? gemv_kernel<WF, true, false, true> : gemv_kernel<WF, true, false, false>;
+    }
+    if (sc) return tr ? gemv_kernel<WF, false, true, true> : gemv_kernel<WF, false, true, false>;
+    return tr ? gemv_kernel<WF, false, false, true> : gemv_kernel<WF, false, false, false>;
+}
+inline GemvFn gemv_fn(int wf, bool cbf, bool sc, bool tr)
+{
+    switch (wf) {
+    case W_U4A16: return gemv_fn_of<W_U4A16>(cbf, sc, tr);
+    case W_U4A8: return gemv_fn_of<W_U4A8>(cbf, sc, tr);
+    case W_FP4A8: return cbf || sc || tr ? nullptr : gemv_kernel<W_FP4A8, false, false, false>;
+    case W_FP8A8: return cbf ? nullptr : gemv_fn_of<W_FP8A8>(false, sc, tr);
+    }
+    return nullptr;
+}
+
+/* Per-token quantization for the small-M kernel: x (rows, K) 16-bit -> codes
+ * as 16-bit values of the compute type (rows, Kp), each 16-k block
+ * de-interleaved (position p < 8 holds k = 2p, p >= 8 holds 2 (p - 8) + 1),
+ * zero past K; the scale per token. Same arithmetic as act_kernel. */
+__global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, const uint16_t *__restrict__ x,
+                             int64_t K, int64_t Kp, uint16_t *__restrict__ codes, float *__restrict__ scales)
+{
+    const int64_t row = blockIdx.x;
+    const uint16_t *xr = x + row * K;
+    __shared__ float smx[32], smn[32];
+    float mx = 1e-30f, mn = -1e-30f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const float v = h2f(xr[k], in_bf16);
+        mx = fmaxf(mx, v);
+        mn = fminf(mn, v);
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+    }
+    if (threadIdx.x % 32 == 0) smx[threadIdx.x / 32] = mx, smn[threadIdx.x / 32] = mn;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, smx[w]), mn = fminf(mn, smn[w]);
+        const float amax = fmaxf(mx, -mn);
+        float s = act_quant == HCK_A_E4M3 ? amax * (1.0f / 448.0f) : amax * (1.0f / 57344.0f);
+        smx[0] = s;
+        scales[row] = s;
+    }
+    __syncthreads();
+    const float s = smx[0];
+    for (int64_t k = threadIdx.x; k < Kp; k += blockDim.x) {
+        float q = 0.0f;
+        if (k < K) {
+            const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+            q = act_quant == HCK_A_E4M3 ? float(__nv_fp8_e4m3(t)) : float(__nv_fp8_e5m2(t));
+        }
+        const int64_t r = k % 16, pos = k - r + (r % 2 ? 8 + r / 2 : r / 2);
+        codes[row * Kp + pos] = f2h(q, code_bf16);
+    }
 }
 }  // namespace small
 
@@ -1133,18 +1267,15 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     CK(upload(d->global, d->global_bytes, &L->dev.gl));
     CK(upload(d->bias, d->bias_bytes, &L->dev.bias));
     {
-        const size_t nctr = (size_t)(d->Np / (64 * small::TPW) + 1) * d->E;
+        const size_t nctr = (size_t)(d->Np / 64 + 1) * d->E * small::YMAX;
         CK(cudaMalloc((void **)&L->dev.counters, nctr * sizeof(int)));
         CK(cudaMemset(L->dev.counters, 0, nctr * sizeof(int)));
     }
-#define HCK_SMALL_ATTR(BF, ONC, TR)                                                            \
-    CK(cudaFuncSetAttribute(small::w4_kernel<BF, ONC, TR>,                                     \
-                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)small::SMEM_MAX))
-    HCK_SMALL_ATTR(false, false, false); HCK_SMALL_ATTR(false, true, false);
-    HCK_SMALL_ATTR(true, false, false); HCK_SMALL_ATTR(true, true, false);
-    HCK_SMALL_ATTR(false, false, true); HCK_SMALL_ATTR(false, true, true);
-    HCK_SMALL_ATTR(true, false, true); HCK_SMALL_ATTR(true, true, true);
-#undef HCK_SMALL_ATTR
+for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, transposed) */
+        small::GemvFn f = small::gemv_fn(v / 8, (v / 4) % 2, (v / 2) % 2, v % 2);
+        if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)small::SMEM_MAX));
+    }
     CK(cudaFuncSetAttribute(gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)smem_bytes(*d)));
     CK(cudaFuncSetAttribute(gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1269,8 +1400,17 @@ struct Plan {
     int fast;    /* 0 general, else tokens per block / 16 (MT) */
     int splits;
     int small;   /* 1: the small-M kernel (v6; fast == 1), partials in ws[split] */
+    int wf;      /* its weight format (small::W_*) */
     size_t smem; /* dynamic shared memory of the small-M kernel */
 };
+
+/* Bytes of the activation-codes buffer: float codes (general kernel) or the
+ * small-M kernel's 16-bit codes over Kp. */
+size_t codes_bytes(const hck_desc &d, int64_t rows)
+{
+    const size_t a = (size_t)rows * d.K * 4, b = (size_t)rows * d.Kp * 2;
+    return (a > b ? a : b) + 16;
+}
 
 /* Workspace bytes of a plan for `rows` tokens: the small-M kernel keeps one
  * partial sum per split, the others accumulate into one float per output. */
@@ -1280,28 +1420,60 @@ size_t ws_bytes(const Plan &pl, int64_t rows, int64_t N)
     return (size_t)rows * N * sizeof(float) * (pl.small ? pl.splits : 1) + 4;
 }
 
-/* Small-M kernel: dynamic shared memory for split s. */
-size_t small_smem(const hck_desc &d, int64_t max_rows, int s)
+/* Which small-M format a layer is, or -1 (docs/kernels.md lists the conditions). */
+int small_format(const hck_desc &d)
 {
-    const int64_t krows = d.Kp / 16, kr = (krows + s - 1) / s;
+    const bool s16 = d.scale_kind == HCK_S_F16 || d.scale_kind == HCK_S_BF16;
+    const bool fp8a = d.act_quant == HCK_A_E4M3 || d.act_quant == HCK_A_E5M2;
+    const bool plain = d.zp_kind == HCK_Z_NONE && !d.fused_x2 && d.Np % 64 == 0;
+    if (!plain) return -1;
+    auto scales_ok = [&](int P) {
+        return (d.scale_perm == 64 && d.group_size % P == 0) || (d.scale_perm == 32 && d.G == 1);
+    };
+    if (d.abits == 16 && d.wbits == 4 && d.wkind == HCK_W_INT && !d.weight_signed && !d.int2fp && s16 &&
+        scales_ok(16) && d.Kp % 16 == 0)
+        return small::W_U4A16;
+    if (d.abits != 8 || !fp8a || d.Kp % 32 != 0) return -1;
+    if (d.wbits == 4 && d.wkind == HCK_W_INT && !d.weight_signed && d.int2fp && s16 && scales_ok(32))
+        return small::W_U4A8;
+    const bool e2m1 = d.wkind == HCK_W_FLOAT && d.wbits == 4 && d.wlut[1] == 0.5f && d.wlut[7] == 6.0f &&
+                      d.wlut[9] == -0.5f && d.wlut[15] == -6.0f;
+    if (e2m1 && d.scale_kind == HCK_S_EXP2 && d.scale_perm == 64 && d.group_size % 32 == 0 && !d.transposed)
+        return small::W_FP4A8;
+    const bool e4m3 = d.wkind == HCK_W_FLOAT && d.wbits == 8 && d.wlut[0x7e] == 448.0f &&
+                      d.wlut[0x01] == 0.001953125f && d.wlut[0xb8] == -1.0f;
+    /* group scales on B in fp16 only: bf16 scales would be rounded */
+    if (e4m3 && s16 && (d.scale_perm == 32 ? d.G == 1 : d.scale_kind == HCK_S_F16 && scales_ok(32)))
+        return small::W_FP8A8;
+    return -1;
+}
+
+/* Small-M kernel: dynamic shared memory for split s. */
+size_t small_smem(const hck_desc &d, int wf, int64_t max_rows, int s)
+{
+    if (max_rows > 16) max_rows = 16; /* one 16-token block's activations */
+    const int P = wf == small::W_U4A16 ? 16 : 32;
+    const int64_t krows = d.Kp / P, kr = (krows + s - 1) / s;
     const bool group = d.scale_perm == 64;
-    return small::smem_bytes((int)max_rows, (int)kr, group ? (int)((kr * 16) / d.group_size + 2) : 0, group);
+    return small::smem_bytes(wf, (int)max_rows, (int)kr, group ? (int)((kr * P) / d.group_size + 2) : 0, group);
 }
 
 /* Blocks of the small-M kernel resident per SM for this shared memory size. */
-int small_blocks_per_sm(const hck_desc &d, size_t smem)
+int small_blocks_per_sm(const hck_desc &d, int wf, size_t smem)
 {
     static std::mutex mu;
     static std::map<std::pair<int, size_t>, int> memo;
-    const int key = d.scale_perm == 32 ? 1 : 0;
+    const bool sc = d.scale_perm == 32, cbf = d.out_bf16 && wf <= small::W_U4A8;
+    const int key = wf * 4 + (sc ? 2 : 0) + (cbf ? 1 : 0);
     {
         std::lock_guard<std::mutex> g(mu);
         auto it = memo.find({key, smem});
         if (it != memo.end()) return it->second;
     }
     int v = 0;
-    cudaError_t e = key ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, small::w4_kernel<false, true, false>, small::NT, smem)
-                        : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, small::w4_kernel<false, false, false>, small::NT, smem);
+    small::GemvFn f = small::gemv_fn(wf, cbf, sc, false);
+    cudaError_t e = f ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, (const void *)f, small::NT, smem)
+                      : cudaErrorInvalidValue;
     if (e != cudaSuccess || v < 1) { cudaGetLastError(); v = 2; }
     std::lock_guard<std::mutex> g(mu);
     memo[{key, smem}] = v;
@@ -1313,20 +1485,27 @@ int small_blocks_per_sm(const hck_desc &d, size_t smem)
  * activation staging, epilogue) + its split-K traffic (a split block writes
  * M x COLS floats of partials, M / 8 units; the last block reads s times that
  * at its lower rate); blocks run in waves of SMs x resident blocks. */
-int small_split_model(const hck_desc &d, int64_t max_rows, int64_t blocks)
+int small_split_model(const hck_desc &d, int wf, int64_t max_rows, int64_t blocks)
 {
-    const int64_t krows = d.Kp / 16;
+    const int64_t krows = d.Kp / (wf == small::W_U4A16 ? 16 : 32);
     int64_t cap = krows / small::WARPS;
     if (cap > 64) cap = 64;
     if (cap < 1) cap = 1;
     double best = -1;
     int bs = 0;
+    /* each warp streams at least 16 KB (rows of 512 B, 1 KB or 2 KB per warp): the
+     * per-warp prologue and epilogue are not free (8192^2 M=1 measured 21.1 us at
+     * 4 splits = 32 rows per warp, 23.0 us at the 6 the wave model alone chose) */
+    const int64_t min_rows = wf == small::W_U4A16 ? 32 : wf == small::W_FP8A8 ? 8 : 16;
     for (int64_t s = 1; s <= cap; s++) {
-        const size_t smem = small_smem(d, max_rows, (int)s);
+        /* the floor gives way when only larger splits fit the staged activations */
+        if (s > 1 && krows / (s * small::WARPS) < min_rows && bs > 0) break;
+        const size_t smem = small_smem(d, wf, max_rows, (int)s);
         if (smem > small::SMEM_MAX) continue;
-        const int64_t slots = (int64_t)sm_count() * small_blocks_per_sm(d, smem);
+        const int64_t slots = (int64_t)sm_count() * small_blocks_per_sm(d, wf, smem);
         const int64_t waves = (blocks * s + slots - 1) / slots;
-        const double part = s > 1 ? (double)max_rows / 8 + (double)s * max_rows / 8 : 0.0;
+        const double mr = (double)(max_rows < 16 ? max_rows : 16); /* rows of one block */
+        const double part = s > 1 ? mr / 8 + (double)s * mr / 8 : 0.0;
         const double c = (double)waves * ((double)krows / (s * small::WARPS) + 6.0 + part);
         if (best < 0 || c < best * 0.97) { best = c; bs = (int)s; }
     }
@@ -1335,7 +1514,28 @@ int small_split_model(const hck_desc &d, int64_t max_rows, int64_t blocks)
 
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
 {
-    Plan pl = {0, 1, 0, 0};
+    Plan pl = {0, 1, 0, 0, 0};
+    /* v6: the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
+     * (at 16 tokens its staged activations limit the splits on large K and
+     * v5's MT = 1 kernel is as fast or faster; bench/NOTES.md, version 6) and
+     * up to 16 YMAX = 256 for the 8-bit-activation formats, which have no other
+     * fast path (one grid row per 16 tokens, each streaming the weights; far
+     * better than the general kernel, not a large-M design). HCK_NO_SMALL: off. */
+    const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
+    if (wf >= 0 && max_rows <= (wf == small::W_U4A16 ? 4 : 16 * small::YMAX)) {
+        const int64_t ytiles = (max_rows + 15) / 16;
+        const int64_t blocks = (d.Np / 64) * d.E * ytiles, kr = d.Kp / (wf == small::W_U4A16 ? 16 : 32);
+        int s = want_ws ? small_split_model(d, wf, max_rows, blocks) : 1;
+        if (getenv("HCK_SPLITS") && want_ws) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
+        if (s >= 1 && s <= kr && small_smem(d, wf, max_rows, s) <= small::SMEM_MAX) {
+            pl.fast = 1;
+            pl.small = 1;
+            pl.wf = wf;
+            pl.splits = s;
+            pl.smem = small_smem(d, wf, max_rows, s);
+            return pl;
+        }
+    }
     const bool fast = !simt && d.abits == 16 && d.wbits == 4 && d.wkind == HCK_W_INT &&
                       !d.weight_signed && !d.int2fp && d.zp_kind == HCK_Z_NONE && !d.fused_x2 &&
                       (d.scale_kind == HCK_S_F16 || d.scale_kind == HCK_S_BF16) &&
@@ -1345,21 +1545,6 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     if (!fast) {
         pl.splits = want_ws ? split_count(d, max_rows) : 1;
         return pl;
-    }
-    /* v6: up to 4 tokens per expert, the small-M kernel (HCK_NO_SMALL: v5's MT = 1).
-     * At 16 tokens its staged activations limit the splits on large K and v5's
-     * MT = 1 kernel is as fast or faster (bench/NOTES.md, version 6). */
-    if (max_rows <= 4 && getenv("HCK_NO_SMALL") == nullptr) {
-        const int64_t blocks = ((d.Np / 64 + small::TPW - 1) / small::TPW) * d.E;
-        int s = want_ws ? small_split_model(d, max_rows, blocks) : 1;
-        if (getenv("HCK_SPLITS") && want_ws) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
-        if (s >= 1 && s <= d.Kp / 16 && small_smem(d, max_rows, s) <= small::SMEM_MAX) {
-            pl.fast = 1;
-            pl.small = 1;
-            pl.splits = s;
-            pl.smem = small_smem(d, max_rows, s);
-            return pl;
-        }
     }
     /* tokens per block / 16: 16, 64, or (v5) 128 above 64 tokens (HCK_NO_BIG: 64) */
     pl.fast = max_rows <= 16 ? 1 : (max_rows <= 64 || getenv("HCK_NO_BIG")) ? 4 : 8;
@@ -1395,23 +1580,30 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
     cudaError_t e;
     if (pl.small) {
         static const bool trace = getenv("HCK_TRACE") != nullptr;
+        static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
-            fprintf(stderr, "HCK small w4a16 splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    pl.splits, pl.smem, d.E, (long long)d.N, (long long)d.K, (long long)rows, d.out_bf16,
-                    d.transposed, d.scale_perm, (long long)d.group_size);
-        dim3 grid((unsigned)((d.Np / 64 + small::TPW - 1) / small::TPW), 1, (unsigned)(d.E * pl.splits));
+            fprintf(stderr, "HCK small %s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
+                    wname[pl.wf], pl.splits, pl.smem, d.E, (long long)d.N, (long long)d.K, (long long)rows,
+                    d.out_bf16, d.transposed, d.scale_perm, (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;
-        const bool bf = d.out_bf16, onc = d.scale_perm == 32, tr = d.transposed;
-#define HCK_SMALL(BF, ONC, TR)                                                                     \
-    small::w4_kernel<BF, ONC, TR><<<grid, small::NT, pl.smem, st>>>(L->dev, dx, doff, dy, pl.splits, ws)
-        if (bf) {
-            if (onc) { if (tr) HCK_SMALL(true, true, true); else HCK_SMALL(true, true, false); }
-            else { if (tr) HCK_SMALL(true, false, true); else HCK_SMALL(true, false, false); }
-        } else {
-            if (onc) { if (tr) HCK_SMALL(false, true, true); else HCK_SMALL(false, true, false); }
-            else { if (tr) HCK_SMALL(false, false, true); else HCK_SMALL(false, false, false); }
+        const bool cbf = d.out_bf16 && pl.wf <= small::W_U4A8;
+        const uint16_t *xin = dx;
+        int64_t xld = d.K;
+        const float *ts = nullptr;
+        if (pl.wf != small::W_U4A16) { /* per-token codes (de-interleaved) and scales */
+            if (rows > 0)
+                small::act16_kernel<<<(unsigned)rows, 256, 0, st>>>(d.act_quant, d.out_bf16, cbf, dx, d.K, d.Kp,
+                                                                   (uint16_t *)dcodes, dscales);
+            e = cudaGetLastError();
+            if (e != cudaSuccess) return e;
+            xin = (const uint16_t *)dcodes;
+            xld = d.Kp;
+            ts = dscales;
         }
-#undef HCK_SMALL
+        small::GemvFn f = small::gemv_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed);
+        if (f == nullptr) return cudaErrorInvalidValue;
+        dim3 grid((unsigned)(d.Np / 64), (unsigned)((max_rows + 15) / 16), (unsigned)(d.E * pl.splits));
+        f<<<grid, small::NT, pl.smem, st>>>(L->dev, xin, xld, ts, doff, dy, pl.splits, ws);
         return cudaGetLastError();
     }
     if (pl.fast) {
@@ -1498,7 +1690,7 @@ extern "C" int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows,
     size_t xb = (size_t)rows * d.K * 2, yb = (size_t)rows * d.N * 2;
     CK(cudaMalloc((void **)&dx, xb + 2));
     CK(cudaMalloc((void **)&dy, yb + 2));
-    CK(cudaMalloc((void **)&dc, (size_t)rows * d.K * 4 + 4));
+    CK(cudaMalloc((void **)&dc, codes_bytes(d, rows)));
     CK(cudaMalloc((void **)&ds, (size_t)rows * 4 + 4));
     CK(cudaMalloc((void **)&doff, off.size() * 8));
     {
@@ -1566,8 +1758,8 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
     }
     CK(cudaMalloc((void **)&dx, (size_t)rows * d.K * 2));
     CK(cudaMalloc((void **)&dy, (size_t)rows * d.N * 2));
-    CK(cudaMalloc((void **)&dc, (size_t)rows * d.K * 4));
-    CK(cudaMalloc((void **)&ds, (size_t)rows * 4));
+    CK(cudaMalloc((void **)&dc, codes_bytes(d, rows)));
+    CK(cudaMalloc((void **)&ds, (size_t)rows * 4 + 4));
     CK(cudaMalloc((void **)&doff, 16));
     CK(cudaMemcpy(doff, off, 16, cudaMemcpyHostToDevice));
     {

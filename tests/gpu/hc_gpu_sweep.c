@@ -339,6 +339,7 @@ static void bench(int simt)
 int main(int argc, char **argv)
 {
     int quick = 0, simt = 0, do_bench = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach a log even if a timeout kills the run */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--simt")) simt = 1;
