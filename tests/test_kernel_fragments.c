@@ -1,0 +1,201 @@
+/* test_kernel_fragments.c - the register-level claims the GPU small-M kernel
+ * (kernels/hc_kernels.cu, namespace small; docs/kernels.md) makes about the
+ * tile layout, checked on the CPU so that CI without a GPU still guards them.
+ *
+ * The kernel feeds mma.m16n8k16 B fragments straight from a lane's words: for
+ * n8 block c and k16 step st, register b0 holds B[k = 2t, 2t + 1][n = g] and b1
+ * holds B[k = 2t + 8, 2t + 9][n = g] (lane = 4 g + t, low half first). With
+ * 8-bit activations a 32-k tile row is two steps and the activations are
+ * stored de-interleaved per 16-k block (position p < 8 holds k = 2p, p >= 8
+ * holds 2 (p - 8) + 1), so virtual k p of a step is real k deint(p). This test
+ * repacks random codes with the library (hc_repack_weight, itself checked
+ * against the spec in test_layout.c), then, for every (tile row, tile, lane,
+ * block, step, register half), extracts the code exactly where the kernel
+ * reads it and compares it with the code at the (n, k) the mma multiplies it
+ * with. A wrong word, nibble, byte or k order fails. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hc_repack.h"
+
+enum { U4A16, U4A8, FP8A8 }; /* the kernel's placement families (W_FP4A8 uses U4A8's) */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint32_t next_u32(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* Row-packs codes (N, K) into (N, K*b/32) little-endian bit streams (spec 3). */
+static uint32_t *pack_rows(const uint8_t *codes, int64_t N, int64_t K, int b)
+{
+    const int64_t rw = K * b / 32;
+    uint32_t *w = calloc((size_t)(N * rw), sizeof *w);
+    assert_non_null(w);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            w[n * rw + k * b / 32] |= (uint32_t)codes[n * K + k] << (k * b % 32);
+    return w;
+}
+
+/* virtual k of a 16-k step -> real k offset inside the step */
+static int real_k(int fam, int p)
+{
+    if (fam == U4A16) return p;
+    return p < 8 ? 2 * p : 2 * (p - 8) + 1;
+}
+
+/* The lane's words of one tile row, in the kernel's order (Fmt<WF>::piece). */
+static void lane_words(int fam, const uint32_t *tile, int lane, uint32_t *wv)
+{
+    if (fam == U4A16) {
+        for (int i = 0; i < 4; i++) wv[i] = tile[lane * 4 + i];
+    } else if (fam == U4A8) {
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < 4; i++) wv[4 * q + i] = tile[q * 128 + lane * 4 + i];
+    } else {
+        for (int q = 0; q < 4; q++)
+            for (int i = 0; i < 4; i++) wv[4 * q + i] = tile[(q / 2) * 256 + lane * 8 + (q % 2) * 4 + i];
+    }
+}
+
+typedef struct { /* where one B register half comes from */
+    uint32_t word;
+    int field, width; /* nibble or byte index, bits */
+} src_t;
+
+/* The kernel's source of register half h (0 low, 1 high) of b (0: b0, 1: b1)
+ * for n8 block c and step st; returns 0 if the kernel issues no such mma. */
+static int kernel_source(int fam, int tr, const uint32_t *wv, int c, int st, int b, int h, src_t *s)
+{
+    if (fam == U4A16) { /* word i3 = c / 2; nibble pairs q[i] = (i, i + 4) */
+        if (st != 0) return 0;
+        const int i4 = c % 2;
+        /* i4 = 0: (q0, tr ? q2 : q1); i4 = 1: (tr ? q1 : q2, q3) */
+        const int pair = i4 == 0 ? (b == 0 ? 0 : (tr ? 2 : 1)) : (b == 0 ? (tr ? 1 : 2) : 3);
+        *s = (src_t){wv[c / 2], pair + 4 * h, 4};
+        return 1;
+    }
+    if (fam == U4A8) { /* b0 = q[st], b1 = q[2 + st] of word c; transposed: word c & ~1 + st */
+        if (!tr) {
+            *s = (src_t){wv[c], (b == 0 ? st : 2 + st) + 4 * h, 4};
+        } else {
+            const int i4 = c % 2; /* (q0, q2) for the even block, (q1, q3) for the odd one */
+            *s = (src_t){wv[(c & ~1) + st], (b == 0 ? i4 : 2 + i4) + 4 * h, 4};
+        }
+        return 1;
+    }
+    const int wi = tr ? 8 * (c / 4) + 4 * ((c / 2) % 2) + 2 * st + c % 2 : 2 * c + st;
+    *s = (src_t){wv[wi], b + 2 * h, 8}; /* b0 = bytes (0, 2), b1 = bytes (1, 3) */
+    return 1;
+}
+
+static void check_family(int fam, int tr)
+{
+    const int a = fam == U4A16 ? 16 : 8, bits = fam == FP8A8 ? 8 : 4, P = 256 / a;
+    const int64_t N = 128, K = 3 * (int64_t)P * (a == 8 ? 2 : 4); /* K % (512 / a) == 0 */
+    uint8_t *codes = malloc((size_t)(N * K));
+    assert_non_null(codes);
+    for (int64_t i = 0; i < N * K; i++) codes[i] = (uint8_t)(next_u32() & ((1u << bits) - 1));
+    uint32_t *in = pack_rows(codes, N, K, bits);
+    uint32_t *out = calloc((size_t)(N * K * bits / 32), sizeof *out);
+    assert_non_null(out);
+    hc_repack_params p = {.bits = bits, .act_bits = a, .transposed = tr, .E = 1, .N = N, .K = K};
+    hc_error err = {0};
+    assert_int_equal(hc_repack_weight(&p, in, out, &err), HC_OK);
+    const int64_t row_words = N * P * bits / 32, tile_words = 2 * P * bits;
+    int64_t checked = 0, bad = 0;
+    for (int64_t kb = 0; kb < K / P; kb++)
+        for (int64_t nb = 0; nb < N / 64; nb++)
+            for (int lane = 0; lane < 32; lane++) {
+                uint32_t wv[16];
+                lane_words(fam, out + kb * row_words + nb * tile_words, lane, wv);
+                const int g = lane / 4, t = lane % 4;
+                for (int c = 0; c < 8; c++)
+                    for (int st = 0; st < P / 16; st++)
+                        for (int b = 0; b < 2; b++)
+                            for (int h = 0; h < 2; h++) {
+                                src_t s;
+                                if (!kernel_source(fam, tr, wv, c, st, b, h, &s)) continue;
+                                const uint32_t got = (s.word >> (s.field * s.width)) & ((1u << s.width) - 1);
+                                const int vk = 2 * t + 8 * b + h; /* virtual k of the step */
+                                const int64_t n = 64 * nb + 8 * c + g;
+                                const int64_t k = P * kb + 16 * st + real_k(fam, vk);
+                                bad += got != codes[n * K + k];
+                                checked++;
+                            }
+            }
+    /* every code of the matrix is read exactly once */
+    assert_int_equal(checked, N * K);
+    assert_int_equal(bad, 0);
+    free(codes), free(in), free(out);
+}
+
+static void test_u4a16_normal(void **st) { (void)st; check_family(U4A16, 0); }
+static void test_u4a16_transposed(void **st) { (void)st; check_family(U4A16, 1); }
+static void test_u4a8_normal(void **st) { (void)st; check_family(U4A8, 0); }
+static void test_u4a8_transposed(void **st) { (void)st; check_family(U4A8, 1); }
+static void test_fp8a8_normal(void **st) { (void)st; check_family(FP8A8, 0); }
+static void test_fp8a8_transposed(void **st) { (void)st; check_family(FP8A8, 1); }
+
+/* The int->fp codes (spec 4.7, z = 8) of the W4A8 path go back to offset
+ * binary with w ^ 0x88888888 ^ 7 * (sign bits), eight nibbles at once. */
+static void test_u4a8_int2fp_inverse(void **st)
+{
+    (void)st;
+    for (int rep = 0; rep < 2000; rep++) {
+        uint32_t v[8], w = 0;
+        for (int i = 0; i < 8; i++) {
+            v[i] = next_u32() & 15;
+            w |= hc_int2fp_code(v[i], 8, 4) << (4 * i);
+        }
+        const uint32_t m = (w >> 3) & 0x11111111u, back = w ^ 0x88888888u ^ (m * 7u);
+        for (int i = 0; i < 8; i++) assert_int_equal((back >> (4 * i)) & 15, v[i]);
+    }
+}
+
+/* The e2m1 and e4m3 bit placements into fp16 give value x 2^-14 and x 2^-8
+ * for every code (the kernel multiplies the sums by 2^14 / 2^8). */
+static float f16_value(uint32_t h)
+{
+    const int e = (h >> 10) & 31, m = h & 1023;
+    const float v = e == 0 ? (float)m / 1024.0f * 6.103515625e-05f
+                           : (1.0f + (float)m / 1024.0f) * (float)(1u << e) / 32768.0f;
+    return (h & 0x8000) ? -v : v;
+}
+
+static void test_fp_placement(void **st)
+{
+    (void)st;
+    static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    for (uint32_t c = 0; c < 16; c++) {
+        const uint32_t h = ((c & 7) << 9) | ((c & 8) << 12);
+        const float want = (c & 8 ? -1.0f : 1.0f) * e2m1[c & 7];
+        assert_true(f16_value(h) * 16384.0f == want);
+    }
+    for (uint32_t c = 0; c < 256; c++) {
+        if ((c & 0x7f) == 0x7f) continue; /* NaN */
+        const int e = (c >> 3) & 15, m = c & 7;
+        const float mag = e == 0 ? (float)m / 8.0f / 64.0f : (1.0f + (float)m / 8.0f) * (float)(1u << e) / 128.0f;
+        const uint32_t h = ((c & 0x7f) << 7) | ((c & 0x80) << 8);
+        assert_true(f16_value(h) * 256.0f == ((c & 0x80) ? -mag : mag));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_u4a16_normal),     cmocka_unit_test(test_u4a16_transposed),
+        cmocka_unit_test(test_u4a8_normal),      cmocka_unit_test(test_u4a8_transposed),
+        cmocka_unit_test(test_fp8a8_normal),     cmocka_unit_test(test_fp8a8_transposed),
+        cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
