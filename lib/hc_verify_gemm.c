@@ -8,6 +8,26 @@
 #include "hc_parallel.h"
 #include "hc_verify.h"
 
+/* Dot products of up to 4 token rows with one weight row, in double. Sixteen
+ * independent partial sums (4 tokens x 4 k lanes) instead of one serial chain:
+ * the chain's add latency, not arithmetic, limited the reference (bench/NOTES.md);
+ * the lanes vectorise without reassociating anything. */
+static void dot4(const float *x, int64_t K, int64_t rows, const float *w, double *out)
+{
+    double acc[4][4] = {{0}};
+    const float *xr[4];
+    for (int t = 0; t < 4; t++) xr[t] = x + (t < rows ? t : 0) * K;
+    int64_t k = 0;
+    for (; k + 4 <= K; k += 4)
+        for (int t = 0; t < 4; t++)
+            for (int j = 0; j < 4; j++) acc[t][j] += (double)xr[t][k + j] * (double)w[k + j];
+    for (int t = 0; t < 4; t++) {
+        double tail = 0.0;
+        for (int64_t kk = k; kk < K; kk++) tail += (double)xr[t][kk] * (double)w[kk];
+        out[t] = ((acc[t][0] + acc[t][1]) + (acc[t][2] + acc[t][3])) + tail;
+    }
+}
+
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y)
 {
@@ -15,12 +35,12 @@ void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++) {
             const float *w = W + (e * Nw + n) * Kw;
-            double b = bias ? bias[e * Nb + n] : 0.0;
-            for (int64_t m = 0; m < M; m++) {
-                const float *xr = x + m * K;
-                double acc = 0.0;
-                for (int64_t k = 0; k < K; k++) acc += (double)xr[k] * (double)w[k];
-                y[(e * M + m) * N + n] = (float)(acc + b);
+            const double b = bias ? bias[e * Nb + n] : 0.0;
+            for (int64_t m = 0; m < M; m += 4) {
+                const int64_t rows = M - m < 4 ? M - m : 4;
+                double d[4];
+                dot4(x + m * K, K, rows, w, d);
+                for (int64_t t = 0; t < rows; t++) y[(e * M + m + t) * N + n] = (float)(d[t] + b);
             }
         }
 }
