@@ -95,11 +95,12 @@ static void stack_put(hc_ckpt_layer *out, hc_ckpt_layer *one, int64_t e)
         hc_ckpt_note(out, "expert %lld read as %s", (long long)e, one->source_format);
 }
 
-static const char *group_text(int gs, char *buf, size_t len)
+static const char *group_text(const hc_quant_desc *d, char *buf, size_t len)
 {
-    if (gs == HC_QUANT_GROUP_CHANNEL) return "channel";
-    if (gs == HC_QUANT_GROUP_TENSOR) return "tensor";
-    snprintf(buf, len, "%d", gs);
+    if (d->group_size == HC_QUANT_GROUP_CHANNEL) return "channel";
+    if (d->group_size == HC_QUANT_GROUP_TENSOR) return "tensor";
+    if (d->group_size_n > 1) snprintf(buf, len, "%d x %d (block)", d->group_size_n, d->group_size);
+    else snprintf(buf, len, "%d", d->group_size);
     return buf;
 }
 
@@ -113,7 +114,7 @@ static void mismatch(const hc_ckpt_layer *a, const hc_ckpt_layer *b, char *why, 
 {
     const hc_quant_desc *x = &a->q.desc, *y = &b->q.desc;
     const hc_format_info *fx = hc_format_get(x->weight_format), *fy = hc_format_get(y->weight_format);
-    char g1[16], g2[16];
+    char g1[32], g2[32];
     why[0] = '\0';
     if (b->is_moe || b->q.experts != 1)
         snprintf(why, len, "it is itself an expert stack");
@@ -121,8 +122,8 @@ static void mismatch(const hc_ckpt_layer *a, const hc_ckpt_layer *b, char *why, 
         snprintf(why, len, "weight format %s (%d bits) vs %s (%d bits)", fy->name, fy->bits,
                  fx->name, fx->bits);
     else if (y->group_size != x->group_size || y->group_size_n != x->group_size_n)
-        snprintf(why, len, "group size %s (n %d) vs %s (n %d)", group_text(y->group_size, g1, sizeof g1),
-                 y->group_size_n, group_text(x->group_size, g2, sizeof g2), x->group_size_n);
+        snprintf(why, len, "group size %s vs %s", group_text(y, g1, sizeof g1),
+                 group_text(x, g2, sizeof g2));
     else if (y->zero_point != x->zero_point)
         snprintf(why, len, "zero points %s vs %s (symmetric and asymmetric experts)",
                  zp_text(y->zero_point), zp_text(x->zero_point));
