@@ -174,10 +174,11 @@ static hc_status add_qexpert(hc_conv_plan *plan, hc_conv_layer *L, const qexpert
     q->bias = hc_ckpt_layer_bias(plan->model, kind, name);
     L->n_src += hc_ckpt_layer_tensors(plan->model, kind, name, L->src + L->n_src,
                                       (int)n_src_max - L->n_src);
+    if (q->bias && L->n_src < (int)n_src_max) L->src[L->n_src++] = q->bias; /* not copied */
     if ((q->bias != NULL) != (L->qexperts[0].bias != NULL))
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): expert %d of stack %s %s a bias and expert "
-                "0 %s; a stacked layer has a bias for every expert or none", q->carrier->name,
-                q->carrier->file, i, L->prefix, q->bias ? "has" : "has no",
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): expert %d of stack %s %s and expert 0 %s; "
+                "a stacked layer has a bias for every expert or none", q->carrier->name,
+                q->carrier->file, i, L->prefix, q->bias ? "has a bias" : "has no bias",
                 q->bias ? "has none" : "has one");
     return HC_OK;
 }

@@ -31,6 +31,7 @@ enum { FMT_GPTQ, FMT_CT };
 typedef struct {
     int fmt, E, N, K, b, gs, asym;
     int skip;           /* expert index left out (a gap), or -1 */
+    int bias;           /* per-expert ".bias" [N]; 2: expert 1 has none */
     int b1, gs1, asym1; /* compressed-tensors: expert 1's own config group, if b1 */
 } moe_spec;
 
@@ -38,7 +39,7 @@ typedef struct {
 typedef struct {
     int b, gs, G, asym;
     int *q, *z;
-    uint16_t *s;
+    uint16_t *s, *bias; /* bias: N bf16 values */
 } expert_data;
 
 static uint16_t scale_bits(int fmt, float v)
@@ -67,6 +68,8 @@ static void make_expert(const moe_spec *m, int e, expert_data *x)
         x->s[i] = scale_bits(m->fmt, 0.0078125f * (float)(1 + tc_rand() % 16));
     }
     for (int i = 0; i < N * K; i++) x->q[i] = (int)(tc_rand() % (uint32_t)(top + 1));
+    x->bias = malloc((size_t)N * sizeof *x->bias);
+    for (int n = 0; n < N; n++) x->bias[n] = hc_f32_to_bf16((float)((int)(tc_rand() % 64) - 32) / 16);
 }
 
 static void free_expert(expert_data *x)
@@ -74,6 +77,7 @@ static void free_expert(expert_data *x)
     free(x->q);
     free(x->z);
     free(x->s);
+    free(x->bias);
 }
 
 static float dequant(const moe_spec *m, const expert_data *x, int n, int k)
@@ -166,6 +170,8 @@ static void put_humming(tc_ckpt *c, const moe_spec *m, const expert_data *x)
                          (int64_t[3]){E, N, G});
     uint32_t *z = m->asym ? tc_add(c, KEY ".zero_point", HC_DT_I32, 3,
                                    (int64_t[3]){E, N * b / 32, G}) : NULL;
+    uint16_t *bias = m->bias ? tc_add(c, KEY ".bias", HC_DT_BF16, 2, (int64_t[2]){E, N}) : NULL;
+    for (int e = 0; bias && e < E; e++) memcpy(bias + (size_t)e * N, x[e].bias, (size_t)N * 2);
     for (int e = 0; e < E; e++)
         for (int n = 0; n < N; n++) {
             for (int k = 0; k < K; k++)
@@ -198,6 +204,12 @@ static void build_set(const moe_spec *m, moe_set *set)
         make_expert(m, e, &x[e]);
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
         if (e != m->skip) (m->fmt == FMT_GPTQ ? put_gptq : put_ct)(&set->quant, m, p, &x[e]);
+        if (m->bias && !(m->bias == 2 && e == 1)) {
+            char name[160];
+            snprintf(name, sizeof name, "%s.bias", p);
+            memcpy(tc_add(&set->quant, name, HC_DT_BF16, 1, (int64_t[1]){m->N}), x[e].bias,
+                   (size_t)m->N * 2);
+        }
         strcat(p, ".weight");
         float *w = tc_add(&set->fp, p, HC_DT_F32, 2, (int64_t[2]){m->N, m->K});
         for (int n = 0; n < m->N; n++)
@@ -236,17 +248,18 @@ static void *out_tensor(const char *dir, const char *name, size_t *len)
     return copy;
 }
 
-/* Every output tensor of the stack in a equals the one in b; weight and scales exist. */
-static void assert_same_layer(const char *a, const char *b, int want_zero)
+/* Every output tensor of the stack in a equals the one in b; weight and scales
+ * exist, zero points and bias as expected (bias < 0: not compared). */
+static void assert_same_layer(const char *a, const char *b, int want_zero, int want_bias)
 {
     static const char *const roles[] = {".weight", ".weight_scale", ".zero_point",
                                         ".global_scale", ".bias"};
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < (want_bias < 0 ? 4 : 5); r++) {
         size_t la, lb;
         char name[160];
         snprintf(name, sizeof name, KEY "%s", roles[r]);
         void *x = out_tensor(a, name, &la), *y = out_tensor(b, name, &lb);
-        int expect = r < 2 || (r == 2 && want_zero);
+        int expect = r < 2 || (r == 2 && want_zero) || (r == 4 && want_bias);
         if ((x != NULL) != expect || (y != NULL) != expect)
             fail_msg("%s: present %d / %d, expected %d", name, x != NULL, y != NULL, expect);
         if (x) {
@@ -308,17 +321,22 @@ static void run_stack(const moe_spec *m)
     check_record(cfg, m, "true");
     free(cfg);
     if (tc_convert_keep(set.humming.dir, NULL, 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
-    assert_same_layer(set.quant.dir, set.humming.dir, m->asym);
+    assert_same_layer(set.quant.dir, set.humming.dir, m->asym, m->bias);
     assert_report(set.quant.dir, m, 1);
     size_t len;
-    free(out_tensor(set.quant.dir, "model.layers.0.mlp.experts.0.up_proj.weight", &len));
-    assert_int_equal(len, 0);
+    static const char *const gone[] = {".weight", ".qweight", ".weight_packed", ".bias"};
+    for (int i = 0; i < 4; i++) { /* consumed by the stack, not copied */
+        char name[160];
+        snprintf(name, sizeof name, "model.layers.0.mlp.experts.0.up_proj%s", gone[i]);
+        void *t = out_tensor(set.quant.dir, name, &len);
+        if (t) fail_msg("%s copied to the output", name);
+    }
     /* requantized to another format: as the float path stacks the dequantized weights */
     if (tc_convert_keep(set.quant.dir, "w8a16", 0, &cfg, &err) != HC_OK) fail_msg("%s", err.msg);
     check_record(cfg, m, "false");
     free(cfg);
     if (tc_convert_keep(set.fp.dir, "w8a16", 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
-    assert_same_layer(set.quant.dir, set.fp.dir, 0);
+    assert_same_layer(set.quant.dir, set.fp.dir, 0, m->bias ? -1 : 0); /* float: no expert bias */
     assert_report(set.quant.dir, m, 0);
     free_set(&set);
 }
@@ -327,7 +345,8 @@ static void test_gptq_stack(void **state)
 {
     (void)state;
     tc_seed(11);
-    run_stack(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32, .skip = -1});
+    run_stack(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32, .skip = -1,
+                          .bias = 1});
     run_stack(&(moe_spec){.fmt = FMT_GPTQ, .E = 4, .N = 64, .K = 128, .b = 4, .gs = 64,
                           .asym = 1, .skip = -1});
 }
@@ -374,6 +393,9 @@ static void test_stack_refusals(void **state)
     expect_refusal(&(moe_spec){.fmt = FMT_CT, .E = 2, .N = 64, .K = 128, .b = 4, .gs = 32,
                                .skip = -1, .b1 = 4, .gs1 = 32, .asym1 = 1},
                    "model.layers.0.mlp.experts.1.up_proj.weight_packed", "zero points integer vs none");
+    expect_refusal(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .bias = 2},
+                   "model.layers.0.mlp.experts.1.up_proj.qweight", "has no bias and expert 0 has one");
 }
 
 int main(void)
