@@ -32,13 +32,14 @@ typedef struct {
     int fmt, E, N, K, b, gs, asym;
     int skip;           /* expert index left out (a gap), or -1 */
     int bias;           /* per-expert ".bias" [N]; 2: expert 1 has none */
+    int act_order;      /* GPTQ g_idx shuffled: 1 per expert, 2 the same for all */
     int b1, gs1, asym1; /* compressed-tensors: expert 1's own config group, if b1 */
 } moe_spec;
 
 /* One expert's true codes q [N][K], zeros z [N][G] and raw 16-bit scales s [N][G]. */
 typedef struct {
     int b, gs, G, asym;
-    int *q, *z;
+    int *q, *z, *gi;    /* gi: group of each input column (g_idx) */
     uint16_t *s, *bias; /* bias: N bf16 values */
 } expert_data;
 
@@ -68,6 +69,15 @@ static void make_expert(const moe_spec *m, int e, expert_data *x)
         x->s[i] = scale_bits(m->fmt, 0.0078125f * (float)(1 + tc_rand() % 16));
     }
     for (int i = 0; i < N * K; i++) x->q[i] = (int)(tc_rand() % (uint32_t)(top + 1));
+    x->gi = malloc((size_t)K * sizeof *x->gi);
+    for (int k = 0; k < K; k++) x->gi[k] = k / x->gs;
+    uint32_t same = 77; /* act_order 2: one shuffle for every expert */
+    for (int k = K - 1; m->act_order && k > 0; k--) {
+        same = same * 1664525u + 1013904223u;
+        int j = (int)((m->act_order == 2 ? same >> 8 : tc_rand()) % (uint32_t)(k + 1)), t = x->gi[k];
+        x->gi[k] = x->gi[j];
+        x->gi[j] = t;
+    }
     x->bias = malloc((size_t)N * sizeof *x->bias);
     for (int n = 0; n < N; n++) x->bias[n] = hc_f32_to_bf16((float)((int)(tc_rand() % 64) - 32) / 16);
 }
@@ -78,11 +88,12 @@ static void free_expert(expert_data *x)
     free(x->z);
     free(x->s);
     free(x->bias);
+    free(x->gi);
 }
 
 static float dequant(const moe_spec *m, const expert_data *x, int n, int k)
 {
-    int i = n * x->G + k / x->gs;
+    int i = n * x->G + x->gi[k];
     return (float)((double)(x->q[n * m->K + k] - x->z[i]) * scale_value(m->fmt, x->s[i]));
 }
 
@@ -97,6 +108,10 @@ static void put_gptq(tc_ckpt *c, const moe_spec *m, const char *p, const expert_
     uint32_t *qz = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){G, N * b / 32});
     snprintf(name, sizeof name, "%s.scales", p);
     uint16_t *sc = tc_add(c, name, HC_DT_F16, 2, (int64_t[2]){G, N});
+    if (m->act_order) {
+        snprintf(name, sizeof name, "%s.g_idx", p);
+        memcpy(tc_add(c, name, HC_DT_I32, 1, (int64_t[1]){K}), x->gi, (size_t)K * 4);
+    }
     uint32_t *col = calloc((size_t)(K * b / 32), 4);
     for (int n = 0; n < N; n++) {
         for (int k = 0; k < K; k++) tc_put_bits(col, (int64_t)k * b, b, (uint32_t)x->q[n * K + k]);
@@ -139,8 +154,8 @@ static void quant_config(const moe_spec *m, char *buf, size_t len)
     if (m->fmt == FMT_GPTQ) {
         snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
                  "\"quant_method\": \"gptq\", \"bits\": %d, \"group_size\": %d, \"sym\": %s, "
-                 "\"desc_act\": false, \"checkpoint_format\": \"gptq\"}}", m->b, m->gs,
-                 m->asym ? "false" : "true");
+                 "\"desc_act\": %s, \"checkpoint_format\": \"gptq\"}}", m->b, m->gs,
+                 m->asym ? "false" : "true", m->act_order ? "true" : "false");
         return;
     }
     char extra[256] = "";
@@ -218,7 +233,7 @@ static void build_set(const moe_spec *m, moe_set *set)
     quant_config(m, cfg, sizeof cfg);
     tc_write(&set->quant, cfg, NULL, NULL);
     tc_write(&set->fp, "{\"torch_dtype\": \"bfloat16\"}", NULL, NULL);
-    if (!m->b1) put_humming(&set->humming, m, x);
+    if (!m->b1 && !m->act_order) put_humming(&set->humming, m, x);
     for (int e = 0; e < m->E; e++) free_expert(&x[e]);
 }
 
@@ -398,12 +413,57 @@ static void test_stack_refusals(void **state)
                    "model.layers.0.mlp.experts.1.up_proj.qweight", "has no bias and expert 0 has one");
 }
 
+/* Act-order experts: one input_perm per stack, so permute needs equal
+ * permutations; requant unpermutes each expert with its own. */
+static void test_act_order_stack(void **state)
+{
+    (void)state;
+    tc_seed(14);
+    moe_spec m = {.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32, .skip = -1,
+                  .act_order = 1};
+    moe_set set;
+    hc_error err;
+    char *cfg = NULL;
+    build_set(&m, &set);
+    assert_int_equal(tc_convert(set.quant.dir, NULL, HC_ACT_ORDER_PERMUTE, NULL, &err),
+                     HC_ERR_UNSUPPORTED);
+    if (!strstr(err.msg, "experts.1.up_proj.qweight") || !strstr(err.msg, "act-order permutation"))
+        fail_msg("%s", err.msg);
+    if (tc_convert_keep(set.quant.dir, "w8a16", HC_ACT_ORDER_REQUANT, NULL, &err) != HC_OK ||
+        tc_convert_keep(set.fp.dir, "w8a16", 0, NULL, &err) != HC_OK)
+        fail_msg("%s", err.msg);
+    assert_same_layer(set.quant.dir, set.fp.dir, 0, 0);
+    free_set(&set);
+    m.act_order = 2;
+    build_set(&m, &set);
+    if (tc_convert_keep(set.quant.dir, NULL, HC_ACT_ORDER_PERMUTE, &cfg, &err) != HC_OK)
+        fail_msg("%s", err.msg);
+    check_record(cfg, &m, "true");
+    free(cfg);
+    assert_report(set.quant.dir, &m, 1);
+    size_t len;
+    int32_t *perm = out_tensor(set.quant.dir, KEY ".input_perm", &len);
+    char *path = hc_test_path_join(set.quant.dir, "model.safetensors");
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(path, &st, NULL), HC_OK);
+    const hc_st_tensor *gi = hc_st_find(st, "model.layers.0.mlp.experts.0.up_proj.g_idx");
+    assert_non_null(perm);
+    assert_int_equal(len, (size_t)m.K * 4);
+    for (int j = 0; j < m.K; j++) /* groups made contiguous */
+        assert_int_equal(((const int32_t *)gi->data)[perm[j]], j / m.gs);
+    hc_st_close(st);
+    free(path);
+    free(perm);
+    free_set(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gptq_stack),
         cmocka_unit_test(test_ct_stack),
         cmocka_unit_test(test_stack_refusals),
+        cmocka_unit_test(test_act_order_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
