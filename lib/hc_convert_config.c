@@ -30,7 +30,7 @@ static cJSON *layer_record(const hc_conv_layer *L)
     cJSON_AddNumberToObject(o, "group_size_n", (double)c->group_size_n);
     cJSON_AddBoolToObject(o, "has_zero_point", c->has_zero_point);
     cJSON_AddBoolToObject(o, "is_fp_zero_point", c->is_fp_zero_point);
-    cJSON_AddBoolToObject(o, "has_bias", L->pre[HC_ROLE_BIAS] != NULL);
+    cJSON_AddBoolToObject(o, "has_bias", L->has_bias);
     cJSON_AddNumberToObject(o, "num_experts", m->is_moe ? (double)m->E : 0);
     cJSON_AddNumberToObject(o, "shape_n", (double)m->N);
     cJSON_AddNumberToObject(o, "shape_k", (double)m->K);

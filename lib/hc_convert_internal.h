@@ -2,6 +2,7 @@
 #ifndef HC_CONVERT_INTERNAL_H
 #define HC_CONVERT_INTERNAL_H
 
+#include "hc_ckpt.h"
 #include "hc_convert.h"
 #include "hc_integrity.h"
 #include "hc_layout.h"
@@ -33,6 +34,13 @@ typedef enum {
 
 struct hc_ckpt_config;
 
+/* One expert of a quantized per-expert stack "X.experts.<i>.Y". */
+typedef struct {
+    char *prefix;                     /* "X.experts.3.Y" (owned) */
+    const hc_st_tensor *carrier;      /* its weight-carrying tensor (names the file) */
+    const hc_st_tensor *bias;         /* its float bias [N], or NULL */
+} hc_conv_qexpert;
+
 typedef struct {
     char *prefix;                     /* "model.layers.0.mlp.up_proj" */
     hc_src_kind kind;
@@ -58,6 +66,8 @@ typedef struct {
     char source_format[96];
     char note[320];
     hc_st_tensor *extra;              /* act-order permute: P.input_perm (owned) */
+    hc_conv_qexpert *qexperts;        /* quantized per-expert stack, expert i at [i] (owned) */
+    int n_qexperts;
 } hc_conv_layer;
 
 /* One output entry: a transformed layer, or a tensor copied unchanged. */
@@ -139,6 +149,20 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
                                        hc_conv_layer *L, hc_error *err);
 hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
                                  hc_layer_tensors *pre, hc_error *err);
+
+/* Per-expert quantized stacks (hc_convert_qstack.c). */
+/* "X.experts.<i>.Y" -> key "X.experts.Y" and i; 0 if prefix names no expert. */
+int hc_conv_expert_key(const char *prefix, char *key, size_t key_len, long *index);
+/* Reads L's checkpoint tensors in pre form: one checkpoint layer, or for a
+ * stack every expert, checked to agree, concatenated along E (is_moe set). */
+hc_status hc_conv_read_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
+                                 const hc_ckpt_read_opts *ro, hc_ckpt_layer *out, hc_error *err);
+/* Dequantizes L exactly into w (E, N, K), each part in its source column order. */
+hc_status hc_conv_dequant_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
+                                    const hc_ckpt_read_opts *ro, float *w, hc_error *err);
+/* A stack's biases [N] each as one (E, N) tensor in the param dtype. */
+hc_status hc_conv_load_bias_stack(const hc_conv_plan *plan, const hc_conv_layer *L,
+                                  hc_tensor *out, hc_error *err);
 
 /* Shared with the quantized path (hc_convert_float.c). */
 hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,

@@ -211,6 +211,8 @@ void hc_conv_plan_free(hc_conv_plan *plan)
         free(plan->layers[i].prefix);
         free(plan->layers[i].experts);
         free(plan->layers[i].src);
+        for (int e = 0; e < plan->layers[i].n_qexperts; e++) free(plan->layers[i].qexperts[e].prefix);
+        free(plan->layers[i].qexperts);
         hc_st_tensor *x = plan->layers[i].extra;
         if (x) {
             free((void *)x->name);

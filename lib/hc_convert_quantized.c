@@ -34,28 +34,45 @@ static hc_status ask_target(const hc_convert_options *opts, hc_conv_layer *L, hc
     return HC_OK;
 }
 
-static hc_status add_quant_layer(const hc_convert_options *opts, hc_conv_plan *plan,
-                                 hc_ckpt_kind kind, const char *prefix, hc_error *err)
+/* Starts (and counts, so hc_conv_plan_free frees it) a quantized layer. */
+static hc_status begin_quant_layer(hc_conv_plan *plan, hc_ckpt_kind kind, const char *prefix,
+                                   size_t n_src_max, hc_conv_layer **out, hc_error *err)
 {
     hc_conv_layer *L = &plan->layers[plan->n_layers];
     memset(L, 0, sizeof *L);
     L->kind = HC_SRC_QUANTIZED;
     L->ck_kind = kind;
     L->prefix = strdup(prefix);
-    L->src = calloc(16, sizeof *L->src);
+    L->src = calloc(n_src_max, sizeof *L->src);
     if (!L->prefix || !L->src) {
         free(L->prefix);
         free(L->src);
+        memset(L, 0, sizeof *L);
         HC_FAIL(err, HC_ERR_NOMEM, "out of memory planning %s", prefix);
     }
     plan->n_layers++;
-    L->n_src = hc_ckpt_layer_tensors(plan->model, kind, prefix, L->src, 16);
-    L->pre[HC_ROLE_BIAS] = hc_ckpt_layer_bias(plan->model, kind, prefix);
-    if (hc_ckpt_is_skipped(plan->ckpt, prefix))
+    *out = L;
+    return HC_OK;
+}
+
+static hc_status finish_quant_layer(const hc_convert_options *opts, hc_conv_layer *L,
+                                    int skipped, hc_error *err)
+{
+    if (skipped)
         hc_conv_log(opts, "note: %s is in the checkpoint's skip list but holds quantized "
-                    "tensors; the tensors decide (converted as quantized)", prefix);
+                    "tensors; the tensors decide (converted as quantized)", L->prefix);
     if (opts->has_target && opts->choose_target) HC_TRY(ask_target(opts, L, err));
     return HC_OK;
+}
+
+static hc_status add_quant_layer(const hc_convert_options *opts, hc_conv_plan *plan,
+                                 hc_ckpt_kind kind, const char *prefix, hc_error *err)
+{
+    hc_conv_layer *L = NULL;
+    HC_TRY(begin_quant_layer(plan, kind, prefix, 16, &L, err));
+    L->n_src = hc_ckpt_layer_tensors(plan->model, kind, prefix, L->src, 16);
+    L->pre[HC_ROLE_BIAS] = hc_ckpt_layer_bias(plan->model, kind, prefix);
+    return finish_quant_layer(opts, L, hc_ckpt_is_skipped(plan->ckpt, prefix), err);
 }
 
 /* A float 2-D "P.weight" that is not part of a quantized layer. */
@@ -106,26 +123,127 @@ static int is_part_of_quant_layer(hc_st_model *model, const hc_ckpt_config *c,
     return hc_ckpt_find(model, prefix, ".weight_packed") != NULL;
 }
 
+/* One expert's layer "X.experts.<i>.Y" found by its weight-carrying tensor. */
+typedef struct {
+    char key[512];  /* "X.experts.Y" */
+    long index;
+    int kind;
+    size_t tensor;  /* model index of the carrier */
+} qexpert_entry;
+
+static int cmp_qexpert(const void *a, const void *b)
+{
+    const qexpert_entry *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Experts of one key must be numbered 0..E-1 and stored as one kind (as the float path). */
+static hc_status check_qstack(const hc_conv_plan *plan, const qexpert_entry *e, size_t n,
+                              hc_error *err)
+{
+    const hc_st_tensor *t0 = hc_st_model_tensor_at(plan->model, e[0].tensor);
+    for (size_t i = 0; i < n; i++) {
+        const hc_st_tensor *t = hc_st_model_tensor_at(plan->model, e[i].tensor);
+        if (e[i].index != (long)i)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): quantized expert stack %s has %s expert %ld "
+                    "(experts must be numbered 0..E-1 without gaps, and every expert quantized; "
+                    "found %zu, the highest %ld)", t->name, t->file, e[0].key,
+                    i > 0 && e[i].index == e[i - 1].index ? "a duplicate" : "no", (long)i, n,
+                    e[n - 1].index);
+        if (e[i].kind != e[0].kind)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): expert %ld of stack %s is stored as "
+                    "another kind of quantized layer than expert 0 (%s)", t->name, t->file,
+                    (long)i, e[0].key, t0->name);
+    }
+    return HC_OK;
+}
+
+/* Expert i's own prefix and bias (all experts have one, or none). */
+static hc_status add_qexpert(hc_conv_plan *plan, hc_conv_layer *L, const qexpert_entry *x,
+                             int i, size_t n_src_max, hc_error *err)
+{
+    hc_conv_qexpert *q = &L->qexperts[i];
+    hc_ckpt_kind kind;
+    char name[4096];
+    q->carrier = hc_st_model_tensor_at(plan->model, x->tensor);
+    if (!hc_ckpt_layer_of(plan->ckpt, q->carrier, &kind, name, sizeof name))
+        HC_FAIL(err, HC_ERR_INTERNAL, "%s: not a layer tensor", q->carrier->name);
+    q->prefix = strdup(name);
+    HC_CHECK_ALLOC(err, q->prefix, "expert name");
+    q->bias = hc_ckpt_layer_bias(plan->model, kind, name);
+    L->n_src += hc_ckpt_layer_tensors(plan->model, kind, name, L->src + L->n_src,
+                                      (int)n_src_max - L->n_src);
+    if (q->bias && L->n_src < (int)n_src_max) L->src[L->n_src++] = q->bias; /* not copied */
+    if ((q->bias != NULL) != (L->qexperts[0].bias != NULL))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): expert %d of stack %s %s and expert 0 %s; "
+                "a stacked layer has a bias for every expert or none", q->carrier->name,
+                q->carrier->file, i, L->prefix, q->bias ? "has a bias" : "has no bias",
+                q->bias ? "has none" : "has one");
+    return HC_OK;
+}
+
+static hc_status add_quant_stack(const hc_convert_options *opts, hc_conv_plan *plan,
+                                 const qexpert_entry *e, size_t n, hc_error *err)
+{
+    hc_conv_layer *L = NULL;
+    size_t n_src_max = 16 * n;
+    HC_TRY(begin_quant_layer(plan, (hc_ckpt_kind)e[0].kind, e[0].key, n_src_max, &L, err));
+    L->qexperts = calloc(n, sizeof *L->qexperts);
+    HC_CHECK_ALLOC(err, L->qexperts, "expert list");
+    L->n_qexperts = (int)n;
+    int skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        HC_TRY(add_qexpert(plan, L, &e[i], (int)i, n_src_max, err));
+        skipped |= hc_ckpt_is_skipped(plan->ckpt, L->qexperts[i].prefix);
+    }
+    return finish_quant_layer(opts, L, skipped, err);
+}
+
+static hc_status add_quant_stacks(const hc_convert_options *opts, hc_conv_plan *plan,
+                                  qexpert_entry *e, size_t n, int *layer_of, hc_error *err)
+{
+    qsort(e, n, sizeof *e, cmp_qexpert);
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && strcmp(e[j].key, e[i].key) == 0; j++) {}
+        HC_TRY(check_qstack(plan, e + i, j - i, err));
+        HC_TRY(add_quant_stack(opts, plan, e + i, j - i, err));
+        layer_of[e[i].tensor] = plan->n_layers - 1; /* the stack sits at expert 0 */
+    }
+    return HC_OK;
+}
+
 hc_status hc_conv_find_quantized(const hc_convert_options *opts, hc_st_model *model,
                                  hc_conv_plan *plan, int *layer_of, hc_error *err)
 {
     plan->model = model;
-    size_t count = hc_st_model_count(model);
-    for (size_t i = 0; i < count; i++) {
+    size_t count = hc_st_model_count(model), n_ex = 0;
+    qexpert_entry *ex = calloc(count + 1, sizeof *ex);
+    HC_CHECK_ALLOC(err, ex, "expert table");
+    hc_status st = HC_OK;
+    for (size_t i = 0; st == HC_OK && i < count; i++) {
         const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
         hc_ckpt_kind kind;
         char prefix[4096];
-        if (hc_ckpt_layer_of(plan->ckpt, t, &kind, prefix, sizeof prefix)) {
-            HC_TRY(add_quant_layer(opts, plan, kind, prefix, err));
-            layer_of[i] = plan->n_layers - 1;
-            continue;
-        }
-        if (is_part_of_quant_layer(model, plan->ckpt, t)) continue;
         int kept = 0;
-        HC_TRY(maybe_float_layer(opts, plan, t, &kept, err));
-        if (kept) layer_of[i] = plan->n_layers - 1;
+        if (hc_ckpt_layer_of(plan->ckpt, t, &kind, prefix, sizeof prefix)) {
+            qexpert_entry *x = &ex[n_ex];
+            if (hc_conv_expert_key(prefix, x->key, sizeof x->key, &x->index)) {
+                x->kind = kind;
+                x->tensor = i;
+                n_ex++;
+                continue;
+            }
+            st = add_quant_layer(opts, plan, kind, prefix, err);
+            kept = st == HC_OK;
+        } else if (!is_part_of_quant_layer(model, plan->ckpt, t)) {
+            st = maybe_float_layer(opts, plan, t, &kept, err);
+        }
+        if (st == HC_OK && kept) layer_of[i] = plan->n_layers - 1;
     }
-    return HC_OK;
+    if (st == HC_OK) st = add_quant_stacks(opts, plan, ex, n_ex, layer_of, err);
+    free(ex);
+    return st;
 }
 
 static hc_scale_type desc_scale_type(const hc_quant_desc *d)
@@ -194,13 +312,24 @@ static hc_ckpt_read_opts read_opts(const hc_convert_options *opts, const hc_conv
     return r;
 }
 
+/* Each expert's bias must be a vector of the stack's N outputs. */
+static hc_status check_stack_bias(const hc_conv_layer *L, int64_t N, hc_error *err)
+{
+    for (int e = 0; e < L->n_qexperts; e++) {
+        const hc_st_tensor *b = L->qexperts[e].bias;
+        if (b && (b->ndim != 1 || b->shape[0] != N))
+            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expert bias must be [%lld] (the layer's "
+                    "outputs)", b->name, b->file, (long long)N);
+    }
+    return HC_OK;
+}
+
 hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
                                        hc_conv_layer *L, hc_error *err)
 {
     hc_ckpt_layer cl;
     hc_ckpt_read_opts ro = read_opts(opts, plan, 1);
-    if (hc_ckpt_read(plan->ckpt, plan->model, (hc_ckpt_kind)L->ck_kind, L->prefix, &ro, &cl,
-                     err) != HC_OK)
+    if (hc_conv_read_quantized(plan, L, &ro, &cl, err) != HC_OK)
         return hc_error_prefix(err, "%s (%s): ", opts->in_dir,
                                hc_ckpt_method_name(plan->ckpt->method));
     snprintf(L->source_format, sizeof L->source_format, "%s", cl.source_format);
@@ -243,7 +372,8 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
             if (st == HC_OK) cl.perm = NULL;
         }
     }
-    L->has_bias = L->pre[HC_ROLE_BIAS] != NULL;
+    L->has_bias = L->qexperts ? L->qexperts[0].bias != NULL : L->pre[HC_ROLE_BIAS] != NULL;
+    if (st == HC_OK && L->qexperts) st = check_stack_bias(L, N, err);
     int moe = cl.is_moe;
     hc_ckpt_layer_free(&cl);
     HC_TRY(st);
@@ -257,45 +387,38 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
     return HC_OK;
 }
 
-/* Undoes a column permutation applied by the reader (w: rows x K). */
-static hc_status unpermute(float *w, int64_t rows, int64_t K, const int32_t *perm, hc_error *err)
+static hc_status repack_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
+                            const hc_ckpt_read_opts *ro, hc_layer_tensors *pre, hc_error *err)
 {
-    float *tmp = malloc((size_t)K * sizeof *tmp);
-    HC_CHECK_ALLOC(err, tmp, "unpermute row");
-    for (int64_t r = 0; r < rows; r++) {
-        float *row = w + r * K;
-        for (int64_t j = 0; j < K; j++) tmp[perm[j]] = row[j];
-        memcpy(row, tmp, (size_t)K * sizeof *tmp);
-    }
-    free(tmp);
-    return HC_OK;
+    hc_ckpt_layer cl;
+    HC_TRY(hc_conv_read_quantized(plan, L, ro, &cl, err));
+    hc_status st = hc_conv_pre_from_result(&cl.q, L->meta.is_moe, pre, err);
+    hc_ckpt_layer_free(&cl);
+    return st;
+}
+
+static hc_status requant_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
+                             const hc_ckpt_read_opts *ro, hc_layer_tensors *pre, hc_error *err)
+{
+    int64_t E = L->meta.E, N = L->meta.N, K = L->meta.K;
+    float *w = malloc((size_t)(E * N * K) * sizeof *w + 1);
+    if (!w) HC_FAIL(err, HC_ERR_NOMEM, "out of memory dequantizing %s", L->prefix);
+    hc_status st = hc_conv_dequant_quantized(plan, L, ro, w, err);
+    if (st == HC_OK) st = hc_conv_quantize_float(&L->target, w, E, N, K, L->meta.is_moe, pre, err);
+    if (st != HC_OK) st = hc_error_prefix(err, "layer %s (requantize): ", L->prefix);
+    free(w);
+    return st;
 }
 
 hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
                                  hc_layer_tensors *pre, hc_error *err)
 {
-    hc_ckpt_layer cl;
     hc_ckpt_read_opts ro = {.act_order = L->requant ? HC_ACT_ORDER_REQUANT
                                          : L->extra ? HC_ACT_ORDER_PERMUTE : HC_ACT_ORDER_REFUSE,
                             .param_format = plan->param_format, .meta_only = 0};
-    HC_TRY(hc_ckpt_read(plan->ckpt, plan->model, (hc_ckpt_kind)L->ck_kind, L->prefix, &ro, &cl,
-                        err));
-    hc_status st = HC_OK;
-    if (!L->requant) {
-        st = hc_conv_pre_from_result(&cl.q, L->meta.is_moe, pre, err);
-    } else {
-        int64_t E = cl.q.experts, N = cl.q.n, K = cl.q.k;
-        float *w = malloc((size_t)(E * N * K) * sizeof *w + 1);
-        if (!w) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory dequantizing %s", L->prefix);
-        if (st == HC_OK) st = hc_dequantize(&cl.q, w, err);
-        if (st == HC_OK && cl.perm) st = unpermute(w, E * N, K, cl.perm, err);
-        if (st == HC_OK)
-            st = hc_conv_quantize_float(&L->target, w, E, N, K, L->meta.is_moe, pre, err);
-        if (st != HC_OK) st = hc_error_prefix(err, "layer %s (requantize): ", L->prefix);
-        free(w);
-    }
-    if (st == HC_OK && L->pre[HC_ROLE_BIAS])
-        st = hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
-    hc_ckpt_layer_free(&cl);
-    return st;
+    HC_TRY(L->requant ? requant_pre(plan, L, &ro, pre, err) : repack_pre(plan, L, &ro, pre, err));
+    if (L->qexperts && L->has_bias) return hc_conv_load_bias_stack(plan, L, &pre->bias, err);
+    if (L->pre[HC_ROLE_BIAS])
+        return hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
+    return HC_OK;
 }

@@ -169,8 +169,8 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
     free(out);
 }
 
-hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
-                     hc_error *err)
+static hc_status run_convert(const char *dir, const char *format, int act_order, char **config,
+                             int keep, hc_error *err)
 {
     char *out = hc_test_path_join(dir, "out");
     hc_convert_options o = {.in_dir = dir, .out_dir = out, .sm = 90, .force = 1,
@@ -185,9 +185,21 @@ hc_status tc_convert(const char *dir, const char *format, int act_order, char **
         *config = hc_test_read_file(p, NULL);
         free(p);
     }
-    hc_test_rm_rf(out);
+    if (!keep) hc_test_rm_rf(out);
     free(out);
     return st;
+}
+
+hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
+                     hc_error *err)
+{
+    return run_convert(dir, format, act_order, config, 0, err);
+}
+
+hc_status tc_convert_keep(const char *dir, const char *format, int act_order, char **config,
+                          hc_error *err)
+{
+    return run_convert(dir, format, act_order, config, 1, err);
 }
 
 char *tc_layer_field(const char *config, const char *layer, const char *key)

@@ -46,6 +46,9 @@ int64_t tc_diff(const float *a, const float *b, int64_t n);
  * On success *config (if not NULL) gets the output config.json text. */
 hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
                      hc_error *err);
+/* As tc_convert, but the output stays in dir/out (tc_free removes it with dir). */
+hc_status tc_convert_keep(const char *dir, const char *format, int act_order, char **config,
+                          hc_error *err);
 /* Field of the output layer record, as JSON text ("true", "\"...\"", "64"), malloc'ed, or NULL. */
 char *tc_layer_field(const char *config, const char *layer, const char *key);
 

@@ -1,0 +1,469 @@
+/* test_ckpt_moe.c - per-expert quantized tensors "X.experts.<i>.Y.*" (GPTQ,
+ * compressed-tensors pack-quantized) become one MoE layer "X.experts.Y".
+ * Oracles, each built here from the same codes, zeros and scales:
+ *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
+ *             (layout spec 7.8) converts to byte-identical tensors;
+ *   requant:  the float path's stacking of the dequantized weights, given as
+ *             float32 per-expert weights, converts to byte-identical tensors.
+ * Gaps and experts that disagree (bits, group size, symmetry) are refused
+ * with a message naming the expert tensor. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "hc_format.h"
+#include "hc_safetensors.h"
+#include "hc_test_ckpt.h"
+#include "hc_test_util.h"
+
+#define KEY "model.layers.0.mlp.experts.up_proj"
+#define EMAX 4
+
+enum { FMT_GPTQ, FMT_CT };
+
+typedef struct {
+    int fmt, E, N, K, b, gs, asym;
+    int skip;           /* expert index left out (a gap), or -1 */
+    int bias;           /* per-expert ".bias" [N]; 2: expert 1 has none */
+    int act_order;      /* GPTQ g_idx shuffled: 1 per expert, 2 the same for all */
+    int b1, gs1, asym1; /* compressed-tensors: expert 1's own config group, if b1 */
+} moe_spec;
+
+/* One expert's true codes q [N][K], zeros z [N][G] and raw 16-bit scales s [N][G]. */
+typedef struct {
+    int b, gs, G, asym;
+    int *q, *z, *gi;    /* gi: group of each input column (g_idx) */
+    uint16_t *s, *bias; /* bias: N bf16 values */
+} expert_data;
+
+static uint16_t scale_bits(int fmt, float v)
+{
+    return fmt == FMT_GPTQ ? hc_f32_to_f16(v) : hc_f32_to_bf16(v);
+}
+
+static float scale_value(int fmt, uint16_t s)
+{
+    return fmt == FMT_GPTQ ? hc_f16_to_f32(s) : hc_bf16_to_f32(s);
+}
+
+static void make_expert(const moe_spec *m, int e, expert_data *x)
+{
+    int own = m->b1 && e == 1;
+    x->b = own ? m->b1 : m->b;
+    x->gs = own ? m->gs1 : m->gs;
+    x->asym = own ? m->asym1 : m->asym;
+    x->G = m->K / x->gs;
+    int top = (1 << x->b) - 1, N = m->N, K = m->K, G = x->G;
+    x->q = malloc((size_t)(N * K) * sizeof *x->q);
+    x->z = malloc((size_t)(N * G) * sizeof *x->z);
+    x->s = malloc((size_t)(N * G) * sizeof *x->s);
+    for (int i = 0; i < N * G; i++) {
+        x->z[i] = x->asym ? 1 + (int)(tc_rand() % (uint32_t)top) : 1 << (x->b - 1);
+        x->s[i] = scale_bits(m->fmt, 0.0078125f * (float)(1 + tc_rand() % 16));
+    }
+    for (int i = 0; i < N * K; i++) x->q[i] = (int)(tc_rand() % (uint32_t)(top + 1));
+    x->gi = malloc((size_t)K * sizeof *x->gi);
+    for (int k = 0; k < K; k++) x->gi[k] = k / x->gs;
+    uint32_t same = 77; /* act_order 2: one shuffle for every expert */
+    for (int k = K - 1; m->act_order && k > 0; k--) {
+        same = same * 1664525u + 1013904223u;
+        int j = (int)((m->act_order == 2 ? same >> 8 : tc_rand()) % (uint32_t)(k + 1)), t = x->gi[k];
+        x->gi[k] = x->gi[j];
+        x->gi[j] = t;
+    }
+    x->bias = malloc((size_t)N * sizeof *x->bias);
+    for (int n = 0; n < N; n++) x->bias[n] = hc_f32_to_bf16((float)((int)(tc_rand() % 64) - 32) / 16);
+}
+
+static void free_expert(expert_data *x)
+{
+    free(x->q);
+    free(x->z);
+    free(x->s);
+    free(x->bias);
+    free(x->gi);
+}
+
+static float dequant(const moe_spec *m, const expert_data *x, int n, int k)
+{
+    int i = n * x->G + x->gi[k];
+    return (float)((double)(x->q[n * m->K + k] - x->z[i]) * scale_value(m->fmt, x->s[i]));
+}
+
+/* GPTQ v1: qweight [K*b/32, N] packed along K, qzeros [G, N*b/32] (zero - 1), scales [G, N]. */
+static void put_gptq(tc_ckpt *c, const moe_spec *m, const char *p, const expert_data *x)
+{
+    int b = x->b, N = m->N, K = m->K, G = x->G;
+    char name[256];
+    snprintf(name, sizeof name, "%s.qweight", p);
+    uint32_t *qw = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){K * b / 32, N});
+    snprintf(name, sizeof name, "%s.qzeros", p);
+    uint32_t *qz = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){G, N * b / 32});
+    snprintf(name, sizeof name, "%s.scales", p);
+    uint16_t *sc = tc_add(c, name, HC_DT_F16, 2, (int64_t[2]){G, N});
+    if (m->act_order) {
+        snprintf(name, sizeof name, "%s.g_idx", p);
+        memcpy(tc_add(c, name, HC_DT_I32, 1, (int64_t[1]){K}), x->gi, (size_t)K * 4);
+    }
+    uint32_t *col = calloc((size_t)(K * b / 32), 4);
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < K; k++) tc_put_bits(col, (int64_t)k * b, b, (uint32_t)x->q[n * K + k]);
+        for (int r = 0; r < K * b / 32; r++) qw[(size_t)r * N + n] = col[r];
+        for (int g = 0; g < G; g++) {
+            tc_put_bits(qz + (size_t)g * (N * b / 32), (int64_t)n * b, b, (uint32_t)(x->z[n * G + g] - 1));
+            sc[g * N + n] = x->s[n * G + g];
+        }
+    }
+    free(col);
+}
+
+/* compressed-tensors pack-quantized: weight_packed [N, K/pack] along K, offset binary. */
+static void put_ct(tc_ckpt *c, const moe_spec *m, const char *p, const expert_data *x)
+{
+    int b = x->b, pack = 32 / b, N = m->N, K = m->K, G = x->G;
+    char name[256];
+    snprintf(name, sizeof name, "%s.weight_packed", p);
+    uint32_t *wp = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){N, K / pack});
+    snprintf(name, sizeof name, "%s.weight_scale", p);
+    uint16_t *sc = tc_add(c, name, HC_DT_BF16, 2, (int64_t[2]){N, G});
+    snprintf(name, sizeof name, "%s.weight_shape", p);
+    int64_t *shp = tc_add(c, name, HC_DT_I64, 1, (int64_t[1]){2});
+    snprintf(name, sizeof name, "%s.weight_zero_point", p);
+    uint32_t *zp = x->asym ? tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){N / pack, G}) : NULL;
+    shp[0] = N;
+    shp[1] = K;
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < K; k++)
+            wp[n * (K / pack) + k / pack] |= (uint32_t)x->q[n * K + k] << (b * (k % pack));
+        for (int g = 0; g < G; g++) {
+            sc[n * G + g] = x->s[n * G + g];
+            if (zp) zp[(n / pack) * G + g] |= (uint32_t)x->z[n * G + g] << (b * (n % pack));
+        }
+    }
+}
+
+static void quant_config(const moe_spec *m, char *buf, size_t len)
+{
+    if (m->fmt == FMT_GPTQ) {
+        snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+                 "\"quant_method\": \"gptq\", \"bits\": %d, \"group_size\": %d, \"sym\": %s, "
+                 "\"desc_act\": %s, \"checkpoint_format\": \"gptq\"}}", m->b, m->gs,
+                 m->asym ? "false" : "true", m->act_order ? "true" : "false");
+        return;
+    }
+    char extra[256] = "";
+    if (m->b1)
+        snprintf(extra, sizeof extra, ", \"group_1\": {\"targets\": [\"re:.*experts\\\\.1\\\\..*\"], "
+                 "\"weights\": {\"num_bits\": %d, \"type\": \"int\", \"strategy\": \"group\", "
+                 "\"group_size\": %d, \"symmetric\": %s}}", m->b1, m->gs1, m->asym1 ? "false" : "true");
+    snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+             "\"quant_method\": \"compressed-tensors\", \"format\": \"pack-quantized\", "
+             "\"quantization_status\": \"compressed\", \"config_groups\": {\"group_0\": {"
+             "\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": %d, \"type\": \"int\", "
+             "\"strategy\": \"group\", \"group_size\": %d, \"symmetric\": %s}}%s}}}",
+             m->b, m->gs, m->asym ? "false" : "true", extra);
+}
+
+/* The three checkpoints of the same experts: per-expert quantized, a Humming
+ * fused stack of the same codes, and the dequantized weights as float32. */
+typedef struct {
+    tc_ckpt quant, humming, fp;
+} moe_set;
+
+static void put_humming(tc_ckpt *c, const moe_spec *m, const expert_data *x)
+{
+    int E = m->E, N = m->N, K = m->K, b = m->b, G = x[0].G;
+    uint32_t *w = tc_add(c, KEY ".weight", HC_DT_I32, 3, (int64_t[3]){E, N, K * b / 32});
+    uint16_t *s = tc_add(c, KEY ".weight_scale", m->fmt == FMT_GPTQ ? HC_DT_F16 : HC_DT_BF16, 3,
+                         (int64_t[3]){E, N, G});
+    uint32_t *z = m->asym ? tc_add(c, KEY ".zero_point", HC_DT_I32, 3,
+                                   (int64_t[3]){E, N * b / 32, G}) : NULL;
+    uint16_t *bias = m->bias ? tc_add(c, KEY ".bias", HC_DT_BF16, 2, (int64_t[2]){E, N}) : NULL;
+    for (int e = 0; bias && e < E; e++) memcpy(bias + (size_t)e * N, x[e].bias, (size_t)N * 2);
+    for (int e = 0; e < E; e++)
+        for (int n = 0; n < N; n++) {
+            for (int k = 0; k < K; k++)
+                tc_put_bits(w + (size_t)(e * N + n) * (K * b / 32), (int64_t)k * b, b,
+                            (uint32_t)x[e].q[n * K + k]);
+            for (int g = 0; g < G; g++) {
+                s[(e * N + n) * G + g] = x[e].s[n * G + g];
+                if (!z) continue;
+                uint32_t col[EMAX * 64] = {0}; /* N*b/32 words of column g, packed along N */
+                for (int r = 0; r < N; r++) tc_put_bits(col, (int64_t)r * b, b, (uint32_t)x[e].z[r * G + g]);
+                for (int wd = 0; wd < N * b / 32; wd++) z[((size_t)e * (N * b / 32) + wd) * G + g] = col[wd];
+            }
+        }
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+             "\"quant_method\": \"humming\", \"b_dtype\": \"uint%d\", \"bs_dtype\": \"%s\", "
+             "\"weight_scale_group_size\": %d, \"has_zero_point\": %s}}", b,
+             m->fmt == FMT_GPTQ ? "float16" : "bfloat16", m->gs, m->asym ? "true" : "false");
+    tc_write(c, cfg, NULL, NULL);
+}
+
+static void build_set(const moe_spec *m, moe_set *set)
+{
+    expert_data x[EMAX];
+    char cfg[1024], p[128];
+    tc_init(&set->quant, "moe-q");
+    tc_init(&set->humming, "moe-h");
+    tc_init(&set->fp, "moe-f");
+    for (int e = 0; e < m->E; e++) {
+        make_expert(m, e, &x[e]);
+        snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
+        if (e != m->skip) (m->fmt == FMT_GPTQ ? put_gptq : put_ct)(&set->quant, m, p, &x[e]);
+        if (m->bias && !(m->bias == 2 && e == 1)) {
+            char name[160];
+            snprintf(name, sizeof name, "%s.bias", p);
+            memcpy(tc_add(&set->quant, name, HC_DT_BF16, 1, (int64_t[1]){m->N}), x[e].bias,
+                   (size_t)m->N * 2);
+        }
+        strcat(p, ".weight");
+        float *w = tc_add(&set->fp, p, HC_DT_F32, 2, (int64_t[2]){m->N, m->K});
+        for (int n = 0; n < m->N; n++)
+            for (int k = 0; k < m->K; k++) w[n * m->K + k] = dequant(m, &x[e], n, k);
+    }
+    quant_config(m, cfg, sizeof cfg);
+    tc_write(&set->quant, cfg, NULL, NULL);
+    tc_write(&set->fp, "{\"torch_dtype\": \"bfloat16\"}", NULL, NULL);
+    if (!m->b1 && !m->act_order) put_humming(&set->humming, m, x);
+    for (int e = 0; e < m->E; e++) free_expert(&x[e]);
+}
+
+static void free_set(moe_set *set)
+{
+    tc_free(&set->quant);
+    tc_free(&set->humming);
+    tc_free(&set->fp);
+}
+
+/* Bytes of tensor name in dir/out/model.safetensors (malloc'ed), or NULL if absent. */
+static void *out_tensor(const char *dir, const char *name, size_t *len)
+{
+    char *path = hc_test_path_join(dir, "out/model.safetensors");
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(path, &st, NULL), HC_OK);
+    const hc_st_tensor *t = hc_st_find(st, name);
+    void *copy = NULL;
+    *len = 0;
+    if (t) {
+        copy = malloc(t->nbytes + 1);
+        memcpy(copy, t->data, t->nbytes);
+        *len = t->nbytes;
+    }
+    hc_st_close(st);
+    free(path);
+    return copy;
+}
+
+/* Every output tensor of the stack in a equals the one in b; weight and scales
+ * exist, zero points and bias as expected (bias < 0: not compared). */
+static void assert_same_layer(const char *a, const char *b, int want_zero, int want_bias)
+{
+    static const char *const roles[] = {".weight", ".weight_scale", ".zero_point",
+                                        ".global_scale", ".bias"};
+    for (int r = 0; r < (want_bias < 0 ? 4 : 5); r++) {
+        size_t la, lb;
+        char name[160];
+        snprintf(name, sizeof name, KEY "%s", roles[r]);
+        void *x = out_tensor(a, name, &la), *y = out_tensor(b, name, &lb);
+        int expect = r < 2 || (r == 2 && want_zero) || (r == 4 && want_bias);
+        if ((x != NULL) != expect || (y != NULL) != expect)
+            fail_msg("%s: present %d / %d, expected %d", name, x != NULL, y != NULL, expect);
+        if (x) {
+            assert_int_equal(la, lb);
+            if (memcmp(x, y, la) != 0) fail_msg("%s differs", name);
+        }
+        free(x);
+        free(y);
+    }
+}
+
+/* The report has exactly one layer, the stack (E, N, K), passed, 0 lossless mismatches. */
+static void assert_report(const char *dir, const moe_spec *m, int lossless)
+{
+    char *path = hc_test_path_join(dir, "out/humming_report.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *r = cJSON_Parse(text), *layers = cJSON_GetObjectItem(r, "layers");
+    assert_int_equal(cJSON_GetArraySize(layers), 1);
+    cJSON *l = cJSON_GetArrayItem(layers, 0), *shape = cJSON_GetObjectItem(l, "shape");
+    assert_string_equal(cJSON_GetObjectItem(l, "name")->valuestring, KEY);
+    assert_int_equal(cJSON_GetArraySize(shape), 3);
+    assert_int_equal(cJSON_GetArrayItem(shape, 0)->valueint, m->E);
+    assert_int_equal(cJSON_GetArrayItem(shape, 1)->valueint, m->N);
+    assert_int_equal(cJSON_GetArrayItem(shape, 2)->valueint, m->K);
+    assert_string_equal(cJSON_GetObjectItem(l, "status")->valuestring, "pass");
+    const cJSON *mm = cJSON_GetObjectItem(l, "lossless_mismatches");
+    if (lossless) {
+        assert_non_null(mm);
+        assert_int_equal(mm->valueint, 0);
+    }
+    cJSON_Delete(r);
+    free(text);
+    free(path);
+}
+
+static void check_record(const char *config, const moe_spec *m, const char *lossless)
+{
+    char want[16], *v = tc_layer_field(config, KEY, "num_experts");
+    snprintf(want, sizeof want, "%d", m->E);
+    assert_non_null(v);
+    assert_string_equal(v, want);
+    free(v);
+    v = tc_layer_field(config, KEY, "lossless");
+    assert_non_null(v);
+    assert_string_equal(v, lossless);
+    free(v);
+    v = tc_layer_field(config, "model.layers.0.mlp.experts.0.up_proj", "num_experts");
+    assert_null(v); /* no per-expert layer left */
+}
+
+/* Lossless repack == the Humming fused stack; requant == the float path's stack. */
+static void run_stack(const moe_spec *m)
+{
+    moe_set set;
+    hc_error err;
+    char *cfg = NULL;
+    build_set(m, &set);
+    if (tc_convert_keep(set.quant.dir, NULL, 0, &cfg, &err) != HC_OK) fail_msg("%s", err.msg);
+    check_record(cfg, m, "true");
+    free(cfg);
+    if (tc_convert_keep(set.humming.dir, NULL, 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_same_layer(set.quant.dir, set.humming.dir, m->asym, m->bias);
+    assert_report(set.quant.dir, m, 1);
+    size_t len;
+    static const char *const gone[] = {".weight", ".qweight", ".weight_packed", ".bias"};
+    for (int i = 0; i < 4; i++) { /* consumed by the stack, not copied */
+        char name[160];
+        snprintf(name, sizeof name, "model.layers.0.mlp.experts.0.up_proj%s", gone[i]);
+        void *t = out_tensor(set.quant.dir, name, &len);
+        if (t) fail_msg("%s copied to the output", name);
+    }
+    /* requantized to another format: as the float path stacks the dequantized weights */
+    if (tc_convert_keep(set.quant.dir, "w8a16", 0, &cfg, &err) != HC_OK) fail_msg("%s", err.msg);
+    check_record(cfg, m, "false");
+    free(cfg);
+    if (tc_convert_keep(set.fp.dir, "w8a16", 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_same_layer(set.quant.dir, set.fp.dir, 0, m->bias ? -1 : 0); /* float: no expert bias */
+    assert_report(set.quant.dir, m, 0);
+    free_set(&set);
+}
+
+static void test_gptq_stack(void **state)
+{
+    (void)state;
+    tc_seed(11);
+    run_stack(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32, .skip = -1,
+                          .bias = 1});
+    run_stack(&(moe_spec){.fmt = FMT_GPTQ, .E = 4, .N = 64, .K = 128, .b = 4, .gs = 64,
+                          .asym = 1, .skip = -1});
+}
+
+static void test_ct_stack(void **state)
+{
+    (void)state;
+    tc_seed(12);
+    run_stack(&(moe_spec){.fmt = FMT_CT, .E = 4, .N = 64, .K = 128, .b = 4, .gs = 32,
+                          .asym = 1, .skip = -1});
+    run_stack(&(moe_spec){.fmt = FMT_CT, .E = 2, .N = 64, .K = 256, .b = 8, .gs = 64, .skip = -1});
+}
+
+/* Refused before any output, the message naming the expert tensor and the reason. */
+static void expect_refusal(const moe_spec *m, const char *tensor, const char *reason)
+{
+    moe_set set;
+    hc_error err;
+    build_set(m, &set);
+    hc_status st = tc_convert(set.quant.dir, NULL, 0, NULL, &err);
+    if (st == HC_OK) fail_msg("converted; expected a refusal naming %s (%s)", tensor, reason);
+    if (!strstr(err.msg, tensor) || !strstr(err.msg, reason) || !strstr(err.msg, KEY))
+        fail_msg("message lacks %s / %s / " KEY ": %s", tensor, reason, err.msg);
+    char *out = hc_test_path_join(set.quant.dir, "out");
+    assert_false(hc_test_exists(out));
+    free(out);
+    free_set(&set);
+}
+
+static void test_stack_refusals(void **state)
+{
+    (void)state;
+    tc_seed(13);
+    expect_refusal(&(moe_spec){.fmt = FMT_GPTQ, .E = 4, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = 2},
+                   "model.layers.0.mlp.experts.3.up_proj.qweight", "no expert 2");
+    expect_refusal(&(moe_spec){.fmt = FMT_CT, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .b1 = 8, .gs1 = 32},
+                   "model.layers.0.mlp.experts.1.up_proj.weight_packed",
+                   "weight format uint8 (8 bits) vs uint4 (4 bits)");
+    expect_refusal(&(moe_spec){.fmt = FMT_CT, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .b1 = 4, .gs1 = 64},
+                   "model.layers.0.mlp.experts.1.up_proj.weight_packed", "group size 64 vs 32");
+    expect_refusal(&(moe_spec){.fmt = FMT_CT, .E = 2, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .b1 = 4, .gs1 = 32, .asym1 = 1},
+                   "model.layers.0.mlp.experts.1.up_proj.weight_packed", "zero points integer vs none");
+    expect_refusal(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .bias = 2},
+                   "model.layers.0.mlp.experts.1.up_proj.qweight", "has no bias and expert 0 has one");
+}
+
+/* Act-order experts: one input_perm per stack, so permute needs equal
+ * permutations; requant unpermutes each expert with its own. */
+static void test_act_order_stack(void **state)
+{
+    (void)state;
+    tc_seed(14);
+    moe_spec m = {.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32, .skip = -1,
+                  .act_order = 1};
+    moe_set set;
+    hc_error err;
+    char *cfg = NULL;
+    build_set(&m, &set);
+    assert_int_equal(tc_convert(set.quant.dir, NULL, HC_ACT_ORDER_PERMUTE, NULL, &err),
+                     HC_ERR_UNSUPPORTED);
+    if (!strstr(err.msg, "experts.1.up_proj.qweight") || !strstr(err.msg, "act-order permutation"))
+        fail_msg("%s", err.msg);
+    if (tc_convert_keep(set.quant.dir, "w8a16", HC_ACT_ORDER_REQUANT, NULL, &err) != HC_OK ||
+        tc_convert_keep(set.fp.dir, "w8a16", 0, NULL, &err) != HC_OK)
+        fail_msg("%s", err.msg);
+    assert_same_layer(set.quant.dir, set.fp.dir, 0, 0);
+    free_set(&set);
+    m.act_order = 2;
+    build_set(&m, &set);
+    if (tc_convert_keep(set.quant.dir, NULL, HC_ACT_ORDER_PERMUTE, &cfg, &err) != HC_OK)
+        fail_msg("%s", err.msg);
+    check_record(cfg, &m, "true");
+    free(cfg);
+    assert_report(set.quant.dir, &m, 1);
+    size_t len;
+    int32_t *perm = out_tensor(set.quant.dir, KEY ".input_perm", &len);
+    char *path = hc_test_path_join(set.quant.dir, "model.safetensors");
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(path, &st, NULL), HC_OK);
+    const hc_st_tensor *gi = hc_st_find(st, "model.layers.0.mlp.experts.0.up_proj.g_idx");
+    assert_non_null(perm);
+    assert_int_equal(len, (size_t)m.K * 4);
+    for (int j = 0; j < m.K; j++) /* groups made contiguous */
+        assert_int_equal(((const int32_t *)gi->data)[perm[j]], j / m.gs);
+    hc_st_close(st);
+    free(path);
+    free(perm);
+    free_set(&set);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gptq_stack),
+        cmocka_unit_test(test_ct_stack),
+        cmocka_unit_test(test_stack_refusals),
+        cmocka_unit_test(test_act_order_stack),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
