@@ -57,9 +57,9 @@ static hc_status choose(const hc_convert_options *opts, hc_conv_layer *L, int *s
     if (opts->choose_target == NULL)
         HC_FAIL(err, HC_ERR_ARG, "float checkpoint %s: no target format given (use --format, "
                 "--weight-dtype or --recipe)", opts->in_dir);
-    if (opts->choose_target(opts->choose_ctx, L->prefix, &L->target, skip, L->why,
-                            sizeof L->why, err) != HC_OK)
-        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    HC_TRY_CTX(err, opts->choose_target(opts->choose_ctx, L->prefix, &L->target, skip, L->why,
+                                        sizeof L->why, err),
+               "layer %s: ", L->prefix);
     return HC_OK;
 }
 
@@ -252,13 +252,13 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
     hc_quant_desc d = quant_desc(t);
-    if (hc_quant_check(&d, E, N, K, err) != HC_OK)
-        return hc_error_prefix(err, "layer %s [%lld x %lld]: ", L->prefix, (long long)N,
+    HC_TRY_CTX(err, hc_quant_check(&d, E, N, K, err), "layer %s [%lld x %lld]: ", L->prefix, (long long)N,
                                (long long)K);
     hc_conv_target_config(opts, plan, t, &L->cfg);
-    if (hc_layer_plan(&L->cfg, L->experts != NULL || L->pre[HC_ROLE_WEIGHT]->ndim == 3, E, N, K,
-                      &L->meta, err) != HC_OK)
-        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    HC_TRY_CTX(err,
+               hc_layer_plan(&L->cfg, L->experts != NULL || L->pre[HC_ROLE_WEIGHT]->ndim == 3, E, N, K,
+                             &L->meta, err),
+               "layer %s: ", L->prefix);
     L->has_zero = L->cfg.has_zero_point;
     L->has_global = t->global_scale || t->group_size < 0;
     L->has_bias = L->pre[HC_ROLE_BIAS] != NULL;
@@ -374,7 +374,7 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
     hc_quant_result r;
     memset(&r, 0, sizeof r);
     hc_status st = hc_quantize(&d, w, E, N, K, &r, err);
-    if (st != HC_OK) st = hc_error_prefix(err, "layer %s: ", L->prefix);
+    if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])
         st = hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);

@@ -43,9 +43,10 @@ hc_status hc_conv_plan_humming_layer(const hc_convert_options *opts, const hc_co
         .scale_type = q->scale_type, .group_size = q->group_size, .group_size_n = q->group_size_n,
         .has_zero_point = q->has_zero_point, .is_fp_zero_point = q->is_fp_zero_point,
         .sm = opts->sm, .humming_bug_compat = opts->humming_bug_compat};
-    if (hc_layer_plan(&L->cfg, is_moe, is_moe ? w->shape[0] : 1, w->shape[w->ndim - 2],
-                      cols * 32 / b, &L->meta, err) != HC_OK)
-        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    HC_TRY_CTX(err,
+               hc_layer_plan(&L->cfg, is_moe, is_moe ? w->shape[0] : 1, w->shape[w->ndim - 2],
+                             cols * 32 / b, &L->meta, err),
+               "layer %s: ", L->prefix);
     return HC_OK;
 }
 

@@ -26,9 +26,9 @@ static int ends_with(const char *s, const char *suffix)
 static hc_status ask_target(const hc_convert_options *opts, hc_conv_layer *L, hc_error *err)
 {
     int skip = 0;
-    if (opts->choose_target(opts->choose_ctx, L->prefix, &L->target, &skip, L->why,
-                            sizeof L->why, err) != HC_OK)
-        return hc_error_prefix(err, "layer %s: ", L->prefix);
+    HC_TRY_CTX(err, opts->choose_target(opts->choose_ctx, L->prefix, &L->target, &skip, L->why,
+                                        sizeof L->why, err),
+               "layer %s: ", L->prefix);
     L->has_choice = 1;
     L->skip_target = skip;
     return HC_OK;
@@ -105,7 +105,8 @@ static hc_status maybe_float_layer(const hc_convert_options *opts, hc_conv_plan 
     if (st != HC_OK || skip) {
         free(L->prefix);
         memset(L, 0, sizeof *L);
-        return st == HC_OK ? HC_OK : hc_error_prefix(err, "layer %s: ", t->name);
+        if (st != HC_OK) hc_error_prefix(err, "layer %s: ", t->name);
+        return st;
     }
     plan->n_layers++;
     *kept = 1;
@@ -329,9 +330,8 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
 {
     hc_ckpt_layer cl;
     hc_ckpt_read_opts ro = read_opts(opts, plan, 1);
-    if (hc_conv_read_quantized(plan, L, &ro, &cl, err) != HC_OK)
-        return hc_error_prefix(err, "%s (%s): ", opts->in_dir,
-                               hc_ckpt_method_name(plan->ckpt->method));
+    HC_TRY_CTX(err, hc_conv_read_quantized(plan, L, &ro, &cl, err), "%s (%s): ", opts->in_dir,
+               hc_ckpt_method_name(plan->ckpt->method));
     snprintf(L->source_format, sizeof L->source_format, "%s", cl.source_format);
     snprintf(L->note, sizeof L->note, "%s", cl.note);
     const hc_quant_desc *d = &cl.q.desc;
@@ -378,9 +378,8 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
     hc_ckpt_layer_free(&cl);
     HC_TRY(st);
     if (L->note[0]) hc_conv_log(opts, "warning: layer %s: %s", L->prefix, L->note);
-    if (hc_layer_plan(&L->cfg, moe, E, N, K, &L->meta, err) != HC_OK)
-        return hc_error_prefix(err, "layer %s (%s, %s): ", L->prefix, L->source_format,
-                               L->requant ? "requantized" : "lossless repack");
+    HC_TRY_CTX(err, hc_layer_plan(&L->cfg, moe, E, N, K, &L->meta, err), "layer %s (%s, %s): ",
+               L->prefix, L->source_format, L->requant ? "requantized" : "lossless repack");
     snprintf(L->why, sizeof L->why, "%s: %s", L->source_format,
              L->requant ? "dequantized exactly and requantized" : L->lossless
                  ? "repacked losslessly" : "repacked (see note)");
@@ -405,7 +404,7 @@ static hc_status requant_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
     if (!w) HC_FAIL(err, HC_ERR_NOMEM, "out of memory dequantizing %s", L->prefix);
     hc_status st = hc_conv_dequant_quantized(plan, L, ro, w, err);
     if (st == HC_OK) st = hc_conv_quantize_float(&L->target, w, E, N, K, L->meta.is_moe, pre, err);
-    if (st != HC_OK) st = hc_error_prefix(err, "layer %s (requantize): ", L->prefix);
+    if (st != HC_OK) hc_error_prefix(err, "layer %s (requantize): ", L->prefix);
     free(w);
     return st;
 }

@@ -103,9 +103,8 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
                         "and is compared with the CPU reference", sm);
         v->use_gpu = sm > 0;
     }
-    if (v->enabled && opts->calib_path &&
-        hc_st_open(opts->calib_path, &v->calib, err) != HC_OK)
-        return hc_error_prefix(err, "--calib: ");
+    if (v->enabled && opts->calib_path)
+        HC_TRY_CTX(err, hc_st_open(opts->calib_path, &v->calib, err), "--calib: ");
     describe_run(v);
     for (int i = 0; i < plan->n_layers; i++) {
         const hc_conv_layer *L = &plan->layers[i];

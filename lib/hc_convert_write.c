@@ -66,8 +66,10 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
                                         &post.global_scale, &post.bias};
     float *ref = NULL;
     hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
-    if (st == HC_OK && hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err) != HC_OK)
-        st = hc_error_prefix(err, "layer %s: ", L->prefix);
+    if (st == HC_OK) {
+        st = hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err);
+        if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
+    }
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
     if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post, ref, err);

@@ -15,9 +15,9 @@ hc_status hc_error_set(hc_error *err, hc_status status, const char *fmt, ...)
     return status;
 }
 
-hc_status hc_error_prefix(hc_error *err, const char *fmt, ...)
+void hc_error_prefix(hc_error *err, const char *fmt, ...)
 {
-    if (err == NULL) return HC_OK;
+    if (err == NULL) return;
     char prefix[HC_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -30,7 +30,6 @@ hc_status hc_error_prefix(hc_error *err, const char *fmt, ...)
     memcpy(joined + lp, err->msg, lm);
     joined[lp + lm] = '\0';
     memcpy(err->msg, joined, sizeof joined);
-    return err->status;
 }
 
 void hc_error_clear(hc_error *err)

@@ -32,16 +32,27 @@ typedef struct {
 hc_status hc_error_set(hc_error *err, hc_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Prepends context ("reading model.safetensors: ") to an error already set.
- * Returns err->status (HC_OK if err is NULL). */
-hc_status hc_error_prefix(hc_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* Prepends context ("reading model.safetensors: ") to an error already set
+ * (nothing if err is NULL). Returns nothing on purpose: a caller must return
+ * the failing status it holds, which does not depend on err being NULL
+ * (HC_TRY_CTX below does both). */
+void hc_error_prefix(hc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Clears err to HC_OK with an empty message. */
 void hc_error_clear(hc_error *err);
 
 /* Short name of a status, e.g. "format error". Never NULL. */
 const char *hc_status_name(hc_status status);
+
+/* Propagate a failing status with context prepended to its message. */
+#define HC_TRY_CTX(err, expr, ...)                                             \
+    do {                                                                       \
+        hc_status hc_ctx_status_ = (expr);                                     \
+        if (hc_ctx_status_ != HC_OK) {                                         \
+            hc_error_prefix((err), __VA_ARGS__);                               \
+            return hc_ctx_status_;                                             \
+        }                                                                      \
+    } while (0)
 
 /* Propagate a failing status unchanged. */
 #define HC_TRY(expr)                                                           \

@@ -155,10 +155,12 @@ static hc_status shard_names(const cJSON *wm, const char ***out, size_t *n, hc_e
 static hc_status open_shards(hc_st_model *m, const char *ipath, const cJSON *wm,
                              const char **names, size_t n, hc_error *err)
 {
-    if (open_files(m, names, n, err) == HC_OK) return HC_OK;
+    const hc_status st = open_files(m, names, n, err);
+    if (st == HC_OK) return HC_OK;
     const char *shard = names[m->nfiles];
-    return hc_error_prefix(err, "%s maps tensor '%s' to shard '%s': ", ipath,
-                           tensor_for_shard(wm, shard), shard);
+    hc_error_prefix(err, "%s maps tensor '%s' to shard '%s': ", ipath, tensor_for_shard(wm, shard),
+                    shard);
+    return st;
 }
 
 /* One entry per weight_map key, looked up in the shard the index names. */
@@ -316,7 +318,8 @@ hc_status hc_st_model_open(const char *dir, hc_st_model **out, hc_error *err)
     hc_status st = m->dir ? open_model(m, err) : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
     if (st != HC_OK) {
         hc_st_model_close(m);
-        return hc_error_prefix(err, "model directory %s: ", dir);
+        hc_error_prefix(err, "model directory %s: ", dir);
+        return st;
     }
     *out = m;
     return HC_OK;

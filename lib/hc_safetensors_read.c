@@ -285,8 +285,7 @@ static hc_status collect(hc_st_file *f, hc_error *err)
     HC_CHECK_ALLOC(err, f->tensors, "tensor table");
     for (const cJSON *c = f->root->child; c; c = c->next) {
         if (strcmp(c->string, META_KEY) == 0) continue;
-        if (parse_entry(f, c, &f->tensors[f->count], err) != HC_OK)
-            return hc_error_prefix(err, "tensor '%s': ", c->string);
+        HC_TRY_CTX(err, parse_entry(f, c, &f->tensors[f->count], err), "tensor '%s': ", c->string);
         f->count++;
     }
     return HC_OK;
@@ -382,7 +381,8 @@ static hc_status open_common(const char *path, const void *data, size_t len, hc_
     }
     if (st != HC_OK) {
         hc_st_close(f);
-        return hc_error_prefix(err, "%s: ", path);
+        hc_error_prefix(err, "%s: ", path);
+        return st;
     }
     *out = f;
     return HC_OK;

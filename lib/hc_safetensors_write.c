@@ -162,7 +162,8 @@ hc_status hc_st_writer_open(const char *path, hc_st_writer **out, hc_error *err)
                                        : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
     if (st != HC_OK) {
         writer_free(w);
-        return hc_error_prefix(err, "writing %s: ", path);
+        hc_error_prefix(err, "writing %s: ", path);
+        return st;
     }
     *out = w;
     return HC_OK;
@@ -216,8 +217,8 @@ static hc_status add_impl(hc_st_writer *w, const char *name, hc_dtype dtype, int
 hc_status hc_st_writer_add(hc_st_writer *w, const char *name, hc_dtype dtype, int ndim,
                            const int64_t *shape, hc_error *err)
 {
-    if (add_impl(w, name, dtype, ndim, shape, err) != HC_OK)
-        return hc_error_prefix(err, "writing %s: tensor '%s': ", w->path, name);
+    HC_TRY_CTX(err, add_impl(w, name, dtype, ndim, shape, err), "writing %s: tensor '%s': ", w->path,
+               name);
     return HC_OK;
 }
 
@@ -255,8 +256,7 @@ static hc_status meta_impl(hc_st_writer *w, const char *key, const char *value, 
 hc_status hc_st_writer_set_metadata(hc_st_writer *w, const char *key, const char *value,
                                     hc_error *err)
 {
-    if (meta_impl(w, key, value, err) != HC_OK)
-        return hc_error_prefix(err, "writing %s: metadata \"%s\": ", w->path, key);
+    HC_TRY_CTX(err, meta_impl(w, key, value, err), "writing %s: metadata \"%s\": ", w->path, key);
     return HC_OK;
 }
 
@@ -349,7 +349,7 @@ static hc_status begin_impl(hc_st_writer *w, hc_error *err)
 
 hc_status hc_st_writer_begin_data(hc_st_writer *w, hc_error *err)
 {
-    if (begin_impl(w, err) != HC_OK) return hc_error_prefix(err, "writing %s: ", w->path);
+    HC_TRY_CTX(err, begin_impl(w, err), "writing %s: ", w->path);
     return HC_OK;
 }
 
@@ -381,8 +381,7 @@ static hc_status write_impl(hc_st_writer *w, size_t index, const void *data, siz
 hc_status hc_st_writer_write(hc_st_writer *w, size_t index, const void *data, size_t len,
                              hc_error *err)
 {
-    if (write_impl(w, index, data, len, err) != HC_OK)
-        return hc_error_prefix(err, "writing %s: ", w->path);
+    HC_TRY_CTX(err, write_impl(w, index, data, len, err), "writing %s: ", w->path);
     return HC_OK;
 }
 

@@ -127,7 +127,35 @@ typedef struct {
     double *zero;       /* (E, Np, G) zero point as a number; NULL: none */
     int *zcode;         /* (E, Np, G) integer zero-point codes (int zp only) */
     double *global;     /* (E); NULL: 1 */
+    /* the 32 values of a lane (spec 4.3 inverted), fixed per layer: the value u
+     * sits at n = 64 nb + 4 a j + lane / 4 + dn[u], k = P kb + R (lane % 4) + dk[u],
+     * in padded word wd[u] at bit sh[u] */
+    int dn[32], dk[32], wd[32], sh[32];
+    int is_float;
+    double flut[256];   /* float weight codes -> value (is_float) */
 } decode_ctx;
+
+/* Fills the per-layer lane map and the float code table. */
+static void lane_map(decode_ctx *c)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b);
+    const int R = 32 / a, Nw = 32 / Bp, Gs = a / Bp;
+    for (int u = 0; u < 32; u++) {
+        const int kk = u % R, rest = u / R, i3 = rest / 4;
+        int i4, i5;
+        if (m->transposed_mini_block) i4 = rest % 2, i5 = (rest / 2) % 2;
+        else i5 = rest % 2, i4 = (rest / 2) % 2;
+        const int o = u % Nw, slot = (o % R) * Gs + o / R;
+        c->dn[u] = 16 * i3 + 8 * i4;
+        c->dk[u] = 4 * R * i5 + kk;
+        c->wd[u] = u / Nw;
+        c->sh[u] = slot * Bp;
+    }
+    c->is_float = hc_format_get(c->cfg->weight_format)->kind == HC_KIND_FLOAT;
+    for (uint32_t v = 0; c->is_float && v < 256 && v < (1u << b); v++)
+        c->flut[v] = hc_format_decode(c->cfg->weight_format, v);
+}
 
 static hc_status decode_scales(decode_ctx *c, const hc_tensor *s, hc_error *err)
 {
@@ -243,28 +271,25 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
                         int64_t nb, int j, int lane, float *W)
 {
     const hc_layer_meta *m = c->m;
-    int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b);
-    int P = 256 / a, R = 32 / a, Nw = 32 / Bp, Gs = a / Bp;
-    int is_float = hc_format_get(c->cfg->weight_format)->kind == HC_KIND_FLOAT;
+    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b);
+    const int P = 256 / a, R = 32 / a;
     uint32_t Wd[8];
     uncompact_words(b, Bp, F, Wd);
-    uint32_t mask = (1u << b) - 1;
+    const uint32_t mask = (1u << b) - 1;
+    const int64_t n0 = 64 * nb + 4 * a * j + lane / 4, k0 = (int64_t)P * kb + R * (lane % 4);
+    /* 5.3 with int8 activations: the kernel multiplies fp4 values by 2 to make
+     * them integers; the global scale carries the 0.5. */
+    const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
+    const double gl = c->global ? c->global[e] : 1.0;
+    /* a whole tile row lies in one group when the group size is a multiple of P */
+    const int64_t g_row = m->group_size % P == 0 ? (int64_t)P * kb / m->group_size : -1;
     for (int u = 0; u < 32; u++) {
-        int kk = u % R, rest = u / R, i3 = rest / 4, i4, i5;
-        if (m->transposed_mini_block) i4 = rest % 2, i5 = (rest / 2) % 2;
-        else i5 = rest % 2, i4 = (rest / 2) % 2;
-        int64_t n = 64 * nb + 4 * a * j + 16 * i3 + 8 * i4 + lane / 4;
-        int64_t k = (int64_t)P * kb + 4 * R * i5 + R * (lane % 4) + kk;
-        int o = u % Nw, slot = (o % R) * Gs + o / R;
-        uint32_t code = (Wd[u / Nw] >> (slot * Bp)) & mask;
-        int64_t g = k / m->group_size;
-        double x = is_float ? hc_format_decode(c->cfg->weight_format, code)
-                            : int_value(c, code, e, n, g);
-        /* 5.3 with int8 activations: the kernel multiplies fp4 values by 2 to
-         * make them integers; the global scale carries the 0.5. */
-        if (m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8) x *= 2.0;
-        double v = x * elem_scale(c, e, n, k, g);
-        if (c->global) v *= c->global[e];
+        const int64_t n = n0 + c->dn[u], k = k0 + c->dk[u];
+        const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
+        const int64_t g = g_row >= 0 ? g_row : k / m->group_size;
+        const double x = c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+        double v = x * x2 * elem_scale(c, e, n, k, g);
+        if (c->global) v *= gl;
         W[(e * m->Np + n) * m->Kp + k] = (float)v;
     }
 }
@@ -275,6 +300,7 @@ hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta
 {
     HC_TRY(hc_verify_check_post(cfg, meta, post, err));
     decode_ctx c = {.cfg = cfg, .m = meta};
+    lane_map(&c);
     hc_status st = decode_scales(&c, &post->weight_scale, err);
     if (st == HC_OK) st = decode_zero(&c, &post->zero_point, err);
     if (st == HC_OK && post->global_scale.data) {

@@ -226,6 +226,7 @@ static void test_golden_through_cli(void **state)
     if (d == NULL) {
         printf("NOTICE: %s not found: golden CLI test skipped\n", dir);
         skip();
+        return; /* skip() does not always leave the test */
     }
     int files = 0, requantized = 0;
     struct dirent *e;

@@ -184,7 +184,10 @@ static int run_file(const char *path, const char *file)
 static void test_golden_files(void **state)
 {
     (void)state;
-    if (!has_golden()) skip();
+    if (!has_golden()) {
+        skip();
+        return; /* skip() does not always leave the test */
+    }
     DIR *dir = opendir(golden_dir);
     assert_non_null(dir);
     struct dirent *de;

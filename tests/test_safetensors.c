@@ -601,6 +601,13 @@ static void test_open_missing_file(void **state)
     assert_contains(err.msg, "/nonexistent/x.safetensors: cannot open");
     assert_int_equal(hc_st_open("/", &f, &err), HC_ERR_IO);
     assert_contains(err.msg, "not a readable regular file");
+    /* without an error record the status is the same (it once came back
+     * HC_OK with no file: the context prefix returned err->status) */
+    assert_int_equal(hc_st_open("/nonexistent/x.safetensors", &f, NULL), HC_ERR_IO);
+    assert_null(f);
+    hc_st_model *m = NULL;
+    assert_int_not_equal(hc_st_model_open("/nonexistent", &m, NULL), HC_OK);
+    assert_null(m);
 }
 
 static int run_with_bad_cases(const struct CMUnitTest *fixed, size_t nfixed)

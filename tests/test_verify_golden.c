@@ -86,6 +86,7 @@ static void test_file(void **state)
     if (hc_test_st_open(path, &f) != 0) {
         printf("NOTICE: %s not readable (HC_SHARED_DIR?); golden GEMM check skipped\n", path);
         skip();
+        return; /* skip() does not always leave the test */
     }
     cJSON *meta = cJSON_Parse(hc_test_st_meta(&f, "meta"));
     assert_non_null(meta);

@@ -269,6 +269,7 @@ static void test_html_screenshot(void **state)
         printf("NOTICE: chromium not installed and apt-get could not install it; "
                "HTML screenshot test skipped\n");
         skip();
+        return; /* skip() does not always leave the test */
     }
     char *out = out_dir(f, "shot"), args[4096];
     snprintf(args, sizeof args, "'%s' '%s' --arch sm89 --activation int8 --verify-tokens 16",
@@ -287,6 +288,7 @@ static void test_html_screenshot(void **state)
         free(out);
         printf("NOTICE: %s could not take a screenshot (rc %d); test skipped\n", browser, rc);
         skip();
+        return; /* skip() does not always leave the test */
     }
     assert_true(len > 10000);
     assert_memory_equal(img, "\x89PNG", 4);
