@@ -1481,9 +1481,9 @@ int small_blocks_per_sm(const hck_desc &d, int wf, size_t smem)
 }
 
 /* Split model of the small-M kernel, in units of one block row (WARPS rows of
- * TPW tiles): a block costs its rows / WARPS per warp + 6 (prologue,
+ * one tile): a block costs its rows / WARPS per warp + 6 (prologue,
  * activation staging, epilogue) + its split-K traffic (a split block writes
- * M x COLS floats of partials, M / 8 units; the last block reads s times that
+ * M x 64 floats of partials, M / 8 units; the last block reads s times that
  * at its lower rate); blocks run in waves of SMs x resident blocks. */
 int small_split_model(const hck_desc &d, int wf, int64_t max_rows, int64_t blocks)
 {
