@@ -1,12 +1,14 @@
 /* test_ckpt_moe.c - per-expert quantized tensors "X.experts.<i>.Y.*" (GPTQ,
- * compressed-tensors pack-quantized) become one MoE layer "X.experts.Y".
+ * compressed-tensors pack-quantized, AWQ GEMM, FP8 e4m3 with per-channel
+ * scales) become one MoE layer "X.experts.Y".
  * Oracles, each built here from the same codes, zeros and scales:
  *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
  *             (layout spec 7.8) converts to byte-identical tensors;
  *   requant:  the float path's stacking of the dequantized weights, given as
  *             float32 per-expert weights, converts to byte-identical tensors.
- * Gaps and experts that disagree (bits, group size, symmetry) are refused
- * with a message naming the expert tensor. */
+ * Gaps and experts that disagree (bits, group size, symmetry, scale dtype,
+ * storage kind) are refused with a message naming the expert tensor. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +28,7 @@
 #define KEY "model.layers.0.mlp.experts.up_proj"
 #define EMAX 4
 
-enum { FMT_GPTQ, FMT_CT };
+enum { FMT_GPTQ, FMT_CT, FMT_AWQ, FMT_FP8 }; /* FP8: b = 8, gs = K (one channel scale) */
 
 typedef struct {
     int fmt, E, N, K, b, gs, asym;
@@ -34,23 +36,46 @@ typedef struct {
     int bias;           /* per-expert ".bias" [N]; 2: expert 1 has none */
     int act_order;      /* GPTQ g_idx shuffled: 1 per expert, 2 the same for all */
     int b1, gs1, asym1; /* compressed-tensors: expert 1's own config group, if b1 */
+    int sdt1;           /* expert 1's scales in the other 16-bit float dtype */
+    int kind1;          /* GPTQ: expert 1 stored as compressed-tensors weight_packed */
 } moe_spec;
 
 /* One expert's true codes q [N][K], zeros z [N][G] and raw 16-bit scales s [N][G]. */
 typedef struct {
-    int b, gs, G, asym;
+    int b, gs, G, asym, bf; /* bf: scales are bf16 (else fp16) */
     int *q, *z, *gi;    /* gi: group of each input column (g_idx) */
     uint16_t *s, *bias; /* bias: N bf16 values */
 } expert_data;
 
-static uint16_t scale_bits(int fmt, float v)
+/* Expert e's scales are bf16: compressed-tensors and FP8 store bf16, GPTQ and AWQ fp16. */
+static int scales_bf16(const moe_spec *m, int e)
 {
-    return fmt == FMT_GPTQ ? hc_f32_to_f16(v) : hc_f32_to_bf16(v);
+    int bf = m->fmt == FMT_CT || m->fmt == FMT_FP8;
+    return m->sdt1 && e == 1 ? !bf : bf;
 }
 
-static float scale_value(int fmt, uint16_t s)
+static uint16_t scale_bits(int bf, float v)
 {
-    return fmt == FMT_GPTQ ? hc_f16_to_f32(s) : hc_bf16_to_f32(s);
+    return bf ? hc_f32_to_bf16(v) : hc_f32_to_f16(v);
+}
+
+static float scale_value(int bf, uint16_t s)
+{
+    return bf ? hc_bf16_to_f32(s) : hc_f16_to_f32(s);
+}
+
+static double e4m3(unsigned b)
+{
+    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    double v = e == 0 ? m * ldexp(1, -9) : (8 + m) * ldexp(1, e - 10);
+    return s ? -v : v;
+}
+
+static int rand_code(const moe_spec *m, int top)
+{
+    if (m->fmt != FMT_FP8) return (int)(tc_rand() % (uint32_t)(top + 1));
+    unsigned b = tc_rand() % 256;
+    return (int)((b & 0x7F) == 0x7F ? 0x10 : b); /* no NaN */
 }
 
 static void make_expert(const moe_spec *m, int e, expert_data *x)
@@ -60,15 +85,16 @@ static void make_expert(const moe_spec *m, int e, expert_data *x)
     x->gs = own ? m->gs1 : m->gs;
     x->asym = own ? m->asym1 : m->asym;
     x->G = m->K / x->gs;
+    x->bf = scales_bf16(m, e);
     int top = (1 << x->b) - 1, N = m->N, K = m->K, G = x->G;
     x->q = malloc((size_t)(N * K) * sizeof *x->q);
     x->z = malloc((size_t)(N * G) * sizeof *x->z);
     x->s = malloc((size_t)(N * G) * sizeof *x->s);
     for (int i = 0; i < N * G; i++) {
         x->z[i] = x->asym ? 1 + (int)(tc_rand() % (uint32_t)top) : 1 << (x->b - 1);
-        x->s[i] = scale_bits(m->fmt, 0.0078125f * (float)(1 + tc_rand() % 16));
+        x->s[i] = scale_bits(x->bf, 0.0078125f * (float)(1 + tc_rand() % 16));
     }
-    for (int i = 0; i < N * K; i++) x->q[i] = (int)(tc_rand() % (uint32_t)(top + 1));
+    for (int i = 0; i < N * K; i++) x->q[i] = rand_code(m, top);
     x->gi = malloc((size_t)K * sizeof *x->gi);
     for (int k = 0; k < K; k++) x->gi[k] = k / x->gs;
     uint32_t same = 77; /* act_order 2: one shuffle for every expert */
@@ -94,7 +120,9 @@ static void free_expert(expert_data *x)
 static float dequant(const moe_spec *m, const expert_data *x, int n, int k)
 {
     int i = n * x->G + x->gi[k];
-    return (float)((double)(x->q[n * m->K + k] - x->z[i]) * scale_value(m->fmt, x->s[i]));
+    double s = scale_value(x->bf, x->s[i]);
+    if (m->fmt == FMT_FP8) return (float)(e4m3((unsigned)x->q[n * m->K + k]) * s);
+    return (float)((double)(x->q[n * m->K + k] - x->z[i]) * s);
 }
 
 /* GPTQ v1: qweight [K*b/32, N] packed along K, qzeros [G, N*b/32] (zero - 1), scales [G, N]. */
@@ -107,7 +135,7 @@ static void put_gptq(tc_ckpt *c, const moe_spec *m, const char *p, const expert_
     snprintf(name, sizeof name, "%s.qzeros", p);
     uint32_t *qz = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){G, N * b / 32});
     snprintf(name, sizeof name, "%s.scales", p);
-    uint16_t *sc = tc_add(c, name, HC_DT_F16, 2, (int64_t[2]){G, N});
+    uint16_t *sc = tc_add(c, name, x->bf ? HC_DT_BF16 : HC_DT_F16, 2, (int64_t[2]){G, N});
     if (m->act_order) {
         snprintf(name, sizeof name, "%s.g_idx", p);
         memcpy(tc_add(c, name, HC_DT_I32, 1, (int64_t[1]){K}), x->gi, (size_t)K * 4);
@@ -149,8 +177,56 @@ static void put_ct(tc_ckpt *c, const moe_spec *m, const char *p, const expert_da
     }
 }
 
+/* AWQ GEMM: qweight [K, N/8] and qzeros [G, N/8] packed along N in the
+ * 0 4 1 5 2 6 3 7 nibble order, zeros stored as is, scales [G, N]. */
+static void put_awq(tc_ckpt *c, const moe_spec *m, const char *p, const expert_data *x)
+{
+    static const int rev[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+    int N = m->N, K = m->K, G = x->G;
+    char name[256];
+    snprintf(name, sizeof name, "%s.qweight", p);
+    uint32_t *qw = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){K, N / 8});
+    snprintf(name, sizeof name, "%s.qzeros", p);
+    uint32_t *qz = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){G, N / 8});
+    snprintf(name, sizeof name, "%s.scales", p);
+    uint16_t *sc = tc_add(c, name, x->bf ? HC_DT_BF16 : HC_DT_F16, 2, (int64_t[2]){G, N});
+    for (int n = 0; n < N; n++) {
+        int sh = 4 * rev[n % 8];
+        for (int k = 0; k < K; k++) qw[k * (N / 8) + n / 8] |= (uint32_t)x->q[n * K + k] << sh;
+        for (int g = 0; g < G; g++) {
+            qz[g * (N / 8) + n / 8] |= (uint32_t)x->z[n * G + g] << sh;
+            sc[g * N + n] = x->s[n * G + g];
+        }
+    }
+}
+
+/* quant_method fp8: weight [N, K] e4m3 bytes, weight_scale [N, 1] (per channel). */
+static void put_fp8(tc_ckpt *c, const moe_spec *m, const char *p, const expert_data *x)
+{
+    int N = m->N, K = m->K;
+    char name[256];
+    snprintf(name, sizeof name, "%s.weight", p);
+    uint8_t *w = tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K});
+    snprintf(name, sizeof name, "%s.weight_scale", p);
+    uint16_t *sc = tc_add(c, name, x->bf ? HC_DT_BF16 : HC_DT_F16, 2, (int64_t[2]){N, 1});
+    for (int i = 0; i < N * K; i++) w[i] = (uint8_t)x->q[i];
+    memcpy(sc, x->s, (size_t)N * 2);
+}
+
 static void quant_config(const moe_spec *m, char *buf, size_t len)
 {
+    if (m->fmt == FMT_AWQ) {
+        snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+                 "\"quant_method\": \"awq\", \"bits\": %d, \"group_size\": %d, "
+                 "\"zero_point\": true, \"version\": \"gemm\"}}", m->b, m->gs);
+        return;
+    }
+    if (m->fmt == FMT_FP8) {
+        snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+                 "\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", "
+                 "\"activation_scheme\": \"dynamic\"}}");
+        return;
+    }
     if (m->fmt == FMT_GPTQ) {
         snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
                  "\"quant_method\": \"gptq\", \"bits\": %d, \"group_size\": %d, \"sym\": %s, "
@@ -179,9 +255,9 @@ typedef struct {
 
 static void put_humming(tc_ckpt *c, const moe_spec *m, const expert_data *x)
 {
-    int E = m->E, N = m->N, K = m->K, b = m->b, G = x[0].G;
+    int E = m->E, N = m->N, K = m->K, b = m->b, G = x[0].G, fp8 = m->fmt == FMT_FP8;
     uint32_t *w = tc_add(c, KEY ".weight", HC_DT_I32, 3, (int64_t[3]){E, N, K * b / 32});
-    uint16_t *s = tc_add(c, KEY ".weight_scale", m->fmt == FMT_GPTQ ? HC_DT_F16 : HC_DT_BF16, 3,
+    uint16_t *s = tc_add(c, KEY ".weight_scale", x[0].bf ? HC_DT_BF16 : HC_DT_F16, 3,
                          (int64_t[3]){E, N, G});
     uint32_t *z = m->asym ? tc_add(c, KEY ".zero_point", HC_DT_I32, 3,
                                    (int64_t[3]){E, N * b / 32, G}) : NULL;
@@ -200,11 +276,13 @@ static void put_humming(tc_ckpt *c, const moe_spec *m, const expert_data *x)
                 for (int wd = 0; wd < N * b / 32; wd++) z[((size_t)e * (N * b / 32) + wd) * G + g] = col[wd];
             }
         }
-    char cfg[512];
+    char cfg[512], dt[16];
+    snprintf(dt, sizeof dt, fp8 ? "float8e4m3" : "uint%d", b);
     snprintf(cfg, sizeof cfg, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
-             "\"quant_method\": \"humming\", \"b_dtype\": \"uint%d\", \"bs_dtype\": \"%s\", "
-             "\"weight_scale_group_size\": %d, \"has_zero_point\": %s}}", b,
-             m->fmt == FMT_GPTQ ? "float16" : "bfloat16", m->gs, m->asym ? "true" : "false");
+             "\"quant_method\": \"humming\", \"b_dtype\": \"%s\", \"bs_dtype\": \"%s\", "
+             "\"weight_scale_group_size\": %d, \"has_zero_point\": %s}}",
+             dt, x[0].bf ? "bfloat16" : "float16",
+             fp8 ? 0 : m->gs, m->asym ? "true" : "false");
     tc_write(c, cfg, NULL, NULL);
 }
 
@@ -218,7 +296,9 @@ static void build_set(const moe_spec *m, moe_set *set)
     for (int e = 0; e < m->E; e++) {
         make_expert(m, e, &x[e]);
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
-        if (e != m->skip) (m->fmt == FMT_GPTQ ? put_gptq : put_ct)(&set->quant, m, p, &x[e]);
+        static void (*const put[])(tc_ckpt *, const moe_spec *, const char *,
+                                   const expert_data *) = {put_gptq, put_ct, put_awq, put_fp8};
+        if (e != m->skip) put[m->kind1 && e == 1 ? FMT_CT : m->fmt](&set->quant, m, p, &x[e]);
         if (m->bias && !(m->bias == 2 && e == 1)) {
             char name[160];
             snprintf(name, sizeof name, "%s.bias", p);
@@ -375,6 +455,26 @@ static void test_ct_stack(void **state)
     run_stack(&(moe_spec){.fmt = FMT_CT, .E = 2, .N = 64, .K = 256, .b = 8, .gs = 64, .skip = -1});
 }
 
+static void test_awq_stack(void **state)
+{
+    (void)state;
+    tc_seed(15);
+    run_stack(&(moe_spec){.fmt = FMT_AWQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                          .asym = 1, .skip = -1, .bias = 1});
+    run_stack(&(moe_spec){.fmt = FMT_AWQ, .E = 4, .N = 128, .K = 256, .b = 4, .gs = 128,
+                          .asym = 1, .skip = -1});
+}
+
+static void test_fp8_stack(void **state)
+{
+    (void)state;
+    tc_seed(16);
+    run_stack(&(moe_spec){.fmt = FMT_FP8, .E = 3, .N = 64, .K = 128, .b = 8, .gs = 128,
+                          .skip = -1});
+    run_stack(&(moe_spec){.fmt = FMT_FP8, .E = 2, .N = 128, .K = 256, .b = 8, .gs = 256,
+                          .skip = -1, .bias = 1});
+}
+
 /* Refused before any output, the message naming the expert tensor and the reason. */
 static void expect_refusal(const moe_spec *m, const char *tensor, const char *reason)
 {
@@ -411,6 +511,18 @@ static void test_stack_refusals(void **state)
     expect_refusal(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
                                .skip = -1, .bias = 2},
                    "model.layers.0.mlp.experts.1.up_proj.qweight", "has no bias and expert 0 has one");
+    expect_refusal(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .sdt1 = 1},
+                   "model.layers.0.mlp.experts.1.up_proj.qweight",
+                   "scales stored as bfloat16 vs float16");
+    expect_refusal(&(moe_spec){.fmt = FMT_FP8, .E = 3, .N = 64, .K = 128, .b = 8, .gs = 128,
+                               .skip = -1, .sdt1 = 1},
+                   "model.layers.0.mlp.experts.1.up_proj.weight",
+                   "scales stored as float16 vs bfloat16");
+    expect_refusal(&(moe_spec){.fmt = FMT_GPTQ, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                               .skip = -1, .kind1 = 1},
+                   "model.layers.0.mlp.experts.1.up_proj.weight_packed",
+                   "expert 1 of stack " KEY " is stored as another kind of quantized layer");
 }
 
 /* Act-order experts: one input_perm per stack, so permute needs equal
@@ -462,6 +574,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gptq_stack),
         cmocka_unit_test(test_ct_stack),
+        cmocka_unit_test(test_awq_stack),
+        cmocka_unit_test(test_fp8_stack),
         cmocka_unit_test(test_stack_refusals),
         cmocka_unit_test(test_act_order_stack),
     };
