@@ -5,12 +5,7 @@
 # libraries the image may lack), shared/golden and demo/example-humming.
 # Writes logs to $OUT (or ./out) and prints a short summary last.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-cd "$here"
-out=${OUT:-$here/out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export HC_KERNELS_LIB=$here/build/libhc_kernels.so
+source "$(dirname "$0")/device_env.sh"
 nvidia-smi -L
 ./build/tests/gpu/hc_gpu_sweep > "$out/sweep.txt" 2>&1; echo "sweep rc=$?"
 ./build/tests/gpu/hc_gpu_sweep --simt --quick > "$out/sweep_simt.txt" 2>&1; echo "sweep simt rc=$?"

@@ -11,12 +11,7 @@
 # Run from a folder holding build/, lib/ (shared libraries the image may lack),
 # shared/golden, bench_ref.py and optionally .whl/. Logs go to $OUT (or ./out).
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-cd "$here"
-out=${OUT:-$here/out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export HC_KERNELS_LIB=$here/build/libhc_kernels.so
+source "$(dirname "$0")/device_env.sh"
 export PYTHONUNBUFFERED=1
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

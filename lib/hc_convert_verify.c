@@ -289,28 +289,37 @@ static hc_status load_role(const hc_st_tensor *t, hc_tensor *out, hc_error *err)
     return HC_OK;
 }
 
+/* Verifies layer L from its written tensors, found in out_model (a finished
+ * output) or else in the shard file f (only the roles the plan writes). */
+static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, const hc_conv_layer *L,
+                                const hc_st_model *out_model, const hc_st_file *f, hc_error *err)
+{
+    hc_layer_tensors pre, post;
+    memset(&post, 0, sizeof post);
+    hc_tensor *ot[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
+                                    &post.global_scale, &post.bias};
+    float *ref = NULL;
+    hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
+    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++) {
+        char name[4096];
+        snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
+        const hc_st_tensor *t = out_model ? hc_st_model_find(out_model, name)
+                                : L->out[r].present ? hc_st_find(f, name) : NULL;
+        st = load_role(t, ot[r], err);
+    }
+    if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
+    hc_layer_tensors_free(&pre);
+    hc_layer_tensors_free(&post);
+    free(ref);
+    return st;
+}
+
 static hc_status verify_existing(hc_conv_verify *v, const hc_conv_plan *plan,
                                  const hc_st_model *out_model, hc_error *err)
 {
     hc_status st = HC_OK;
-    for (int i = 0; st == HC_OK && i < plan->n_layers; i++) {
-        const hc_conv_layer *L = &plan->layers[i];
-        hc_layer_tensors pre, post;
-        memset(&post, 0, sizeof post);
-        hc_tensor *ot[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
-                                        &post.global_scale, &post.bias};
-        float *ref = NULL;
-        st = hc_conv_load_pre(plan, L, &pre, &ref, err);
-        for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++) {
-            char name[4096];
-            snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
-            st = load_role(hc_st_model_find(out_model, name), ot[r], err);
-        }
-        if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
-        hc_layer_tensors_free(&pre);
-        hc_layer_tensors_free(&post);
-        free(ref);
-    }
+    for (int i = 0; st == HC_OK && i < plan->n_layers; i++)
+        st = verify_written(v, plan, &plan->layers[i], out_model, NULL, err);
     return st;
 }
 
@@ -324,22 +333,7 @@ hc_status hc_conv_verify_shard_file(hc_conv_verify *v, const hc_conv_plan *plan,
     for (int i = 0; st == HC_OK && i < plan->n_items; i++) {
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard || it->layer < 0) continue;
-        const hc_conv_layer *L = &plan->layers[it->layer];
-        hc_layer_tensors pre, post;
-        memset(&post, 0, sizeof post);
-        hc_tensor *ot[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
-                                        &post.global_scale, &post.bias};
-        float *ref = NULL;
-        st = hc_conv_load_pre(plan, L, &pre, &ref, err);
-        for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++) {
-            char name[4096];
-            snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
-            st = load_role(L->out[r].present ? hc_st_find(f, name) : NULL, ot[r], err);
-        }
-        if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
-        hc_layer_tensors_free(&pre);
-        hc_layer_tensors_free(&post);
-        free(ref);
+        st = verify_written(v, plan, &plan->layers[it->layer], NULL, f, err);
     }
     hc_st_close(f);
     return st;
