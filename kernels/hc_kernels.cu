@@ -9,6 +9,8 @@
  * and scale read through the inverse perm64/perm32, and store the value as
  * float in shared memory; the product runs on mma.sync m16n8k8 tf32 with fp32
  * accumulation. Token scale, global scale and bias are applied on the output. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
@@ -376,6 +378,52 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
  * consecutive entries. A block is 4 warps on 4 consecutive 64-column tiles,
  * 16 * MT tokens and a split of the K tile rows; activations are staged in
  * shared memory 256 k at a time and read with ldmatrix. */
+/* Scale of one token's row xr (K 16-bit values) for per-token quantization
+ * (docs/verification.md): from the row's max and min over the block (red:
+ * 64 floats of shared memory); every thread gets it. */
+__device__ float token_scale(int act_quant, int in_bf16, const uint16_t *__restrict__ xr, int64_t K, float *red)
+{
+    float mx = 1e-30f, mn = -1e-30f;
+    if ((K & 7) == 0) { /* 16-byte loads */
+        for (int64_t c = threadIdx.x; c < K / 8; c += blockDim.x) {
+            const uint4 u = __ldg((const uint4 *)(xr + 8 * c));
+            const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const float v = h2f((uint16_t)(w[i / 2] >> (16 * (i % 2))), in_bf16);
+                mx = fmaxf(mx, v);
+                mn = fminf(mn, v);
+            }
+        }
+    } else {
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+            const float v = h2f(xr[k], in_bf16);
+            mx = fmaxf(mx, v);
+            mn = fminf(mn, v);
+        }
+    }
+    for (int o = 16; o > 0; o /= 2) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+    }
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx, red[32 + threadIdx.x / 32] = mn;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, red[w]), mn = fminf(mn, red[32 + w]);
+        const float amax = fmaxf(mx, -mn);
+        float s;
+        switch (act_quant) {
+        case HCK_A_E4M3: s = amax * (1.0f / 448.0f); break;
+        case HCK_A_E5M2: s = amax * (1.0f / 57344.0f); break;
+        case HCK_A_INT8: s = fmaxf(mx * (1.0f / 127.49f), -mn * (1.0f / 128.49f)); break;
+        default: s = fmaxf(mx * (1.0f / 7.49f), -mn * (1.0f / 8.49f)); break;
+        }
+        red[0] = s;
+    }
+    __syncthreads();
+    return red[0];
+}
+
 namespace fastw4 {
 constexpr int WARPS = 4;
 constexpr size_t SMEM_MAX = 96 * 1024; /* dynamic shared memory limit set at layer creation */
@@ -1064,48 +1112,50 @@ inline GemvFn gemv_fn(int wf, bool cbf, bool sc, bool tr)
     return nullptr;
 }
 
-/* Per-token quantization for the small-M kernel: x (rows, K) 16-bit -> codes
- * as 16-bit values of the compute type (rows, Kp), each 16-k block
- * de-interleaved (position p < 8 holds k = 2p, p >= 8 holds 2 (p - 8) + 1),
- * zero past K; the scale per token. Same arithmetic as act_kernel. */
+/* Per-token quantization for the small-M and wgmma kernels: x (rows, K)
+ * 16-bit -> codes as 16-bit values of the compute type (rows, Kp), each 16-k
+ * block de-interleaved (position p < 8 holds k = 2p, p >= 8 holds 2 (p - 8) +
+ * 1), zero past K; the scale per token. Same arithmetic as act_kernel. Each
+ * thread takes 8 consecutive k (one 16-byte load) and writes its 4 even and 4
+ * odd codes as two 8-byte stores. */
 __global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, const uint16_t *__restrict__ x,
                              int64_t K, int64_t Kp, uint16_t *__restrict__ codes, float *__restrict__ scales)
 {
     const int64_t row = blockIdx.x;
     const uint16_t *xr = x + row * K;
-    __shared__ float smx[32], smn[32];
-    float mx = 1e-30f, mn = -1e-30f;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        const float v = h2f(xr[k], in_bf16);
-        mx = fmaxf(mx, v);
-        mn = fminf(mn, v);
-    }
-    for (int o = 16; o > 0; o /= 2) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
-    }
-    if (threadIdx.x % 32 == 0) smx[threadIdx.x / 32] = mx, smn[threadIdx.x / 32] = mn;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, smx[w]), mn = fminf(mn, smn[w]);
-        const float amax = fmaxf(mx, -mn);
-        float s = act_quant == HCK_A_E4M3 ? amax * (1.0f / 448.0f) : amax * (1.0f / 57344.0f);
-        smx[0] = s;
-        scales[row] = s;
-    }
-    __syncthreads();
-    const float s = smx[0];
-    for (int64_t k = threadIdx.x; k < Kp; k += blockDim.x) {
-        float q = 0.0f;
-        if (k < K) {
-            const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
-            q = act_quant == HCK_A_E4M3 ? float(__nv_fp8_e4m3(t)) : float(__nv_fp8_e5m2(t));
+    __shared__ float red[64];
+    const float s = token_scale(act_quant, in_bf16, xr, K, red);
+    if (threadIdx.x == 0) scales[row] = s;
+    const bool vec = (K & 7) == 0;
+    for (int64_t c = threadIdx.x; c < Kp / 8; c += blockDim.x) {
+        const int64_t k0 = 8 * c;
+        uint16_t v[8], q[8];
+        if (vec && k0 < K) {
+            const uint4 u = __ldg((const uint4 *)(xr + k0));
+            const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++) v[i] = (uint16_t)(w[i / 2] >> (16 * (i % 2)));
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) v[i] = k0 + i < K ? xr[k0 + i] : 0;
         }
-        const int64_t r = k % 16, pos = k - r + (r % 2 ? 8 + r / 2 : r / 2);
-        codes[row * Kp + pos] = f2h(q, code_bf16);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float t = 0.0f;
+            if (k0 + i < K) {
+                t = __fdiv_rn(h2f(v[i], in_bf16), s);
+                t = act_quant == HCK_A_E4M3 ? float(__nv_fp8_e4m3(t)) : float(__nv_fp8_e5m2(t));
+            }
+            q[i] = f2h(t, code_bf16);
+        }
+        uint16_t *dst = codes + row * Kp + (k0 & ~(int64_t)15) + 4 * ((k0 / 8) % 2);
+        *(uint2 *)dst = make_uint2(q[0] | (uint32_t)q[2] << 16, q[4] | (uint32_t)q[6] << 16);
+        *(uint2 *)(dst + 8) = make_uint2(q[1] | (uint32_t)q[3] << 16, q[5] | (uint32_t)q[7] << 16);
     }
 }
 }  // namespace small
+
+#include "hc_wgmma.cuh"
 
 /* Split-K epilogue: float partial sums + bias -> 16-bit output. */
 __global__ void finish_kernel(Dev p, const float *__restrict__ ws, const int64_t *__restrict__ offsets,
@@ -1137,33 +1187,9 @@ __global__ void act_kernel(int act_quant, int in_bf16, const uint16_t *__restric
         for (int64_t k = threadIdx.x; k < K; k += blockDim.x) cr[k] = h2f(xr[k], in_bf16);
         return;
     }
-    __shared__ float smx[32], smn[32];
-    float mx = 1e-30f, mn = -1e-30f;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        float v = h2f(xr[k], in_bf16);
-        mx = fmaxf(mx, v);
-        mn = fminf(mn, v);
-    }
-    for (int o = 16; o > 0; o /= 2) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
-    }
-    if (threadIdx.x % 32 == 0) smx[threadIdx.x / 32] = mx, smn[threadIdx.x / 32] = mn;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, smx[w]), mn = fminf(mn, smn[w]);
-        float amax = fmaxf(mx, -mn), s;
-        switch (act_quant) {
-        case HCK_A_E4M3: s = amax * (1.0f / 448.0f); break;
-        case HCK_A_E5M2: s = amax * (1.0f / 57344.0f); break;
-        case HCK_A_INT8: s = fmaxf(mx * (1.0f / 127.49f), -mn * (1.0f / 128.49f)); break;
-        default: s = fmaxf(mx * (1.0f / 7.49f), -mn * (1.0f / 8.49f)); break;
-        }
-        smx[0] = s;
-        scales[row] = s;
-    }
-    __syncthreads();
-    const float s = smx[0];
+    __shared__ float red[64];
+    const float s = token_scale(act_quant, in_bf16, xr, K, red);
+    if (threadIdx.x == 0) scales[row] = s;
     const float lo = act_quant == HCK_A_INT8 ? -128.0f : -8.0f;
     const float hi = act_quant == HCK_A_INT8 ? 127.0f : 7.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
@@ -1212,6 +1238,22 @@ cudaError_t upload(const void *src, size_t bytes, T **dst)
 }
 
 size_t smem_bytes(const hck_desc &d) { return (size_t)(BM + BN) * (256 / d.abits + 4) * sizeof(float); }
+
+/* Compute capability of the current device (cached; 0 if unknown). */
+int device_sm()
+{
+    static int v = -1;
+    if (v < 0) {
+        int dev = 0, ma = 0, mi = 0;
+        if (cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&ma, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&mi, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess)
+            v = 10 * ma + mi;
+        else
+            v = 0;
+    }
+    return v;
+}
 
 }  // namespace
 
@@ -1276,6 +1318,13 @@ for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, tr
         if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)small::SMEM_MAX));
     }
+    if (device_sm() == 90)
+        for (int v = 0; v < 64; v++) { /* every wgmma variant */
+            const int wf = (v / 8) % 4, ntok = v < 32 ? 128 : 256;
+            hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok);
+            if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)hopper::wg_smem(wf, ntok)));
+        }
     CK(cudaFuncSetAttribute(gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)smem_bytes(*d)));
     CK(cudaFuncSetAttribute(gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1402,6 +1451,7 @@ struct Plan {
     int small;   /* 1: the small-M kernel (v6; fast == 1), partials in ws[split] */
     int wf;      /* its weight format (small::W_*) */
     size_t smem; /* dynamic shared memory of the small-M kernel */
+    int wg;      /* the Hopper wgmma kernel (v7) in format wf: tokens per block (128, 256), else 0 */
 };
 
 /* Bytes of the activation-codes buffer: float codes (general kernel) or the
@@ -1417,7 +1467,7 @@ size_t codes_bytes(const hck_desc &d, int64_t rows)
 size_t ws_bytes(const Plan &pl, int64_t rows, int64_t N)
 {
     if (pl.splits <= 1) return 0;
-    return (size_t)rows * N * sizeof(float) * (pl.small ? pl.splits : 1) + 4;
+    return (size_t)rows * N * sizeof(float) * (pl.small || pl.wg ? pl.splits : 1) + 4;
 }
 
 /* Which small-M format a layer is, or -1 (docs/kernels.md lists the conditions). */
@@ -1512,16 +1562,57 @@ int small_split_model(const hck_desc &d, int wf, int64_t max_rows, int64_t block
     return bs; /* 0: nothing fits */
 }
 
+/* Whether the wgmma kernel takes a layer of small-M format wf: sm_90a, a
+ * variant for it, group scales in whole 64-k stages, 16-byte activation rows. */
+bool wg_ok(const hck_desc &d, int wf)
+{
+    if (device_sm() != 90 || getenv("HCK_NO_WG")) return false;
+    const bool cbf = d.out_bf16 && wf <= small::W_U4A8, sc = d.scale_perm == 32;
+    if (hopper::wg_fn(wf, cbf, sc, d.transposed, 128) == nullptr) return false;
+    if (!sc && d.group_size % 64 != 0 && d.group_size != 32) return false;
+    return wf != small::W_U4A16 || d.K % 8 == 0;
+}
+
+/* Fewest tokens per expert for the wgmma kernel (HCK_WG_MIN overrides). */
+int64_t wg_min_rows(int wf)
+{
+    static const char *env = getenv("HCK_WG_MIN");
+    if (env) return atoll(env);
+    /* measured on the H200, 8192^2 (bench/NOTES.md, v7): W4A16 at 16 tokens is
+     * faster on fastw4, from 32 on wgmma; W8A8 fp8 on wgmma from 1 token; W4A8
+     * and MXFP4 x fp8 on the small-M kernel below 8 tokens */
+    return wf == small::W_U4A16 ? 17 : wf == small::W_FP8A8 ? 1 : 8;
+}
+
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
 {
-    Plan pl = {0, 1, 0, 0, 0};
+    Plan pl = {0, 1, 0, 0, 0, 0};
+    const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
+    /* v7: from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
+    if (wf >= 0 && max_rows >= wg_min_rows(wf) && wg_ok(d, wf)) {
+        static const char *nt = getenv("HCK_WG_NTOK"); /* diagnostics */
+        pl.wg = nt ? atoi(nt) : max_rows > 128 ? 256 : 128;
+        pl.wf = wf;
+        /* split K while one more split still fits the grid in one wave and each split
+         * keeps >= 128 stages, >= 32 up to 32 tokens (measured, v7: at 8192^2 M = 128
+         * two splits of 64 stages ran slower than one block of 128, 74 vs 68 us, while
+         * at M = 1 and 16 they were faster, 49 vs 78 us and 57 vs 74 us; K = 28672 at
+         * M = 128 gained, 217 -> 158 us); the counters cover 16 token blocks */
+        const int64_t ty = (max_rows + pl.wg - 1) / pl.wg;
+        const int64_t blocks = (d.Np / 64 + hopper::NWG - 1) / hopper::NWG * ty * d.E;
+        const int64_t pairs = (d.Kp / 64 + 2) / 2;
+        int64_t s = 1;
+        while (want_ws && ty <= small::YMAX && blocks * (s + 1) <= sm_count() && pairs / (s + 1) >= (max_rows <= 32 ? 16 : 64) && s < 8) s++;
+        if (getenv("HCK_SPLITS") && want_ws) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
+        pl.splits = (int)(s < 1 ? 1 : s);
+        return pl;
+    }
     /* v6: the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
      * (at 16 tokens its staged activations limit the splits on large K and
      * v5's MT = 1 kernel is as fast or faster; bench/NOTES.md, version 6) and
      * up to 16 YMAX = 256 for the 8-bit-activation formats, which have no other
      * fast path (one grid row per 16 tokens, each streaming the weights; far
      * better than the general kernel, not a large-M design). HCK_NO_SMALL: off. */
-    const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
     if (wf >= 0 && max_rows <= (wf == small::W_U4A16 ? 4 : 16 * small::YMAX)) {
         const int64_t ytiles = (max_rows + 15) / 16;
         const int64_t blocks = (d.Np / 64) * d.E * ytiles, kr = d.Kp / (wf == small::W_U4A16 ? 16 : 32);
@@ -1571,6 +1662,57 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     return pl;
 }
 
+/* The wgmma kernel's view of the activations x (rows x cols valid of rows of
+ * ld 16-bit elements): boxes of 64 x ntok, 128-byte swizzle, zero outside.
+ * cuTensorMapEncodeTiled comes from the driver through the runtime (nothing
+ * links libcuda). */
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess && q == cudaDriverEntryPointSuccess)
+            encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    });
+    return encode;
+}
+
+cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int64_t cols, int64_t ld, int ntok)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    if (encode == nullptr) return cudaErrorNotSupported;
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)(rows > 0 ? rows : 1)};
+    const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)ntok}, es[2] = {1, 1};
+    const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)x, dims, strides, box, es,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/* The wgmma kernel's view of the tile rows of format wf: words as (chunk of
+ * wc <= 256, chunk of the row, tile row of every expert), boxes of one stage's
+ * R rows x NWG tiles, zero outside. */
+cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    if (encode == nullptr) return cudaErrorNotSupported;
+    const int P = wf == small::W_U4A16 ? 16 : 32, B = wf == small::W_FP8A8 ? 8 : 4, tile_words = 2 * P * B;
+    const int wc = tile_words < 256 ? tile_words : 256;
+    const int64_t row_words = d.Np * P * B / 32;
+    const cuuint64_t dims[3] = {(cuuint64_t)wc, (cuuint64_t)(row_words / wc), (cuuint64_t)(d.E * (d.Kp / P))};
+    const cuuint64_t strides[2] = {(cuuint64_t)wc * 4, (cuuint64_t)row_words * 4};
+    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)(hopper::NWG * tile_words / wc), (cuuint32_t)(64 / P)};
+    const cuuint32_t es[3] = {1, 1, 1};
+    const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)w, dims, strides, box, es,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
 cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
                    int64_t max_rows, float *dcodes, float *dscales, uint16_t *dy, int simt,
                    float *ws, cudaStream_t st)
@@ -1578,13 +1720,14 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
     const hck_desc &d = L->dev.d;
     const Plan pl = make_plan(d, max_rows, simt, ws != nullptr);
     cudaError_t e;
-    if (pl.small) {
+    if (pl.small || pl.wg) {
         static const bool trace = getenv("HCK_TRACE") != nullptr;
         static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
-            fprintf(stderr, "HCK small %s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    wname[pl.wf], pl.splits, pl.smem, d.E, (long long)d.N, (long long)d.K, (long long)rows,
-                    d.out_bf16, d.transposed, d.scale_perm, (long long)d.group_size);
+            fprintf(stderr, "HCK %s %s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
+                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.splits, pl.smem, d.E, (long long)d.N,
+                    (long long)d.K, (long long)rows, d.out_bf16, d.transposed, d.scale_perm,
+                    (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;
         const bool cbf = d.out_bf16 && pl.wf <= small::W_U4A8;
         const uint16_t *xin = dx;
@@ -1599,6 +1742,20 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             xin = (const uint16_t *)dcodes;
             xld = d.Kp;
             ts = dscales;
+        }
+        if (pl.wg) {
+            hopper::WgFn f = hopper::wg_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed, pl.wg);
+            if (f == nullptr) return cudaErrorInvalidValue;
+            CUtensorMap tm;
+            e = act_tensor_map(&tm, xin, rows, pl.wf == small::W_U4A16 ? d.K : d.Kp, xld, pl.wg);
+            if (e != cudaSuccess) return e;
+            CUtensorMap wm;
+            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf);
+            if (e != cudaSuccess) return e;
+            dim3 grid((unsigned)((d.Np / 64 + hopper::NWG - 1) / hopper::NWG),
+                      (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
+            f<<<grid, hopper::NT, hopper::wg_smem(pl.wf, pl.wg), st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
+            return cudaGetLastError();
         }
         small::GemvFn f = small::gemv_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed);
         if (f == nullptr) return cudaErrorInvalidValue;

@@ -1,0 +1,462 @@
+/* hc_wgmma.cuh - Hopper (sm_90a) large-M kernel (version 7), included by
+ * hc_kernels.cu (one translation unit). docs/kernels.md.
+ *
+ * The product runs transposed: y^T = W . x^T, so the weights are the wgmma A
+ * operand, taken from registers, and the activations the B operand, read by
+ * the tensor cores from shared memory. This fits the tile layout: the lane's
+ * B-fragment pairs of the mma.sync kernels are exactly the A fragment of
+ * wgmma's 16-row warp slice (rows gq and gq + 8 = n8 blocks 2w and 2w + 1 of a
+ * 64-column tile, warp w of the warpgroup), so each warp decodes only its
+ * quarter of each tile row with the small-M kernel's codecs.
+ *
+ * A block is NWG consumer warpgroups, one 64-column tile each, on NTOK tokens
+ * (128 or 256, the wgmma N), plus one producer warpgroup that hands its
+ * registers to the consumers (setmaxnreg; with a lone producer warp, a
+ * scheduler holding 3 warps caps every thread at 168 registers, too few for
+ * n256). K runs in stages of 64, S buffers deep: one producer thread loads a
+ * stage with a TMA copy of the activations (128-byte swizzled as the wgmma
+ * descriptor expects; zero past the tensor's edge), a TMA copy of the stage's
+ * tile rows of the NWG tiles (3-D weight map) and a bulk copy per scale group,
+ * all completing on the stage's "full" mbarrier. The consumers decode the
+ * stage, issue its four wgmmas, and release the previous stage's buffer on its
+ * "empty" mbarrier once its wgmmas are done (wait_group 1), so the decode of
+ * stage kt overlaps the wgmmas of stage kt - 1 (A registers double-buffered by
+ * stage parity). Measured steps (bench/NOTES.md, v7): every thread copying
+ * through cp.async spent ~220 instructions per warp and stage on addressing;
+ * one bulk copy per tile row kept the producer at ~0.85 us per stage. */
+namespace hopper {
+constexpr int NWG = 2, NT = NWG * 128 + 128; /* consumer warpgroups, threads (+ the producer warpgroup) */
+
+/* tokens per block (128 or 256, the wgmma N): stages in flight, activation bytes per stage */
+template <int NTOK> struct Tok {
+    static constexpr int S = NTOK == 256 ? 5 : 8, XB = NTOK * 128;
+};
+
+template <int WF, int NTOK> struct Geo {
+    using F = small::Fmt<WF>;
+    static constexpr int P = F::P, R = 64 / P;           /* k per tile row, tile rows per stage */
+    static constexpr int RW = F::B * P / 64;             /* words per lane, row and warp */
+    static constexpr int TB = F::TILE_WORDS * 4;         /* bytes of one tile row */
+    static constexpr int WSB = R * TB;                   /* weight bytes per tile and stage */
+    static constexpr int WC = F::TILE_WORDS < 256 ? F::TILE_WORDS : 256; /* words per weight-map chunk */
+    static constexpr bool SBYTE = WF == small::W_FP4A8;  /* e8m0 byte scales */
+    static constexpr int S = Tok<NTOK>::S, XB = Tok<NTOK>::XB;
+    /* stage stride: activations, NWG tiles' rows, NWG x 256 bytes of scales (two groups at most) */
+    static constexpr int SST = (XB + NWG * (WSB + 256) + 1023) / 1024 * 1024;
+    /* word offset of warp w's piece of a tile row (spec 4.4 closed forms) */
+    __device__ static int piece(int w, int lane)
+    {
+        if (WF == small::W_U4A16) return lane * 4 + w;
+        if (F::B == 4) return (w / 2) * 128 + lane * 4 + 2 * (w % 2);
+        return (w / 2) * 256 + lane * 8 + (w % 2) * 4;
+    }
+};
+
+/* dynamic shared memory: S stage buffers, 2 S mbarriers, 1024 bytes of alignment slack */
+template <int WF, int NTOK> constexpr size_t smem_bytes()
+{
+    using G = Geo<WF, NTOK>;
+    return (size_t)G::S * G::SST + 16 * G::S + 1024;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HCK_WGMMA 1
+#define HCK_D64(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define HCK_D64_STR "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+#define HCK_D128(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define HCK_D128_STR "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+
+/* shared-memory matrix descriptor: K-major, 128-byte swizzle, 8-row groups 1024 B apart */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
+{
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 |
+           (uint64_t)1 << 62;
+}
+
+/* d (64 x 128 fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x 128) */
+template <bool BF>
+__device__ __forceinline__ void wgmma_n128(float *d, const uint32_t *a, uint64_t desc)
+{
+    if (BF)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HCK_D64_STR
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                     : HCK_D64(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HCK_D64_STR
+                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                     : HCK_D64(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+}
+
+/* d (64 x 256 fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x 256) */
+template <bool BF>
+__device__ __forceinline__ void wgmma_n256(float *d, const uint32_t *a, uint64_t desc)
+{
+    if (BF)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " HCK_D128_STR
+                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+                     : HCK_D128(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " HCK_D128_STR
+                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+                     : HCK_D128(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+}
+
+/* keeps the compiler from touching the accumulators across the async window */
+template <int NTOK> __device__ __forceinline__ void fence_acc(float *d)
+{
+    if (NTOK == 256) asm volatile("" : HCK_D128(d)::"memory");
+    else asm volatile("" : HCK_D64(d)::"memory");
+}
+
+/* the 16 A registers of a stage: defined here as far as the compiler knows, so
+ * that no decode instruction lands between the wgmmas (ptxas would serialize) */
+__device__ __forceinline__ void pin_a(uint32_t (*a)[4])
+{
+    asm volatile("" : "+r"(a[0][0]), "+r"(a[0][1]), "+r"(a[0][2]), "+r"(a[0][3]), "+r"(a[1][0]), "+r"(a[1][1]),
+                      "+r"(a[1][2]), "+r"(a[1][3]), "+r"(a[2][0]), "+r"(a[2][1]), "+r"(a[2][2]), "+r"(a[2][3]),
+                      "+r"(a[3][0]), "+r"(a[3][1]), "+r"(a[3][2]), "+r"(a[3][3]));
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
+{
+    asm volatile("{\n.reg .pred p;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* bytes (multiple of 16) global -> shared, completing on bar */
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+/* the box at (c0, c1, c2) of a 3-D tensor map */
+__device__ __forceinline__ void tma_box3(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 ::"r"(dst), "l"(tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+/* the (64 k x NTOK rows) box at (k0, row0) of the activation tensor map */
+__device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int k0, int row0, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"(tm), "r"(k0), "r"(row0), "r"(bar) : "memory");
+}
+#endif
+
+/* The warp's A fragments (k16 steps st) of one tile row from its RW words:
+ * a[st] = {row gq k lo, row gq + 8 k lo, row gq k hi, row gq + 8 k hi}, i.e.
+ * the B pairs of n8 blocks 2w and 2w + 1 of the mma.sync kernels, scaled. */
+template <int WF, bool CBF, bool TR>
+__device__ __forceinline__ void decode_row(const uint32_t *wv, uint32_t s0, uint32_t s1,
+                                           bool scale, uint32_t (*a)[4])
+{
+    using small::fp4_pair;
+    using small::fp8_pair;
+    if (WF == small::W_U4A16) {
+        uint32_t q[4];
+        small::dq4<CBF>(wv[0], q);
+        a[0][0] = q[0], a[0][1] = TR ? q[1] : q[2], a[0][2] = TR ? q[2] : q[1], a[0][3] = q[3];
+    } else if (WF == small::W_FP8A8) {
+#pragma unroll
+        for (int st = 0; st < 2; st++) {
+            const uint32_t u = wv[TR ? 2 * st : st], v = wv[TR ? 2 * st + 1 : 2 + st];
+            a[st][0] = fp8_pair(u, 0), a[st][1] = fp8_pair(v, 0);
+            a[st][2] = fp8_pair(u, 1), a[st][3] = fp8_pair(v, 1);
+        }
+    } else {
+        uint32_t q[2][4];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (WF == small::W_U4A8) {
+                const uint32_t m = (wv[h] >> 3) & 0x11111111u; /* int->fp codes to offset binary */
+                small::dq4<CBF>(wv[h] ^ 0x88888888u ^ (m * 7u), q[h]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; i++) q[h][i] = fp4_pair(wv[h], i);
+            }
+        }
+#pragma unroll
+        for (int st = 0; st < 2; st++) {
+            if (TR) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) a[st][i] = q[st][i];
+            } else {
+                a[st][0] = q[0][st], a[st][1] = q[1][st], a[st][2] = q[0][st + 2], a[st][3] = q[1][st + 2];
+            }
+        }
+    }
+    if (scale) {
+#pragma unroll
+        for (int st = 0; st < small::Fmt<WF>::P / 16; st++) {
+            a[st][0] = fastw4::fma2<CBF>(a[st][0], s0, 0x80008000u);
+            a[st][2] = fastw4::fma2<CBF>(a[st][2], s0, 0x80008000u);
+            a[st][1] = fastw4::fma2<CBF>(a[st][1], s1, 0x80008000u);
+            a[st][3] = fastw4::fma2<CBF>(a[st][3], s1, 0x80008000u);
+        }
+    }
+}
+
+/* tm: the activations (16-bit values, or per-token codes de-interleaved per
+ * 16 k with tok_scale) as a 2-D tensor map, boxes of 64 k x 128 rows, 128-byte
+ * swizzle. Group scales need group_size % 64 == 0. */
+template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK>
+__global__ void __launch_bounds__(NT, 1)
+wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap wm, Dev p, const float *__restrict__ tok_scale,
+          const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
+{
+#if defined(HCK_WGMMA)
+    using G = Geo<WF, NTOK>;
+    constexpr int P = G::P, R = G::R, TB = G::TB, WSB = G::WSB, SST = G::SST, S = G::S, XB = G::XB;
+    const hck_desc &d = p.d;
+    const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, gq = lane / 4;
+    const int e = blockIdx.z / splits, split = blockIdx.z % splits;
+    const int64_t r0 = offsets[e] + (int64_t)blockIdx.y * NTOK, r1 = offsets[e + 1];
+    if (r0 >= r1) return;
+    const int mrows = (int)min((int64_t)NTOK, r1 - r0);
+    /* an even stage count: the consumer loop runs stage pairs with no branch between
+     * the wgmmas (a conditional second stage makes ptxas serialize them); a stage
+     * past K reads zero activations */
+    const int ntiles = (int)(d.Np / 64), rows = (int)(d.Kp / P), npair = ((rows + R - 1) / R + 1) / 2;
+    /* split-K: this block's stages [sa, sa + nst), whole pairs */
+    const int sa = 2 * (int)((int64_t)npair * split / splits);
+    const int nst = 2 * (int)((int64_t)npair * (split + 1) / splits) - sa;
+    extern __shared__ uint8_t smem_raw[];
+    /* 1024-aligned for the swizzle; an offset from smem_raw keeps the shared state space */
+    uint8_t *smem = smem_raw + ((1024 - (__cvta_generic_to_shared(smem_raw) & 1023)) & 1023);
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
+    const uint32_t full = sbase + S * SST, empty = full + 8 * S; /* mbarriers, 8 bytes each */
+    if (tid == 0) {
+        for (int i = 0; i < S; i++) mbar_init(full + 8 * i, 1), mbar_init(empty + 8 * i, NWG * 4);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == NWG) { /* producer warpgroup: gives its registers to the consumers; one lane issues every copy */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid != NWG * 128) return;
+        const int gs = (int)d.group_size, ngs = !SCALE_C && gs == 32 ? 2 : 1; /* groups per stage */
+        const int spg = SCALE_C || gs < 64 ? 1 : gs / 64;                     /* stages per group */
+        constexpr uint32_t SCB = G::SBYTE ? 64 : 128;                         /* scale bytes per group and tile */
+        const int nb0 = blockIdx.x * NWG, ntl = min(NWG, ntiles - nb0);       /* the block's valid tiles */
+        const uint32_t bytes = XB + R * NWG * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
+        for (int i = 0; i < nst; i++) { /* i: buffer use, st: stage of K */
+            const int b = i % S, st = sa + i;
+            if (i >= S) mbar_wait(empty + 8 * b, ((i / S) - 1) & 1);
+            const uint32_t buf = sbase + b * SST, bar = full + 8 * b;
+            mbar_expect(bar, bytes);
+            tma_box(buf, &tm, st * 64, (int)r0, bar);
+            /* the stage's R tile rows of the NWG tiles; zero past the weight tensor, and
+             * rows past this expert's K meet zero activations */
+            tma_box3(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar);
+            if (!SCALE_C)
+                for (int j = 0; j < ngs; j++) { /* the valid tiles' entries are contiguous */
+                    const int64_t g = min((int64_t)(ngs == 2 ? 2 * st + j : st / spg), d.G - 1);
+                    bulk_copy(buf + XB + NWG * WSB + j * NWG * SCB,
+                              p.s + ((e * d.G + g) * d.Np + (int64_t)nb0 * 64) * (G::SBYTE ? 1 : 2), ntl * SCB, bar);
+                }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
+    float acc[NTOK / 2];
+#pragma unroll
+    for (int i = 0; i < NTOK / 2; i++) acc[i] = 0.0f;
+    uint32_t afr[2][R * (P / 16)][4];
+    const int pofs = G::piece(warp, lane), sbf = d.scale_kind == HCK_S_BF16;
+    const bool two = !SCALE_C && d.group_size == 32; /* a group per 32 k: the second half of a stage */
+
+    /* decode stage st into afr[par], issue its wgmmas, release stage st - 1 */
+    auto compute = [&](int st, int par) {
+        const int b = st % S;
+        mbar_wait(full + 8 * b, (st / S) & 1);
+        const uint8_t *bp = smem + b * SST;
+        uint32_t sc[2][2] = {{0, 0}, {0, 0}}; /* [group of the stage][row half] */
+        if (!SCALE_C)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                if (j == 1 && !two) break;
+                const int i = 8 * gq + 2 * warp; /* entries of n8 blocks 2w, 2w + 1 (perm64) */
+                const uint8_t *sg = bp + XB + NWG * WSB + (j * NWG + wg) * (G::SBYTE ? 64 : 128);
+                uint32_t s0, s1;
+                if (G::SBYTE) {
+                    s0 = ((uint32_t)sg[i] + 15u) << 10, s1 = ((uint32_t)sg[i + 1] + 15u) << 10;
+                } else {
+                    const uint32_t raw = *(const uint32_t *)(sg + 2 * i);
+                    s0 = fastw4::conv16<CBF>(raw & 0xffffu, sbf), s1 = fastw4::conv16<CBF>(raw >> 16, sbf);
+                }
+                sc[j][0] = s0 | s0 << 16, sc[j][1] = s1 | s1 << 16;
+            }
+        const uint32_t *wsm = (const uint32_t *)(bp + XB + wg * TB) + pofs; /* box order: [row][tile] */
+#pragma unroll
+        for (int rr = 0; rr < R; rr++) {
+            uint32_t wv[G::RW];
+            if (G::RW == 4) {
+                const uint4 v = *(const uint4 *)(wsm + rr * NWG * (TB / 4));
+                wv[0] = v.x, wv[1] = v.y, wv[G::RW > 2 ? 2 : 0] = v.z, wv[G::RW > 3 ? 3 : 0] = v.w;
+            } else if (G::RW == 2) {
+                const uint2 v = *(const uint2 *)(wsm + rr * NWG * (TB / 4));
+                wv[0] = v.x, wv[G::RW > 1 ? 1 : 0] = v.y;
+            } else {
+                wv[0] = wsm[rr * NWG * (TB / 4)];
+            }
+            const bool hi = two && rr * P >= 32; /* selects, not an index: sc stays in registers */
+            decode_row<WF, CBF, TR>(wv, hi ? sc[1][0] : sc[0][0], hi ? sc[1][1] : sc[0][1], !SCALE_C,
+                                    &afr[par][rr * (P / 16)]);
+        }
+        const uint32_t xs = sbase + b * SST;
+        pin_a(afr[par]); /* every A register defined before the first wgmma of the stage */
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            if (NTOK == 256) wgmma_n256<CBF>(acc, afr[par][s], desc_sw128(xs + 32 * s));
+            else wgmma_n128<CBF>(acc, afr[par][s], desc_sw128(xs + 32 * s));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((st - 1) % S));
+    };
+    for (int kt = 0; kt < nst; kt += 2) {
+        compute(kt, 0);
+        compute(kt + 1, 1);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    fence_acc<NTOK>(acc);
+    if (blockIdx.x * NWG + wg >= ntiles) return;
+
+    /* epilogue: rows n0 = 16 w + gq and n0 + 8 of the tile, tokens 8 j + 2 tq + {0, 1} */
+    const int tq = lane % 4, nb = blockIdx.x * NWG + wg;
+    const int64_t n0 = (int64_t)nb * 64 + 16 * warp + gq, Mtot = offsets[d.E];
+    const float pow2 = WF == small::W_FP4A8 ? 16384.0f : WF == small::W_FP8A8 ? 256.0f : 1.0f;
+    const float gscale = pow2 * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
+    float cs[2], bs[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t n = n0 + 8 * h;
+        cs[h] = gscale;
+        if (SCALE_C)
+            cs[h] *= h2f(((const uint16_t *)p.s)[(int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32))], sbf);
+        bs[h] = n < d.N ? bias_at(p, e, n) : 0.0f;
+    }
+    if (nb < ntiles)
+#pragma unroll
+        for (int j = 0; j < NTOK / 8; j++)
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const int ml = 8 * j + 2 * tq + (c & 1), h = c >> 1;
+                const int64_t n = n0 + 8 * h;
+                if (ml >= mrows || n >= d.N) continue;
+                float v = acc[4 * j + c] * cs[h];
+                if (tok_scale) v *= tok_scale[r0 + ml];
+                if (splits > 1) ws[((int64_t)split * Mtot + r0 + ml) * d.N + n] = v;
+                else y[(r0 + ml) * d.N + n] = f2h(v + bs[h], d.out_bf16);
+            }
+    if (splits == 1) return;
+    /* the last block of this tile to arrive sums the partials in split order (as
+     * the small-M kernel; the producer warpgroup has left: a named barrier) */
+    __shared__ int s_last;
+    __threadfence();
+    asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
+    int *ctr = p.counters + ((int64_t)e * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    if (tid == 0) s_last = atomicAdd(ctr, 1) == splits - 1;
+    asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
+    if (!s_last) return;
+    __threadfence();
+    const int64_t c0 = (int64_t)blockIdx.x * NWG * 64, stride = Mtot * d.N;
+    for (int i = tid; i < mrows * NWG * 64; i += NWG * 128) {
+        const int ml = i / (NWG * 64);
+        const int64_t n = c0 + i % (NWG * 64);
+        if (n >= d.N) continue;
+        const float *src = ws + (r0 + ml) * d.N + n;
+        float v = 0.0f;
+        for (int s2 = 0; s2 < splits; s2++) v += __ldcg(src + s2 * stride);
+        y[(r0 + ml) * d.N + n] = f2h(v + bias_at(p, e, n), d.out_bf16);
+    }
+    if (tid == 0) *ctr = 0;
+#endif
+}
+
+/* The instantiated variants, by (format, bf16 compute, scale on C, transposed, tokens); nullptr: none. */
+using WgFn = void (*)(const CUtensorMap, const CUtensorMap, Dev, const float *, const int64_t *, uint16_t *, int,
+                      float *);
+template <int WF, int NTOK>
+inline WgFn wg_fn_of(bool cbf, bool sc, bool tr)
+{
+    if (cbf) {
+        if (sc) return tr ? wg_kernel<WF, true, true, true, NTOK> : wg_kernel<WF, true, true, false, NTOK>;
+        return tr ? wg_kernel<WF, true, false, true, NTOK> : wg_kernel<WF, true, false, false, NTOK>;
+    }
+    if (sc) return tr ? wg_kernel<WF, false, true, true, NTOK> : wg_kernel<WF, false, true, false, NTOK>;
+    return tr ? wg_kernel<WF, false, false, true, NTOK> : wg_kernel<WF, false, false, false, NTOK>;
+}
+template <int NTOK>
+inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
+{
+    switch (wf) {
+    case small::W_U4A16: return wg_fn_of<small::W_U4A16, NTOK>(cbf, sc, tr);
+    case small::W_U4A8: return wg_fn_of<small::W_U4A8, NTOK>(cbf, sc, tr);
+    case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK>;
+    case small::W_FP8A8: return cbf ? nullptr : wg_fn_of<small::W_FP8A8, NTOK>(false, sc, tr);
+    }
+    return nullptr;
+}
+inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok)
+{
+    return ntok == 256 ? wg_fn_n<256>(wf, cbf, sc, tr) : wg_fn_n<128>(wf, cbf, sc, tr);
+}
+/* dynamic shared memory of format wf's variant for ntok tokens */
+inline size_t wg_smem(int wf, int ntok)
+{
+    switch (wf) {
+    case small::W_U4A16: return ntok == 256 ? smem_bytes<small::W_U4A16, 256>() : smem_bytes<small::W_U4A16, 128>();
+    case small::W_U4A8: return ntok == 256 ? smem_bytes<small::W_U4A8, 256>() : smem_bytes<small::W_U4A8, 128>();
+    case small::W_FP4A8: return ntok == 256 ? smem_bytes<small::W_FP4A8, 256>() : smem_bytes<small::W_FP4A8, 128>();
+    default: return ntok == 256 ? smem_bytes<small::W_FP8A8, 256>() : smem_bytes<small::W_FP8A8, 128>();
+    }
+}
+}  // namespace hopper
