@@ -1,6 +1,7 @@
 /* test_kernel_fragments.c - the register-level claims the GPU small-M kernel
- * (kernels/hc_kernels.cu, namespace small; docs/kernels.md) makes about the
- * tile layout, checked on the CPU so that CI without a GPU still guards them.
+ * (kernels/hc_kernels.cu, namespace small) and the Hopper wgmma kernel
+ * (kernels/hc_wgmma.cuh; docs/kernels.md) make about the tile layout, checked
+ * on the CPU so that CI without a GPU still guards them.
  *
  * The kernel feeds mma.m16n8k16 B fragments straight from a lane's words: for
  * n8 block c and k16 step st, register b0 holds B[k = 2t, 2t + 1][n = g] and b1
@@ -97,20 +98,37 @@ static int kernel_source(int fam, int tr, const uint32_t *wv, int c, int st, int
     return 1;
 }
 
-static void check_family(int fam, int tr)
+typedef struct { /* random codes (N, K) of a family and their repacked tile rows */
+    int bits, P;
+    int64_t N, K, row_words, tile_words;
+    uint8_t *codes;
+    uint32_t *out;
+} tiles_t;
+
+static tiles_t make_tiles(int fam, int tr)
 {
     const int a = fam == U4A16 ? 16 : 8, bits = fam == FP8A8 ? 8 : 4, P = 256 / a;
     const int64_t N = 128, K = 3 * (int64_t)P * (a == 8 ? 2 : 4); /* K % (512 / a) == 0 */
-    uint8_t *codes = malloc((size_t)(N * K));
-    assert_non_null(codes);
-    for (int64_t i = 0; i < N * K; i++) codes[i] = (uint8_t)(next_u32() & ((1u << bits) - 1));
-    uint32_t *in = pack_rows(codes, N, K, bits);
-    uint32_t *out = calloc((size_t)(N * K * bits / 32), sizeof *out);
-    assert_non_null(out);
+    tiles_t t = {bits, P, N, K, N * P * bits / 32, 2 * P * bits, malloc((size_t)(N * K)), NULL};
+    assert_non_null(t.codes);
+    for (int64_t i = 0; i < N * K; i++) t.codes[i] = (uint8_t)(next_u32() & ((1u << bits) - 1));
+    uint32_t *in = pack_rows(t.codes, N, K, bits);
+    t.out = calloc((size_t)(N * K * bits / 32), sizeof *t.out);
+    assert_non_null(t.out);
     hc_repack_params p = {.bits = bits, .act_bits = a, .transposed = tr, .E = 1, .N = N, .K = K};
     hc_error err = {0};
-    assert_int_equal(hc_repack_weight(&p, in, out, &err), HC_OK);
-    const int64_t row_words = N * P * bits / 32, tile_words = 2 * P * bits;
+    assert_int_equal(hc_repack_weight(&p, in, t.out, &err), HC_OK);
+    free(in);
+    return t;
+}
+
+static void check_family(int fam, int tr)
+{
+    tiles_t T = make_tiles(fam, tr);
+    const int P = T.P;
+    const int64_t N = T.N, K = T.K, row_words = T.row_words, tile_words = T.tile_words;
+    const uint8_t *codes = T.codes;
+    const uint32_t *out = T.out;
     int64_t checked = 0, bad = 0;
     for (int64_t kb = 0; kb < K / P; kb++)
         for (int64_t nb = 0; nb < N / 64; nb++)
@@ -135,7 +153,52 @@ static void check_family(int fam, int tr)
     /* every code of the matrix is read exactly once */
     assert_int_equal(checked, N * K);
     assert_int_equal(bad, 0);
-    free(codes), free(in), free(out);
+    free(T.codes), free(T.out);
+}
+
+/* The wgmma kernel (hopper::decode_row) runs y^T = W x^T: warp w of a
+ * warpgroup reads its words of a tile row at Geo::piece and builds the A
+ * fragment of rows n = 16 w + g (+ 8 for registers 1, 3), k = 2t (+ 8 for
+ * registers 2, 3) of each step. Source of register r, half h: */
+static src_t wgmma_source(int fam, int tr, const uint32_t *tile, int w, int lane, int st, int r, int h)
+{
+    const int row8 = r % 2, khi = r / 2;
+    if (fam == U4A16) { /* one word; nibble pairs (i, i + 4): a = {q0, tr ? q1 : q2, tr ? q2 : q1, q3} */
+        static const int pair[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}};
+        return (src_t){tile[lane * 4 + w], pair[tr][r] + 4 * h, 4};
+    }
+    if (fam == U4A8) { /* two words: normal a[st] = {q0[st], q1[st], q0[st+2], q1[st+2]}; tr a[st][r] = q_st[r] */
+        const uint32_t *wv = tile + (w / 2) * 128 + lane * 4 + 2 * (w % 2);
+        return tr ? (src_t){wv[st], r + 4 * h, 4} : (src_t){wv[row8], st + 2 * khi + 4 * h, 4};
+    }
+    /* four words: u = wv[tr ? 2 st : st], v = wv[tr ? 2 st + 1 : 2 + st]; a = {u0, v0, u1, v1} of byte pairs */
+    const uint32_t *wv = tile + (w / 2) * 256 + lane * 8 + (w % 2) * 4;
+    const int wi = row8 == 0 ? (tr ? 2 * st : st) : (tr ? 2 * st + 1 : 2 + st);
+    return (src_t){wv[wi], khi + 2 * h, 8};
+}
+
+static void check_wgmma_family(int fam, int tr)
+{
+    tiles_t T = make_tiles(fam, tr);
+    int64_t checked = 0, bad = 0;
+    for (int64_t kb = 0; kb < T.K / T.P; kb++)
+        for (int64_t nb = 0; nb < T.N / 64; nb++)
+            for (int w = 0; w < 4; w++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int st = 0; st < T.P / 16; st++)
+                        for (int r = 0; r < 4; r++)
+                            for (int h = 0; h < 2; h++) {
+                                const src_t s = wgmma_source(fam, tr, T.out + kb * T.row_words + nb * T.tile_words,
+                                                             w, lane, st, r, h);
+                                const uint32_t got = (s.word >> (s.field * s.width)) & ((1u << s.width) - 1);
+                                const int64_t n = 64 * nb + 16 * w + lane / 4 + 8 * (r % 2);
+                                const int64_t k = T.P * kb + 16 * st + real_k(fam, 2 * (lane % 4) + 8 * (r / 2) + h);
+                                bad += got != T.codes[n * T.K + k];
+                                checked++;
+                            }
+    assert_int_equal(checked, T.N * T.K); /* every code read exactly once */
+    assert_int_equal(bad, 0);
+    free(T.codes), free(T.out);
 }
 
 static void test_u4a16_normal(void **st) { (void)st; check_family(U4A16, 0); }
@@ -144,6 +207,9 @@ static void test_u4a8_normal(void **st) { (void)st; check_family(U4A8, 0); }
 static void test_u4a8_transposed(void **st) { (void)st; check_family(U4A8, 1); }
 static void test_fp8a8_normal(void **st) { (void)st; check_family(FP8A8, 0); }
 static void test_fp8a8_transposed(void **st) { (void)st; check_family(FP8A8, 1); }
+static void test_wgmma_u4a16(void **st) { (void)st; check_wgmma_family(U4A16, 0), check_wgmma_family(U4A16, 1); }
+static void test_wgmma_u4a8(void **st) { (void)st; check_wgmma_family(U4A8, 0), check_wgmma_family(U4A8, 1); }
+static void test_wgmma_fp8a8(void **st) { (void)st; check_wgmma_family(FP8A8, 0), check_wgmma_family(FP8A8, 1); }
 
 /* The int->fp codes (spec 4.7, z = 8) of the W4A8 path go back to offset
  * binary with w ^ 0x88888888 ^ 7 * (sign bits), eight nibbles at once. */
@@ -195,6 +261,8 @@ int main(void)
         cmocka_unit_test(test_u4a16_normal),     cmocka_unit_test(test_u4a16_transposed),
         cmocka_unit_test(test_u4a8_normal),      cmocka_unit_test(test_u4a8_transposed),
         cmocka_unit_test(test_fp8a8_normal),     cmocka_unit_test(test_fp8a8_transposed),
+        cmocka_unit_test(test_wgmma_u4a16),      cmocka_unit_test(test_wgmma_u4a8),
+        cmocka_unit_test(test_wgmma_fp8a8),
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -270,18 +270,25 @@ static int check_quantizer(void)
 }
 
 /* HC_BENCH_MS="1,16": only these M (unset: all). */
-static int bench_m_wanted(int M)
+/* Token counts to time: HC_BENCH_MS (comma list, any values) or the five of
+ * the benchmark. Returns how many were written to ms (at most cap). */
+static int bench_ms(int *ms, int cap)
 {
+    static const int def[5] = {1, 16, 128, 1024, 4096};
     const char *l = getenv("HC_BENCH_MS");
-    if (l == NULL) return 1;
-    for (const char *p = l; *p;) {
+    int n = 0;
+    if (l == NULL) {
+        for (; n < 5 && n < cap; n++) ms[n] = def[n];
+        return n;
+    }
+    for (const char *p = l; *p && n < cap;) {
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p) break;
-        if (v == M) return 1;
+        if (v > 0) ms[n++] = (int)v;
         p = *end == ',' ? end + 1 : end;
     }
-    return 0;
+    return n;
 }
 
 /* Benchmark shapes: our kernel's median time per (format, N, K, M). */
@@ -294,7 +301,8 @@ static void bench(int simt)
         {"W8A8 fp8 channel", {HC_FMT_F8E4M3, P_, 0, 0, ZN, 0, HC_FMT_F8E4M3, RTN}},
     };
     static const int64_t NK[3][2] = {{8192, 8192}, {28672, 8192}, {8192, 28672}};
-    static const int Ms[5] = {1, 16, 128, 1024, 4096};
+    int Ms[16];
+    const int nms = bench_ms(Ms, 16);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         for (int s = 0; s < 3; s++) {
             /* the large shapes for W4A16 only unless HC_BENCH_ALL (device time) */
@@ -319,9 +327,8 @@ static void bench(int simt)
                        (long long)K, err.msg);
                 continue;
             }
-            for (int j = 0; j < 5; j++) {
+            for (int j = 0; j < nms; j++) {
                 double med = 0, first = 0;
-                if (!bench_m_wanted(Ms[j])) continue;
                 if (hc_gpu_time(&c, &m, &post, Ms[j], 20, simt, &med, &first, &err) != HC_OK) {
                     printf("BENCH %s: %s\n", f[i].name, err.msg);
                     continue;
