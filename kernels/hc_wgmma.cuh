@@ -98,40 +98,29 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
            (uint64_t)1 << 62;
 }
 
+/* one wgmma m64nNk16, fp32 accumulators d (DOPS / DSTR), A in registers a[0..3]
+ * (operands A0..A0 + 3), B by descriptor (A0 + 4), scale-d predicate from A0 + 5 */
+#define HCK_WGMMA_RS(N, TY, DSTR, DOPS, A0, A1, A2, A3, DESC, SD)                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" SD ", 0;\n"                                  \
+                 "wgmma.mma_async.sync.aligned.m64n" N "k16.f32." TY "." TY " " DSTR                \
+                 ", {%" A0 ", %" A1 ", %" A2 ", %" A3 "}, %" DESC ", p, 1, 1, 0;\n}\n"               \
+                 : DOPS(d)                                                                        \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1))
+
 /* d (64 x 128 fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x 128) */
 template <bool BF>
 __device__ __forceinline__ void wgmma_n128(float *d, const uint32_t *a, uint64_t desc)
 {
-    if (BF)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " HCK_D64_STR
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-                     : HCK_D64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " HCK_D64_STR
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-                     : HCK_D64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+    if (BF) HCK_WGMMA_RS("128", "bf16", HCK_D64_STR, HCK_D64, "64", "65", "66", "67", "68", "69");
+    else HCK_WGMMA_RS("128", "f16", HCK_D64_STR, HCK_D64, "64", "65", "66", "67", "68", "69");
 }
 
 /* d (64 x 256 fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x 256) */
 template <bool BF>
 __device__ __forceinline__ void wgmma_n256(float *d, const uint32_t *a, uint64_t desc)
 {
-    if (BF)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " HCK_D128_STR
-                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-                     : HCK_D128(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " HCK_D128_STR
-                     ", {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-                     : HCK_D128(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+    if (BF) HCK_WGMMA_RS("256", "bf16", HCK_D128_STR, HCK_D128, "128", "129", "130", "131", "132", "133");
+    else HCK_WGMMA_RS("256", "f16", HCK_D128_STR, HCK_D128, "128", "129", "130", "131", "132", "133");
 }
 
 /* keeps the compiler from touching the accumulators across the async window */
