@@ -269,7 +269,6 @@ static int check_quantizer(void)
     return bad_total;
 }
 
-/* HC_BENCH_MS="1,16": only these M (unset: all). */
 /* Token counts to time: HC_BENCH_MS (comma list, any values) or the five of
  * the benchmark. Returns how many were written to ms (at most cap). */
 static int bench_ms(int *ms, int cap)
