@@ -1,6 +1,7 @@
 /* test_ckpt_moe.c - per-expert quantized tensors "X.experts.<i>.Y.*" (GPTQ,
  * compressed-tensors pack-quantized, AWQ GEMM, FP8 e4m3 with per-channel
- * scales) become one MoE layer "X.experts.Y".
+ * scales, ModelOpt NVFP4 with a global scale per expert) become one MoE layer
+ * "X.experts.Y".
  * Oracles, each built here from the same codes, zeros and scales:
  *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
  *             (layout spec 7.8) converts to byte-identical tensors;
@@ -525,6 +526,99 @@ static void test_stack_refusals(void **state)
                    "expert 1 of stack " KEY " is stored as another kind of quantized layer");
 }
 
+/* ModelOpt NVFP4 experts (U8 e2m1 pairs, e4m3 scales per 16, each expert its
+ * own weight_scale_2 multiplier). Oracles: lossless, every slice of the stack
+ * equals the same expert converted alone as a dense layer (weight, block
+ * scales, its global scale as entry e); requant, the float path's stack of
+ * e2m1 x e4m3 x weight_scale_2. */
+#define MO_CONFIG "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.2\"}, " \
+                  "\"quantization\": {\"quant_algo\": \"NVFP4\", \"group_size\": 16}}"
+static void put_nvfp4(tc_ckpt *c, const char *p, int N, int K, const uint8_t *w, const uint8_t *s, float s2)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s.weight", p);
+    memcpy(tc_add(c, name, HC_DT_U8, 2, (int64_t[2]){N, K / 2}), w, (size_t)N * K / 2);
+    snprintf(name, sizeof name, "%s.weight_scale", p);
+    memcpy(tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K / 16}), s, (size_t)N * K / 16);
+    snprintf(name, sizeof name, "%s.weight_scale_2", p);
+    *(float *)tc_add(c, name, HC_DT_F32, 0, NULL) = s2;
+}
+
+static double e2m1_value(unsigned c)
+{
+    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    return (c & 8 ? -1 : 1) * mag[c & 7];
+}
+
+/* Bytes [e * n, (e + 1) * n) of the stack's tensor role equal the dense layer's whole tensor. */
+static void assert_slice(const char *stack_dir, const char *dense_dir, const char *role, int e)
+{
+    char a[160], b[160];
+    size_t la, lb;
+    snprintf(a, sizeof a, KEY "%s", role);
+    snprintf(b, sizeof b, "model.layers.0.mlp.up_proj%s", role);
+    uint8_t *x = out_tensor(stack_dir, a, &la), *y = out_tensor(dense_dir, b, &lb);
+    if (!x || !y) fail_msg("%s: stack %p dense %p", role, (void *)x, (void *)y);
+    assert_int_equal(la % lb, 0);
+    if (memcmp(x + (size_t)e * lb, y, lb) != 0) fail_msg("%s of expert %d differs from the dense layer", role, e);
+    free(x), free(y);
+}
+
+static void test_modelopt_nvfp4_stack(void **state)
+{
+    (void)state;
+    tc_seed(17);
+    const moe_spec m = {.E = 3, .N = 64, .K = 128, .skip = -1};
+    const int N = m.N, K = m.K;
+    tc_ckpt q, fp, dense[3];
+    tc_init(&q, "moe-mo");
+    tc_init(&fp, "moe-mo-f");
+    uint8_t *w = malloc((size_t)N * K / 2), *s = malloc((size_t)N * K / 16);
+    assert_true(w && s);
+    for (int e = 0; e < m.E; e++) {
+        const float s2 = 0.00123f * (float)(e + 1);
+        for (int i = 0; i < N * K / 2; i++) w[i] = (uint8_t)(tc_rand() % 256);
+        for (int i = 0; i < N * K / 16; i++) s[i] = (uint8_t)(0x20 + tc_rand() % 0x30); /* moderate, finite */
+        char p[96];
+        snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
+        put_nvfp4(&q, p, N, K, w, s, s2);
+        tc_init(&dense[e], "moe-mo-d");
+        put_nvfp4(&dense[e], "model.layers.0.mlp.up_proj", N, K, w, s, s2);
+        tc_write(&dense[e], "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+        strcat(p, ".weight");
+        float *f = tc_add(&fp, p, HC_DT_F32, 2, (int64_t[2]){N, K});
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++) {
+                const uint8_t byte = w[n * (K / 2) + k / 2];
+                f[n * K + k] = (float)(e2m1_value(k % 2 ? byte >> 4 : byte & 15) *
+                                       e4m3(s[n * (K / 16) + k / 16]) * (double)s2);
+            }
+    }
+    tc_write(&q, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+    tc_write(&fp, "{\"torch_dtype\": \"bfloat16\"}", NULL, NULL);
+    hc_error err;
+    char *cfg = NULL;
+    if (tc_convert_keep(q.dir, NULL, 0, &cfg, &err) != HC_OK) fail_msg("%s", err.msg);
+    check_record(cfg, &m, "true");
+    free(cfg);
+    assert_report(q.dir, &m, 1);
+    for (int e = 0; e < m.E; e++) {
+        if (tc_convert_keep(dense[e].dir, NULL, 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
+        assert_slice(q.dir, dense[e].dir, ".weight", e);
+        assert_slice(q.dir, dense[e].dir, ".weight_scale", e);
+        assert_slice(q.dir, dense[e].dir, ".global_scale", e);
+        tc_free(&dense[e]);
+    }
+    if (tc_convert_keep(q.dir, "w8a16", 0, &cfg, &err) != HC_OK) fail_msg("%s", err.msg);
+    check_record(cfg, &m, "false");
+    free(cfg);
+    if (tc_convert_keep(fp.dir, "w8a16", 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_same_layer(q.dir, fp.dir, 0, -1);
+    free(w), free(s);
+    tc_free(&q);
+    tc_free(&fp);
+}
+
 /* Act-order experts: one input_perm per stack, so permute needs equal
  * permutations; requant unpermutes each expert with its own. */
 static void test_act_order_stack(void **state)
@@ -576,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_ct_stack),
         cmocka_unit_test(test_awq_stack),
         cmocka_unit_test(test_fp8_stack),
+        cmocka_unit_test(test_modelopt_nvfp4_stack),
         cmocka_unit_test(test_stack_refusals),
         cmocka_unit_test(test_act_order_stack),
     };
