@@ -1,7 +1,7 @@
 /* test_ckpt_moe.c - per-expert quantized tensors "X.experts.<i>.Y.*" (GPTQ,
  * compressed-tensors pack-quantized, AWQ GEMM, FP8 e4m3 with per-channel
- * scales, ModelOpt NVFP4 with a global scale per expert) become one MoE layer
- * "X.experts.Y".
+ * scales, ModelOpt and compressed-tensors NVFP4 with a global scale per
+ * expert) become one MoE layer "X.experts.Y".
  * Oracles, each built here from the same codes, zeros and scales:
  *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
  *             (layout spec 7.8) converts to byte-identical tensors;
@@ -526,22 +526,35 @@ static void test_stack_refusals(void **state)
                    "expert 1 of stack " KEY " is stored as another kind of quantized layer");
 }
 
-/* ModelOpt NVFP4 experts (U8 e2m1 pairs, e4m3 scales per 16, each expert its
- * own weight_scale_2 multiplier). Oracles: lossless, every slice of the stack
- * equals the same expert converted alone as a dense layer (weight, block
- * scales, its global scale as entry e); requant, the float path's stack of
- * e2m1 x e4m3 x weight_scale_2. */
+/* NVFP4 experts (U8 e2m1 pairs, e4m3 scales per 16, each expert its own
+ * global scale): ModelOpt (weight_scale_2, a multiplier) and compressed-tensors
+ * (weight_global_scale, a divisor; powers of two, so lossless). Oracles:
+ * lossless, every slice of the stack equals the same expert converted alone as
+ * a dense layer (weight, block scales, its global scale as entry e); requant,
+ * the float path's stack of e2m1 x e4m3 x (or /) the global scale. */
 #define MO_CONFIG "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.2\"}, " \
                   "\"quantization\": {\"quant_algo\": \"NVFP4\", \"group_size\": 16}}"
-static void put_nvfp4(tc_ckpt *c, const char *p, int N, int K, const uint8_t *w, const uint8_t *s, float s2)
+#define CT_NVFP4 "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
+    "\"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", \"quantization_status\": " \
+    "\"compressed\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": " \
+    "{\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}}}}"
+static void put_nvfp4(tc_ckpt *c, int ct, const char *p, int N, int K, const uint8_t *w, const uint8_t *s,
+                      float g)
 {
     char name[160];
-    snprintf(name, sizeof name, "%s.weight", p);
+    snprintf(name, sizeof name, "%s.%s", p, ct ? "weight_packed" : "weight");
     memcpy(tc_add(c, name, HC_DT_U8, 2, (int64_t[2]){N, K / 2}), w, (size_t)N * K / 2);
     snprintf(name, sizeof name, "%s.weight_scale", p);
     memcpy(tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K / 16}), s, (size_t)N * K / 16);
-    snprintf(name, sizeof name, "%s.weight_scale_2", p);
-    *(float *)tc_add(c, name, HC_DT_F32, 0, NULL) = s2;
+    snprintf(name, sizeof name, "%s.%s", p, ct ? "weight_global_scale" : "weight_scale_2");
+    if (ct) *(float *)tc_add(c, name, HC_DT_F32, 1, (int64_t[1]){1}) = g;
+    else *(float *)tc_add(c, name, HC_DT_F32, 0, NULL) = g;
+}
+
+static void write_nvfp4(tc_ckpt *c, int ct)
+{
+    if (ct) tc_write(c, CT_NVFP4, NULL, NULL);
+    else tc_write(c, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
 }
 
 static double e2m1_value(unsigned c)
@@ -564,10 +577,8 @@ static void assert_slice(const char *stack_dir, const char *dense_dir, const cha
     free(x), free(y);
 }
 
-static void test_modelopt_nvfp4_stack(void **state)
+static void run_nvfp4_stack(int ct)
 {
-    (void)state;
-    tc_seed(17);
     const moe_spec m = {.E = 3, .N = 64, .K = 128, .skip = -1};
     const int N = m.N, K = m.K;
     tc_ckpt q, fp, dense[3];
@@ -576,25 +587,25 @@ static void test_modelopt_nvfp4_stack(void **state)
     uint8_t *w = malloc((size_t)N * K / 2), *s = malloc((size_t)N * K / 16);
     assert_true(w && s);
     for (int e = 0; e < m.E; e++) {
-        const float s2 = 0.00123f * (float)(e + 1);
+        const float g = ct ? (float)(256 << e) : 0.00123f * (float)(e + 1);
         for (int i = 0; i < N * K / 2; i++) w[i] = (uint8_t)(tc_rand() % 256);
         for (int i = 0; i < N * K / 16; i++) s[i] = (uint8_t)(0x20 + tc_rand() % 0x30); /* moderate, finite */
         char p[96];
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
-        put_nvfp4(&q, p, N, K, w, s, s2);
+        put_nvfp4(&q, ct, p, N, K, w, s, g);
         tc_init(&dense[e], "moe-mo-d");
-        put_nvfp4(&dense[e], "model.layers.0.mlp.up_proj", N, K, w, s, s2);
-        tc_write(&dense[e], "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+        put_nvfp4(&dense[e], ct, "model.layers.0.mlp.up_proj", N, K, w, s, g);
+        write_nvfp4(&dense[e], ct);
         strcat(p, ".weight");
         float *f = tc_add(&fp, p, HC_DT_F32, 2, (int64_t[2]){N, K});
         for (int n = 0; n < N; n++)
             for (int k = 0; k < K; k++) {
                 const uint8_t byte = w[n * (K / 2) + k / 2];
-                f[n * K + k] = (float)(e2m1_value(k % 2 ? byte >> 4 : byte & 15) *
-                                       e4m3(s[n * (K / 16) + k / 16]) * (double)s2);
+                const double v = e2m1_value(k % 2 ? byte >> 4 : byte & 15) * e4m3(s[n * (K / 16) + k / 16]);
+                f[n * K + k] = (float)(ct ? v / (double)g : v * (double)g);
             }
     }
-    tc_write(&q, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+    write_nvfp4(&q, ct);
     tc_write(&fp, "{\"torch_dtype\": \"bfloat16\"}", NULL, NULL);
     hc_error err;
     char *cfg = NULL;
@@ -617,6 +628,14 @@ static void test_modelopt_nvfp4_stack(void **state)
     free(w), free(s);
     tc_free(&q);
     tc_free(&fp);
+}
+
+static void test_nvfp4_stacks(void **state)
+{
+    (void)state;
+    tc_seed(17);
+    run_nvfp4_stack(0); /* ModelOpt */
+    run_nvfp4_stack(1); /* compressed-tensors */
 }
 
 /* Act-order experts: one input_perm per stack, so permute needs equal
@@ -670,7 +689,7 @@ int main(void)
         cmocka_unit_test(test_ct_stack),
         cmocka_unit_test(test_awq_stack),
         cmocka_unit_test(test_fp8_stack),
-        cmocka_unit_test(test_modelopt_nvfp4_stack),
+        cmocka_unit_test(test_nvfp4_stacks),
         cmocka_unit_test(test_stack_refusals),
         cmocka_unit_test(test_act_order_stack),
     };
