@@ -1,7 +1,7 @@
 /* test_ckpt_moe.c - per-expert quantized tensors "X.experts.<i>.Y.*" (GPTQ,
  * compressed-tensors pack-quantized, AWQ GEMM, FP8 e4m3 with per-channel
  * scales, ModelOpt and compressed-tensors NVFP4 with a global scale per
- * expert) become one MoE layer "X.experts.Y".
+ * expert, ModelOpt FP8 per tensor) become one MoE layer "X.experts.Y".
  * Oracles, each built here from the same codes, zeros and scales:
  *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
  *             (layout spec 7.8) converts to byte-identical tensors;
@@ -526,22 +526,40 @@ static void test_stack_refusals(void **state)
                    "expert 1 of stack " KEY " is stored as another kind of quantized layer");
 }
 
-/* NVFP4 experts (U8 e2m1 pairs, e4m3 scales per 16, each expert its own
- * global scale): ModelOpt (weight_scale_2, a multiplier) and compressed-tensors
- * (weight_global_scale, a divisor; powers of two, so lossless). Oracles:
- * lossless, every slice of the stack equals the same expert converted alone as
- * a dense layer (weight, block scales, its global scale as entry e); requant,
- * the float path's stack of e2m1 x e4m3 x (or /) the global scale. */
+/* Float-element experts, each with its own tensor-wide scale g: NVFP4 (U8
+ * e2m1 pairs, e4m3 scales per 16) from ModelOpt (weight_scale_2, a
+ * multiplier) and compressed-tensors (weight_global_scale, a divisor; powers
+ * of two, so lossless), and ModelOpt FP8 per tensor (e4m3, a scalar
+ * weight_scale). Oracles: lossless, every slice of the stack equals the same
+ * expert converted alone as a dense layer; requant, the float path's stack of
+ * the dequantized values. */
+enum { NV_MO, NV_CT, FP8_MO };
 #define MO_CONFIG "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.2\"}, " \
                   "\"quantization\": {\"quant_algo\": \"NVFP4\", \"group_size\": 16}}"
 #define CT_NVFP4 "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
     "\"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", \"quantization_status\": " \
     "\"compressed\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": " \
     "{\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}}}}"
-static void put_nvfp4(tc_ckpt *c, int ct, const char *p, int N, int K, const uint8_t *w, const uint8_t *s,
-                      float g)
+static double e2m1_value(unsigned c)
+{
+    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    return (c & 8 ? -1 : 1) * mag[c & 7];
+}
+
+static void put_fp_expert(tc_ckpt *c, int kind, const char *p, int N, int K, const uint8_t *w,
+                          const uint8_t *s, float g)
 {
     char name[160];
+    const int ct = kind == NV_CT;
+    if (kind == FP8_MO) {
+        snprintf(name, sizeof name, "%s.weight", p);
+        memcpy(tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K}), w, (size_t)N * K);
+        snprintf(name, sizeof name, "%s.weight_scale", p);
+        *(float *)tc_add(c, name, HC_DT_F32, 0, NULL) = g;
+        snprintf(name, sizeof name, "%s.input_scale", p);
+        *(float *)tc_add(c, name, HC_DT_F32, 0, NULL) = 1.0f;
+        return;
+    }
     snprintf(name, sizeof name, "%s.%s", p, ct ? "weight_packed" : "weight");
     memcpy(tc_add(c, name, HC_DT_U8, 2, (int64_t[2]){N, K / 2}), w, (size_t)N * K / 2);
     snprintf(name, sizeof name, "%s.weight_scale", p);
@@ -551,61 +569,77 @@ static void put_nvfp4(tc_ckpt *c, int ct, const char *p, int N, int K, const uin
     else *(float *)tc_add(c, name, HC_DT_F32, 0, NULL) = g;
 }
 
-static void write_nvfp4(tc_ckpt *c, int ct)
+static void write_fp_ckpt(tc_ckpt *c, int kind)
 {
-    if (ct) tc_write(c, CT_NVFP4, NULL, NULL);
-    else tc_write(c, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+    if (kind == NV_CT) tc_write(c, CT_NVFP4, NULL, NULL);
+    else if (kind == NV_MO) tc_write(c, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+    else tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
+                     "\"modelopt\", \"quant_algo\": \"FP8\"}}", NULL, NULL);
 }
 
-static double e2m1_value(unsigned c)
+/* Dequantized value (n, k) of an expert's codes w, block scales s, global g. */
+static float fp_expert_value(int kind, int K, const uint8_t *w, const uint8_t *s, float g, int n, int k)
 {
-    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
-    return (c & 8 ? -1 : 1) * mag[c & 7];
+    if (kind == FP8_MO) return (float)(e4m3(w[n * K + k]) * (double)g);
+    const uint8_t byte = w[n * (K / 2) + k / 2];
+    const double v = e2m1_value(k % 2 ? byte >> 4 : byte & 15) * e4m3(s[n * (K / 16) + k / 16]);
+    return (float)(kind == NV_CT ? v / (double)g : v * (double)g);
 }
 
-/* Bytes [e * n, (e + 1) * n) of the stack's tensor role equal the dense layer's whole tensor. */
-static void assert_slice(const char *stack_dir, const char *dense_dir, const char *role, int e)
+/* For every tensor role, the stack has it iff the dense layer (expert e alone)
+ * has it, and bytes [e * n, (e + 1) * n) of the stack's equal the dense one's n
+ * bytes. Returns how many roles were compared. */
+static int assert_slices(const char *stack_dir, const char *dense_dir, int e)
 {
-    char a[160], b[160];
-    size_t la, lb;
-    snprintf(a, sizeof a, KEY "%s", role);
-    snprintf(b, sizeof b, "model.layers.0.mlp.up_proj%s", role);
-    uint8_t *x = out_tensor(stack_dir, a, &la), *y = out_tensor(dense_dir, b, &lb);
-    if (!x || !y) fail_msg("%s: stack %p dense %p", role, (void *)x, (void *)y);
-    assert_int_equal(la % lb, 0);
-    if (memcmp(x + (size_t)e * lb, y, lb) != 0) fail_msg("%s of expert %d differs from the dense layer", role, e);
-    free(x), free(y);
+    static const char *const roles[] = {".weight", ".weight_scale", ".zero_point", ".global_scale", ".bias"};
+    int compared = 0;
+    for (int r = 0; r < 5; r++) {
+        char a[160], b[160];
+        size_t la, lb;
+        snprintf(a, sizeof a, KEY "%s", roles[r]);
+        snprintf(b, sizeof b, "model.layers.0.mlp.up_proj%s", roles[r]);
+        uint8_t *x = out_tensor(stack_dir, a, &la), *y = out_tensor(dense_dir, b, &lb);
+        if ((x != NULL) != (y != NULL)) fail_msg("%s: in the stack %d, dense %d", roles[r], x != NULL, y != NULL);
+        if (x) {
+            assert_int_equal(la % lb, 0);
+            if (memcmp(x + (size_t)e * lb, y, lb) != 0)
+                fail_msg("%s of expert %d differs from the dense layer", roles[r], e);
+            compared++;
+        }
+        free(x), free(y);
+    }
+    return compared;
 }
 
-static void run_nvfp4_stack(int ct)
+/* roles compared: NVFP4 weight, block scales, global; FP8 weight, tensor scale */
+static void run_fp_stack(int kind, int roles)
 {
     const moe_spec m = {.E = 3, .N = 64, .K = 128, .skip = -1};
     const int N = m.N, K = m.K;
     tc_ckpt q, fp, dense[3];
     tc_init(&q, "moe-mo");
     tc_init(&fp, "moe-mo-f");
-    uint8_t *w = malloc((size_t)N * K / 2), *s = malloc((size_t)N * K / 16);
+    uint8_t *w = malloc((size_t)N * K), *s = malloc((size_t)N * K / 16);
     assert_true(w && s);
     for (int e = 0; e < m.E; e++) {
-        const float g = ct ? (float)(256 << e) : 0.00123f * (float)(e + 1);
-        for (int i = 0; i < N * K / 2; i++) w[i] = (uint8_t)(tc_rand() % 256);
+        const float g = kind == NV_CT ? (float)(256 << e) : 0.00123f * (float)(e + 1);
+        for (int i = 0; i < N * K; i++) {
+            w[i] = (uint8_t)(tc_rand() % 256);
+            if ((w[i] & 0x7f) == 0x7f) w[i] = 0x10; /* no e4m3 NaN */
+        }
         for (int i = 0; i < N * K / 16; i++) s[i] = (uint8_t)(0x20 + tc_rand() % 0x30); /* moderate, finite */
         char p[96];
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
-        put_nvfp4(&q, ct, p, N, K, w, s, g);
+        put_fp_expert(&q, kind, p, N, K, w, s, g);
         tc_init(&dense[e], "moe-mo-d");
-        put_nvfp4(&dense[e], ct, "model.layers.0.mlp.up_proj", N, K, w, s, g);
-        write_nvfp4(&dense[e], ct);
+        put_fp_expert(&dense[e], kind, "model.layers.0.mlp.up_proj", N, K, w, s, g);
+        write_fp_ckpt(&dense[e], kind);
         strcat(p, ".weight");
         float *f = tc_add(&fp, p, HC_DT_F32, 2, (int64_t[2]){N, K});
         for (int n = 0; n < N; n++)
-            for (int k = 0; k < K; k++) {
-                const uint8_t byte = w[n * (K / 2) + k / 2];
-                const double v = e2m1_value(k % 2 ? byte >> 4 : byte & 15) * e4m3(s[n * (K / 16) + k / 16]);
-                f[n * K + k] = (float)(ct ? v / (double)g : v * (double)g);
-            }
+            for (int k = 0; k < K; k++) f[n * K + k] = fp_expert_value(kind, K, w, s, g, n, k);
     }
-    write_nvfp4(&q, ct);
+    write_fp_ckpt(&q, kind);
     tc_write(&fp, "{\"torch_dtype\": \"bfloat16\"}", NULL, NULL);
     hc_error err;
     char *cfg = NULL;
@@ -615,9 +649,7 @@ static void run_nvfp4_stack(int ct)
     assert_report(q.dir, &m, 1);
     for (int e = 0; e < m.E; e++) {
         if (tc_convert_keep(dense[e].dir, NULL, 0, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
-        assert_slice(q.dir, dense[e].dir, ".weight", e);
-        assert_slice(q.dir, dense[e].dir, ".weight_scale", e);
-        assert_slice(q.dir, dense[e].dir, ".global_scale", e);
+        assert_int_equal(assert_slices(q.dir, dense[e].dir, e), roles);
         tc_free(&dense[e]);
     }
     if (tc_convert_keep(q.dir, "w8a16", 0, &cfg, &err) != HC_OK) fail_msg("%s", err.msg);
@@ -630,12 +662,13 @@ static void run_nvfp4_stack(int ct)
     tc_free(&fp);
 }
 
-static void test_nvfp4_stacks(void **state)
+static void test_fp_element_stacks(void **state)
 {
     (void)state;
     tc_seed(17);
-    run_nvfp4_stack(0); /* ModelOpt */
-    run_nvfp4_stack(1); /* compressed-tensors */
+    run_fp_stack(NV_MO, 3);
+    run_fp_stack(NV_CT, 3);
+    run_fp_stack(FP8_MO, 2);
 }
 
 /* Act-order experts: one input_perm per stack, so permute needs equal
@@ -689,7 +722,7 @@ int main(void)
         cmocka_unit_test(test_ct_stack),
         cmocka_unit_test(test_awq_stack),
         cmocka_unit_test(test_fp8_stack),
-        cmocka_unit_test(test_nvfp4_stacks),
+        cmocka_unit_test(test_fp_element_stacks),
         cmocka_unit_test(test_stack_refusals),
         cmocka_unit_test(test_act_order_stack),
     };
