@@ -1,7 +1,8 @@
 /* test_ckpt_moe.c - per-expert quantized tensors "X.experts.<i>.Y.*" (GPTQ,
  * compressed-tensors pack-quantized, AWQ GEMM, FP8 e4m3 with per-channel
  * scales, ModelOpt and compressed-tensors NVFP4 with a global scale per
- * expert, ModelOpt FP8 per tensor) become one MoE layer "X.experts.Y".
+ * expert, ModelOpt FP8 per tensor, compressed-tensors MXFP4, DeepSeek block
+ * FP8) become one MoE layer "X.experts.Y".
  * Oracles, each built here from the same codes, zeros and scales:
  *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
  *             (layout spec 7.8) converts to byte-identical tensors;
@@ -529,17 +530,19 @@ static void test_stack_refusals(void **state)
 /* Float-element experts, each with its own tensor-wide scale g: NVFP4 (U8
  * e2m1 pairs, e4m3 scales per 16) from ModelOpt (weight_scale_2, a
  * multiplier) and compressed-tensors (weight_global_scale, a divisor; powers
- * of two, so lossless), and ModelOpt FP8 per tensor (e4m3, a scalar
- * weight_scale). Oracles: lossless, every slice of the stack equals the same
- * expert converted alone as a dense layer; requant, the float path's stack of
- * the dequantized values. */
-enum { NV_MO, NV_CT, FP8_MO };
+ * of two, so lossless), ModelOpt FP8 per tensor (e4m3, a scalar
+ * weight_scale), compressed-tensors MXFP4 (e8m0 scales per 32, no global) and
+ * DeepSeek block FP8 (weight_scale_inv per 128 x 128 block: g, 1.5 g, ...).
+ * Oracles: lossless, every slice of the stack equals the same expert converted
+ * alone as a dense layer; requant, the float path's stack of the dequantized
+ * values. */
+enum { NV_MO, NV_CT, FP8_MO, MX_CT, FP8_BLK };
 #define MO_CONFIG "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.2\"}, " \
                   "\"quantization\": {\"quant_algo\": \"NVFP4\", \"group_size\": 16}}"
-#define CT_NVFP4 "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
-    "\"compressed-tensors\", \"format\": \"nvfp4-pack-quantized\", \"quantization_status\": " \
+#define CT_FP4(fmt, strategy, gs) "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
+    "\"compressed-tensors\", \"format\": \"" fmt "\", \"quantization_status\": " \
     "\"compressed\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": " \
-    "{\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"tensor_group\", \"group_size\": 16}}}}}"
+    "{\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"" strategy "\", \"group_size\": " #gs "}}}}}"
 static double e2m1_value(unsigned c)
 {
     static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
@@ -550,7 +553,22 @@ static void put_fp_expert(tc_ckpt *c, int kind, const char *p, int N, int K, con
                           const uint8_t *s, float g)
 {
     char name[160];
-    const int ct = kind == NV_CT;
+    const int ct = kind == NV_CT || kind == MX_CT;
+    if (kind == FP8_BLK) { /* weight_scale_inv [N/128, K/128] */
+        snprintf(name, sizeof name, "%s.weight", p);
+        memcpy(tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K}), w, (size_t)N * K);
+        snprintf(name, sizeof name, "%s.weight_scale_inv", p);
+        float *si = tc_add(c, name, HC_DT_F32, 2, (int64_t[2]){N / 128, K / 128});
+        for (int i = 0; i < (N / 128) * (K / 128); i++) si[i] = g * (1.0f + 0.5f * (float)i);
+        return;
+    }
+    if (kind == MX_CT) {
+        snprintf(name, sizeof name, "%s.weight_packed", p);
+        memcpy(tc_add(c, name, HC_DT_U8, 2, (int64_t[2]){N, K / 2}), w, (size_t)N * K / 2);
+        snprintf(name, sizeof name, "%s.weight_scale", p);
+        memcpy(tc_add(c, name, HC_DT_U8, 2, (int64_t[2]){N, K / 32}), s, (size_t)N * K / 32);
+        return;
+    }
     if (kind == FP8_MO) {
         snprintf(name, sizeof name, "%s.weight", p);
         memcpy(tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K}), w, (size_t)N * K);
@@ -571,7 +589,12 @@ static void put_fp_expert(tc_ckpt *c, int kind, const char *p, int N, int K, con
 
 static void write_fp_ckpt(tc_ckpt *c, int kind)
 {
-    if (kind == NV_CT) tc_write(c, CT_NVFP4, NULL, NULL);
+    if (kind == NV_CT) tc_write(c, CT_FP4("nvfp4-pack-quantized", "tensor_group", 16), NULL, NULL);
+    else if (kind == MX_CT) tc_write(c, CT_FP4("mxfp4-pack-quantized", "group", 32), NULL, NULL);
+    else if (kind == FP8_BLK)
+        tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": \"fp8\", "
+                    "\"fmt\": \"e4m3\", \"activation_scheme\": \"dynamic\", \"weight_block_size\": [128, 128]}}",
+                 NULL, NULL);
     else if (kind == NV_MO) tc_write(c, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
     else tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
                      "\"modelopt\", \"quant_algo\": \"FP8\"}}", NULL, NULL);
@@ -581,7 +604,12 @@ static void write_fp_ckpt(tc_ckpt *c, int kind)
 static float fp_expert_value(int kind, int K, const uint8_t *w, const uint8_t *s, float g, int n, int k)
 {
     if (kind == FP8_MO) return (float)(e4m3(w[n * K + k]) * (double)g);
+    if (kind == FP8_BLK) {
+        const float si = g * (1.0f + 0.5f * (float)((n / 128) * (K / 128) + k / 128)); /* as stored */
+        return (float)(e4m3(w[n * K + k]) * (double)si);
+    }
     const uint8_t byte = w[n * (K / 2) + k / 2];
+    if (kind == MX_CT) return (float)(e2m1_value(k % 2 ? byte >> 4 : byte & 15) * ldexp(1.0, s[n * (K / 32) + k / 32] - 127));
     const double v = e2m1_value(k % 2 ? byte >> 4 : byte & 15) * e4m3(s[n * (K / 16) + k / 16]);
     return (float)(kind == NV_CT ? v / (double)g : v * (double)g);
 }
@@ -611,11 +639,10 @@ static int assert_slices(const char *stack_dir, const char *dense_dir, int e)
     return compared;
 }
 
-/* roles compared: NVFP4 weight, block scales, global; FP8 weight, tensor scale */
-static void run_fp_stack(int kind, int roles)
+/* roles: how many output tensors the stack shares with the dense layer */
+static void run_fp_stack(int kind, int N, int K, int roles)
 {
-    const moe_spec m = {.E = 3, .N = 64, .K = 128, .skip = -1};
-    const int N = m.N, K = m.K;
+    const moe_spec m = {.E = 3, .N = N, .K = K, .skip = -1};
     tc_ckpt q, fp, dense[3];
     tc_init(&q, "moe-mo");
     tc_init(&fp, "moe-mo-f");
@@ -627,7 +654,8 @@ static void run_fp_stack(int kind, int roles)
             w[i] = (uint8_t)(tc_rand() % 256);
             if ((w[i] & 0x7f) == 0x7f) w[i] = 0x10; /* no e4m3 NaN */
         }
-        for (int i = 0; i < N * K / 16; i++) s[i] = (uint8_t)(0x20 + tc_rand() % 0x30); /* moderate, finite */
+        for (int i = 0; i < N * K / 16; i++) /* moderate, finite e4m3; e8m0 2^-17 .. 2^12 */
+            s[i] = (uint8_t)(kind == MX_CT ? 110 + tc_rand() % 30 : 0x20 + tc_rand() % 0x30);
         char p[96];
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
         put_fp_expert(&q, kind, p, N, K, w, s, g);
@@ -666,9 +694,11 @@ static void test_fp_element_stacks(void **state)
 {
     (void)state;
     tc_seed(17);
-    run_fp_stack(NV_MO, 3);
-    run_fp_stack(NV_CT, 3);
-    run_fp_stack(FP8_MO, 2);
+    run_fp_stack(NV_MO, 64, 128, 3);  /* weight, block scales, global */
+    run_fp_stack(NV_CT, 64, 128, 3);
+    run_fp_stack(FP8_MO, 64, 128, 2); /* weight, tensor scale */
+    run_fp_stack(MX_CT, 64, 128, 2);  /* weight, e8m0 scales */
+    run_fp_stack(FP8_BLK, 256, 256, 2);
 }
 
 /* Act-order experts: one input_perm per stack, so permute needs equal
