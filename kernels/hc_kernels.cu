@@ -1319,8 +1319,9 @@ for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, tr
                                        (int)small::SMEM_MAX));
     }
     if (device_sm() == 90)
-        for (int v = 0; v < 64; v++) { /* every wgmma variant */
-            const int wf = (v / 8) % 4, ntok = v < 32 ? 128 : 256;
+        for (int v = 0; v < 128; v++) { /* every wgmma variant */
+            static const int ntoks[4] = {16, 64, 128, 256};
+            const int wf = (v / 8) % 4, ntok = ntoks[v / 32];
             hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok);
             if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)hopper::wg_smem(wf, ntok)));
@@ -1391,29 +1392,37 @@ size_t fast_smem(const hck_desc &d, int mt, int splits)
     return b;
 }
 
-/* Blocks of the fast kernel resident per SM (occupancy query, cached per variant). */
-int fast_blocks_per_sm(int mt, bool scale_c, size_t smem)
+/* Blocks of kernel f (nt threads, smem dynamic bytes) resident per SM:
+ * the occupancy query, cached per (kernel, smem); `fallback` if it fails. */
+int blocks_per_sm(const void *f, int nt, size_t smem, int fallback)
 {
     static std::mutex mu;
-    static std::map<std::pair<int, size_t>, int> memo;
-    const int key = mt * 2 + (scale_c ? 1 : 0);
+    static std::map<std::pair<const void *, size_t>, int> memo;
     {
         std::lock_guard<std::mutex> g(mu);
-        auto it = memo.find({key, smem});
+        auto it = memo.find({f, smem});
         if (it != memo.end()) return it->second;
     }
     int v = 0;
-    cudaError_t e;
-    if (mt == 1) e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 1>, fastw4::WARPS * 32, smem)
-                             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 1>, fastw4::WARPS * 32, smem);
-    else if (mt == 4) e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 4>, fastw4::WARPS * 32, smem)
-                                  : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 4>, fastw4::WARPS * 32, smem);
-    else e = scale_c ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, true, 4, 2>, fastw4::WARPS * 64, smem)
-                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, fastw4::w4a16_kernel<false, false, 4, 2>, fastw4::WARPS * 64, smem);
-    if (e != cudaSuccess || v < 1) { cudaGetLastError(); v = mt == 1 ? 3 : mt == 4 ? 2 : 1; }
+    if (f == nullptr || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, nt, smem) != cudaSuccess || v < 1) {
+        cudaGetLastError();
+        v = fallback;
+    }
     std::lock_guard<std::mutex> g(mu);
-    memo[{key, smem}] = v;
+    memo[{f, smem}] = v;
     return v;
+}
+
+/* Blocks of the fast kernel resident per SM. */
+int fast_blocks_per_sm(int mt, bool scale_c, size_t smem)
+{
+    const void *f = mt == 1 ? (scale_c ? (const void *)fastw4::w4a16_kernel<false, true, 1>
+                                       : (const void *)fastw4::w4a16_kernel<false, false, 1>)
+                  : mt == 4 ? (scale_c ? (const void *)fastw4::w4a16_kernel<false, true, 4>
+                                       : (const void *)fastw4::w4a16_kernel<false, false, 4>)
+                            : (scale_c ? (const void *)fastw4::w4a16_kernel<false, true, 4, 2>
+                                       : (const void *)fastw4::w4a16_kernel<false, false, 4, 2>);
+    return blocks_per_sm(f, fastw4::WARPS * (mt == 8 ? 64 : 32), smem, mt == 1 ? 3 : mt == 4 ? 2 : 1);
 }
 
 /* Split-K model (v5): a block of the fast kernel costs (its tile rows + R0)
@@ -1511,23 +1520,8 @@ size_t small_smem(const hck_desc &d, int wf, int64_t max_rows, int s)
 /* Blocks of the small-M kernel resident per SM for this shared memory size. */
 int small_blocks_per_sm(const hck_desc &d, int wf, size_t smem)
 {
-    static std::mutex mu;
-    static std::map<std::pair<int, size_t>, int> memo;
-    const bool sc = d.scale_perm == 32, cbf = d.out_bf16 && wf <= small::W_U4A8;
-    const int key = wf * 4 + (sc ? 2 : 0) + (cbf ? 1 : 0);
-    {
-        std::lock_guard<std::mutex> g(mu);
-        auto it = memo.find({key, smem});
-        if (it != memo.end()) return it->second;
-    }
-    int v = 0;
-    small::GemvFn f = small::gemv_fn(wf, cbf, sc, false);
-    cudaError_t e = f ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, (const void *)f, small::NT, smem)
-                      : cudaErrorInvalidValue;
-    if (e != cudaSuccess || v < 1) { cudaGetLastError(); v = 2; }
-    std::lock_guard<std::mutex> g(mu);
-    memo[{key, smem}] = v;
-    return v;
+    const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
+    return blocks_per_sm((const void *)small::gemv_fn(wf, cbf, d.scale_perm == 32, false), small::NT, smem, 2);
 }
 
 /* Split model of the small-M kernel, in units of one block row (WARPS rows of
@@ -1578,10 +1572,40 @@ int64_t wg_min_rows(int wf)
 {
     static const char *env = getenv("HCK_WG_MIN");
     if (env) return atoll(env);
-    /* measured on the H200, 8192^2 (bench/NOTES.md, v7): W4A16 at 16 tokens is
-     * faster on fastw4, from 32 on wgmma; W8A8 fp8 on wgmma from 1 token; W4A8
-     * and MXFP4 x fp8 on the small-M kernel below 8 tokens */
-    return wf == small::W_U4A16 ? 17 : wf == small::W_FP8A8 ? 1 : 8;
+    /* measured on the H200 (bench/NOTES.md, v7 and v8): W4A16 and W4A8 / MXFP4 x
+     * fp8 run faster on the small-M kernel up to 4 and 7 tokens (28672 x 8192 M = 1:
+     * 60.5 vs 73.9 us, 70.2 vs 82.3 us), W8A8 fp8 on the wgmma kernel from 1 token */
+    return wf == small::W_U4A16 ? 5 : wf == small::W_FP8A8 ? 1 : 8;
+}
+
+/* Tokens per block of the wgmma kernel (HCK_WG_NTOK overrides): the smallest
+ * wgmma N that holds the tokens up to 64, so that few tokens do not pay for
+ * unused tensor-core work (memory-bound there); 128, then 256 above 128. */
+int wg_tokens(int64_t max_rows)
+{
+    static const char *nt = getenv("HCK_WG_NTOK"); /* diagnostics */
+    if (nt) return atoi(nt);
+    return max_rows <= 16 ? 16 : max_rows <= 64 ? 64 : max_rows <= 128 ? 128 : 256;
+}
+
+/* Split K of the wgmma kernel (HCK_SPLITS overrides): while one more split
+ * still fits the grid in one wave of resident blocks and each split keeps >=
+ * 128 stages, >= 32 up to 32 tokens (measured, v7: at 8192^2 M = 128 two
+ * splits of 64 stages ran slower than one block of 128, 74 vs 68 us, while at
+ * M = 1 and 16 they were faster, 49 vs 78 us and 57 vs 74 us; K = 28672 at
+ * M = 128 gained, 217 -> 158 us); the counters cover YMAX token blocks. */
+int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+{
+    if (getenv("HCK_SPLITS")) return atoi(getenv("HCK_SPLITS")) < 1 ? 1 : atoi(getenv("HCK_SPLITS"));
+    const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
+    const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok);
+    const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), hopper::wg_smem(wf, ntok), 1);
+    const int64_t ty = (max_rows + ntok - 1) / ntok;
+    const int64_t blocks = (d.Np / 64 + hopper::NWG - 1) / hopper::NWG * ty * d.E;
+    const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 16 : 64;
+    int64_t s = 1;
+    while (ty <= small::YMAX && blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
+    return (int)s;
 }
 
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
@@ -1590,21 +1614,9 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
     /* v7: from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
     if (wf >= 0 && max_rows >= wg_min_rows(wf) && wg_ok(d, wf)) {
-        static const char *nt = getenv("HCK_WG_NTOK"); /* diagnostics */
-        pl.wg = nt ? atoi(nt) : max_rows > 128 ? 256 : 128;
+        pl.wg = wg_tokens(max_rows);
         pl.wf = wf;
-        /* split K while one more split still fits the grid in one wave and each split
-         * keeps >= 128 stages, >= 32 up to 32 tokens (measured, v7: at 8192^2 M = 128
-         * two splits of 64 stages ran slower than one block of 128, 74 vs 68 us, while
-         * at M = 1 and 16 they were faster, 49 vs 78 us and 57 vs 74 us; K = 28672 at
-         * M = 128 gained, 217 -> 158 us); the counters cover 16 token blocks */
-        const int64_t ty = (max_rows + pl.wg - 1) / pl.wg;
-        const int64_t blocks = (d.Np / 64 + hopper::NWG - 1) / hopper::NWG * ty * d.E;
-        const int64_t pairs = (d.Kp / 64 + 2) / 2;
-        int64_t s = 1;
-        while (want_ws && ty <= small::YMAX && blocks * (s + 1) <= sm_count() && pairs / (s + 1) >= (max_rows <= 32 ? 16 : 64) && s < 8) s++;
-        if (getenv("HCK_SPLITS") && want_ws) s = atoi(getenv("HCK_SPLITS")); /* diagnostics */
-        pl.splits = (int)(s < 1 ? 1 : s);
+        pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg) : 1;
         return pl;
     }
     /* v6: the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
@@ -1724,8 +1736,8 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         static const bool trace = getenv("HCK_TRACE") != nullptr;
         static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
-            fprintf(stderr, "HCK %s %s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.splits, pl.smem, d.E, (long long)d.N,
+            fprintf(stderr, "HCK %s %s ntok=%d splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
+                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.splits, pl.smem, d.E, (long long)d.N,
                     (long long)d.K, (long long)rows, d.out_bf16, d.transposed, d.scale_perm,
                     (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;
@@ -1754,7 +1766,7 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             if (e != cudaSuccess) return e;
             dim3 grid((unsigned)((d.Np / 64 + hopper::NWG - 1) / hopper::NWG),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
-            f<<<grid, hopper::NT, hopper::wg_smem(pl.wf, pl.wg), st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
+            f<<<grid, hopper::nt_of(pl.wg), hopper::wg_smem(pl.wf, pl.wg), st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();
         }
         small::GemvFn f = small::gemv_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed);

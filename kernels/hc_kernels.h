@@ -26,6 +26,17 @@ enum {
 enum { HCK_Z_NONE = 0, HCK_Z_INT = 1, HCK_Z_F16 = 2, HCK_Z_BF16 = 3 };
 enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT4 = 4 };
 
+/* Byte offset of the row that `lane` hands to ldmatrix.x4 in the wgmma
+ * kernel's 16-token variant, for k16 step s of a stage: 16 tokens x 64 k of
+ * 16-bit activations written by TMA with the 128-byte swizzle (16-byte chunk c
+ * of token row r stored at chunk c ^ (r % 8); the stage is 1024-aligned).
+ * Matrices 0-3 are (tokens 0-7, k lo), (0-7, k hi), (8-15, lo), (8-15, hi): the
+ * B pairs of two mma.m16n8k16 n8 blocks. Shared by kernels/hc_wgmma.cuh and
+ * tests/test_kernel_fragments.c. */
+#define HCK_SYNC16_LDSM_ROW(lane) ((lane) % 8 + 8 * ((lane) / 16))
+#define HCK_SYNC16_LDSM_OFFSET(lane, s) \
+    (HCK_SYNC16_LDSM_ROW(lane) * 128 + (((2 * (s) + ((lane) / 8) % 2) ^ (HCK_SYNC16_LDSM_ROW(lane) % 8)) * 16))
+
 typedef struct {
     int E;                        /* experts (1 for a dense layer) */
     int64_t N, K, Np, Kp, G;      /* unpadded / padded sizes, scale groups along Kp */

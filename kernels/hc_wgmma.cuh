@@ -25,12 +25,25 @@
  * through cp.async spent ~220 instructions per warp and stage on addressing;
  * one bulk copy per tile row kept the producer at ~0.85 us per stage. */
 namespace hopper {
-constexpr int NWG = 2, NT = NWG * 128 + 128; /* consumer warpgroups, threads (+ the producer warpgroup) */
+constexpr int NWG = 2; /* consumer warpgroups */
 
-/* tokens per block (128 or 256, the wgmma N): stages in flight, activation bytes per stage */
+/* Tokens per block (16, 64, 128 or 256, the wgmma N): stages in flight,
+ * activation bytes per stage, threads, blocks per SM the registers must allow.
+ * Up to 64 tokens the accumulators are few: one producer warp, no register
+ * hand-over, and several blocks per SM keep more weight bytes in flight
+ * (memory-bound there); from 128 tokens a producer warpgroup gives its
+ * registers to the consumers (setmaxnreg needs whole warpgroups). */
 template <int NTOK> struct Tok {
+    static constexpr bool BIG = NTOK >= 128;
     static constexpr int S = NTOK == 256 ? 5 : 8, XB = NTOK * 128;
+    static constexpr int NT = NWG * 128 + (BIG ? 128 : 32), MINB = BIG ? 1 : NTOK == 16 ? 3 : 2;
+    /* 16 tokens: mma.sync m16n8k16 instead of wgmma (the A fragments and the
+     * accumulators have the same layout; measured, v8: 28672 x 8192 M = 16 79.7 ->
+     * 75.7 us, 8192 x 28672 70.2 -> 68.4) */
+    static constexpr bool SYNC = NTOK == 16;
 };
+/* threads of the variant for ntok tokens */
+inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : Tok<64>::NT; }
 
 template <int WF, int NTOK> struct Geo {
     using F = small::Fmt<WF>;
@@ -72,6 +85,10 @@ template <int WF, int NTOK> constexpr size_t smem_bytes()
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 #define HCK_D64_STR "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 
+#define HCK_D8(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define HCK_D8_STR "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define HCK_D32(d) HCK_D8(d), HCK_D8((d + 8)), HCK_D8((d + 16)), HCK_D8((d + 24))
+#define HCK_D32_STR "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define HCK_D128(d) HCK_D64(d), HCK_D64((d + 64))
 #define HCK_D128_STR "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
 
@@ -91,27 +108,32 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
                  : DOPS(d)                                                                        \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1))
 
-/* d (64 x 128 fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x 128) */
-template <bool BF>
-__device__ __forceinline__ void wgmma_n128(float *d, const uint32_t *a, uint64_t desc)
+/* d (64 x NTOK fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x NTOK) */
+template <int NTOK, bool BF>
+__device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t desc)
 {
-    if (BF) HCK_WGMMA_RS("128", "bf16", HCK_D64_STR, HCK_D64, "64", "65", "66", "67", "68", "69");
-    else HCK_WGMMA_RS("128", "f16", HCK_D64_STR, HCK_D64, "64", "65", "66", "67", "68", "69");
-}
-
-/* d (64 x 256 fp32 per warpgroup) += a (registers, 64 x 16) . B (smem, 16 x 256) */
-template <bool BF>
-__device__ __forceinline__ void wgmma_n256(float *d, const uint32_t *a, uint64_t desc)
-{
-    if (BF) HCK_WGMMA_RS("256", "bf16", HCK_D128_STR, HCK_D128, "128", "129", "130", "131", "132", "133");
-    else HCK_WGMMA_RS("256", "f16", HCK_D128_STR, HCK_D128, "128", "129", "130", "131", "132", "133");
+    if (NTOK == 16) {
+        if (BF) HCK_WGMMA_RS("16", "bf16", HCK_D8_STR, HCK_D8, "8", "9", "10", "11", "12", "13");
+        else HCK_WGMMA_RS("16", "f16", HCK_D8_STR, HCK_D8, "8", "9", "10", "11", "12", "13");
+    } else if (NTOK == 64) {
+        if (BF) HCK_WGMMA_RS("64", "bf16", HCK_D32_STR, HCK_D32, "32", "33", "34", "35", "36", "37");
+        else HCK_WGMMA_RS("64", "f16", HCK_D32_STR, HCK_D32, "32", "33", "34", "35", "36", "37");
+    } else if (NTOK == 128) {
+        if (BF) HCK_WGMMA_RS("128", "bf16", HCK_D64_STR, HCK_D64, "64", "65", "66", "67", "68", "69");
+        else HCK_WGMMA_RS("128", "f16", HCK_D64_STR, HCK_D64, "64", "65", "66", "67", "68", "69");
+    } else {
+        if (BF) HCK_WGMMA_RS("256", "bf16", HCK_D128_STR, HCK_D128, "128", "129", "130", "131", "132", "133");
+        else HCK_WGMMA_RS("256", "f16", HCK_D128_STR, HCK_D128, "128", "129", "130", "131", "132", "133");
+    }
 }
 
 /* keeps the compiler from touching the accumulators across the async window */
 template <int NTOK> __device__ __forceinline__ void fence_acc(float *d)
 {
     if (NTOK == 256) asm volatile("" : HCK_D128(d)::"memory");
-    else asm volatile("" : HCK_D64(d)::"memory");
+    else if (NTOK == 128) asm volatile("" : HCK_D64(d)::"memory");
+    else if (NTOK == 64) asm volatile("" : HCK_D32(d)::"memory");
+    else asm volatile("" : HCK_D8(d)::"memory");
 }
 
 /* the 16 A registers of a stage: defined here as far as the compiler knows, so
@@ -218,7 +240,7 @@ __device__ __forceinline__ void decode_row(const uint32_t *wv, uint32_t s0, uint
  * 16 k with tok_scale) as a 2-D tensor map, boxes of 64 k x 128 rows, 128-byte
  * swizzle. Group scales need group_size % 64 == 0. */
 template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK>
-__global__ void __launch_bounds__(NT, 1)
+__global__ void __launch_bounds__(Tok<NTOK>::NT, Tok<NTOK>::MINB)
 wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap wm, Dev p, const float *__restrict__ tok_scale,
           const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
@@ -249,8 +271,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
     __syncthreads();
 
-    if (wg == NWG) { /* producer warpgroup: gives its registers to the consumers; one lane issues every copy */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (wg == NWG) { /* producer: gives its registers to the consumers; one lane issues every copy */
+        if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (tid != NWG * 128) return;
         const int gs = (int)d.group_size, ngs = !SCALE_C && gs == 32 ? 2 : 1; /* groups per stage */
         const int spg = SCALE_C || gs < 64 ? 1 : gs / 64;                     /* stages per group */
@@ -276,7 +298,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         return;
     }
 
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
+    if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
     float acc[NTOK / 2];
 #pragma unroll
     for (int i = 0; i < NTOK / 2; i++) acc[i] = 0.0f;
@@ -323,13 +345,23 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                                     &afr[par][rr * (P / 16)]);
         }
         const uint32_t xs = sbase + b * SST;
+        if (Tok<NTOK>::SYNC) {
+            /* the 16 tokens as two n8 blocks read from the swizzled rows with ldmatrix,
+             * then the stage's buffer is free */
+#pragma unroll
+            for (int s = 0; s < 4; s++) {
+                uint32_t bx[4];
+                fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, s));
+                fastw4::mma16816<CBF>(acc, afr[par][s], bx[0], bx[1]);
+                if (mrows > 8) fastw4::mma16816<CBF>(acc + 4, afr[par][s], bx[2], bx[3]);
+            }
+            if (lane == 0) mbar_arrive(empty + 8 * (st % S));
+            return;
+        }
         pin_a(afr[par]); /* every A register defined before the first wgmma of the stage */
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int s = 0; s < 4; s++) {
-            if (NTOK == 256) wgmma_n256<CBF>(acc, afr[par][s], desc_sw128(xs + 32 * s));
-            else wgmma_n128<CBF>(acc, afr[par][s], desc_sw128(xs + 32 * s));
-        }
+        for (int s = 0; s < 4; s++) wgmma_rs<NTOK, CBF>(acc, afr[par][s], desc_sw128(xs + 32 * s));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((st - 1) % S));
@@ -338,8 +370,10 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         compute(kt, 0);
         compute(kt + 1, 1);
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    fence_acc<NTOK>(acc);
+    if (!Tok<NTOK>::SYNC) {
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        fence_acc<NTOK>(acc);
+    }
     if (blockIdx.x * NWG + wg >= ntiles) return;
 
     /* epilogue: rows n0 = 16 w + gq and n0 + 8 of the tile, tokens 8 j + 2 tq + {0, 1} */
@@ -420,16 +454,32 @@ inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
 }
 inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok)
 {
-    return ntok == 256 ? wg_fn_n<256>(wf, cbf, sc, tr) : wg_fn_n<128>(wf, cbf, sc, tr);
+    switch (ntok) {
+    case 16: return wg_fn_n<16>(wf, cbf, sc, tr);
+    case 64: return wg_fn_n<64>(wf, cbf, sc, tr);
+    case 128: return wg_fn_n<128>(wf, cbf, sc, tr);
+    case 256: return wg_fn_n<256>(wf, cbf, sc, tr);
+    }
+    return nullptr;
+}
+template <int NTOK>
+inline size_t wg_smem_n(int wf)
+{
+    switch (wf) {
+    case small::W_U4A16: return smem_bytes<small::W_U4A16, NTOK>();
+    case small::W_U4A8: return smem_bytes<small::W_U4A8, NTOK>();
+    case small::W_FP4A8: return smem_bytes<small::W_FP4A8, NTOK>();
+    default: return smem_bytes<small::W_FP8A8, NTOK>();
+    }
 }
 /* dynamic shared memory of format wf's variant for ntok tokens */
 inline size_t wg_smem(int wf, int ntok)
 {
-    switch (wf) {
-    case small::W_U4A16: return ntok == 256 ? smem_bytes<small::W_U4A16, 256>() : smem_bytes<small::W_U4A16, 128>();
-    case small::W_U4A8: return ntok == 256 ? smem_bytes<small::W_U4A8, 256>() : smem_bytes<small::W_U4A8, 128>();
-    case small::W_FP4A8: return ntok == 256 ? smem_bytes<small::W_FP4A8, 256>() : smem_bytes<small::W_FP4A8, 128>();
-    default: return ntok == 256 ? smem_bytes<small::W_FP8A8, 256>() : smem_bytes<small::W_FP8A8, 128>();
+    switch (ntok) {
+    case 16: return wg_smem_n<16>(wf);
+    case 64: return wg_smem_n<64>(wf);
+    case 128: return wg_smem_n<128>(wf);
+    default: return wg_smem_n<256>(wf);
     }
 }
 }  // namespace hopper
