@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "hc_repack.h"
+#include "../kernels/hc_kernels.h"
 
 enum { U4A16, U4A8, FP8A8 }; /* the kernel's placement families (W_FP4A8 uses U4A8's) */
 
@@ -207,6 +208,40 @@ static void test_u4a8_normal(void **st) { (void)st; check_family(U4A8, 0); }
 static void test_u4a8_transposed(void **st) { (void)st; check_family(U4A8, 1); }
 static void test_fp8a8_normal(void **st) { (void)st; check_family(FP8A8, 0); }
 static void test_fp8a8_transposed(void **st) { (void)st; check_family(FP8A8, 1); }
+/* The wgmma kernel's 16-token variant multiplies with mma.sync, its B pairs
+ * read by ldmatrix.x4 from the stage as TMA wrote it. Emulates both: the
+ * 128-byte swizzle (16 tokens x 64 k of 16-bit values; chunk c of row r at
+ * chunk c ^ (r % 8)) and ldmatrix (lanes 8 i .. 8 i + 7 address the rows of
+ * matrix i; lane l receives 32-bit word l % 4 of row l / 4 of each). Register
+ * j of lane 4 g + t must hold token g (+ 8 for j >= 2) at k 2t, 2t + 1 (+ 8 for
+ * odd j) of the step, and every (token, k) of the stage is read once. */
+static void test_sync16_b_fragments(void **st)
+{
+    (void)st;
+    uint8_t smem[16 * 128];
+    int seen[16 * 64] = {0};
+    for (int r = 0; r < 16; r++)
+        for (int k = 0; k < 64; k++) {
+            const int off = r * 128 + (((k / 8) ^ (r % 8)) * 16) + (k % 8) * 2, v = r * 64 + k;
+            smem[off] = (uint8_t)v, smem[off + 1] = (uint8_t)(v >> 8);
+        }
+    int bad = 0;
+    for (int s = 0; s < 4; s++)
+        for (int lane = 0; lane < 32; lane++)
+            for (int j = 0; j < 4; j++) {
+                const int off = HCK_SYNC16_LDSM_OFFSET(8 * j + lane / 4, s) + (lane % 4) * 4;
+                assert_true(off >= 0 && off + 4 <= (int)sizeof smem);
+                const int tok = lane / 4 + 8 * (j / 2), k = 16 * s + 2 * (lane % 4) + 8 * (j % 2);
+                for (int h = 0; h < 2; h++) {
+                    const int v = smem[off + 2 * h] | smem[off + 2 * h + 1] << 8;
+                    bad += v != tok * 64 + k + h;
+                    seen[v]++;
+                }
+            }
+    assert_int_equal(bad, 0);
+    for (int i = 0; i < 16 * 64; i++) assert_int_equal(seen[i], 1);
+}
+
 static void test_wgmma_u4a16(void **st) { (void)st; check_wgmma_family(U4A16, 0), check_wgmma_family(U4A16, 1); }
 static void test_wgmma_u4a8(void **st) { (void)st; check_wgmma_family(U4A8, 0), check_wgmma_family(U4A8, 1); }
 static void test_wgmma_fp8a8(void **st) { (void)st; check_wgmma_family(FP8A8, 0), check_wgmma_family(FP8A8, 1); }
@@ -261,7 +296,7 @@ int main(void)
         cmocka_unit_test(test_u4a16_normal),     cmocka_unit_test(test_u4a16_transposed),
         cmocka_unit_test(test_u4a8_normal),      cmocka_unit_test(test_u4a8_transposed),
         cmocka_unit_test(test_fp8a8_normal),     cmocka_unit_test(test_fp8a8_transposed),
-        cmocka_unit_test(test_wgmma_u4a16),      cmocka_unit_test(test_wgmma_u4a8),
+        cmocka_unit_test(test_sync16_b_fragments), cmocka_unit_test(test_wgmma_u4a16),      cmocka_unit_test(test_wgmma_u4a8),
         cmocka_unit_test(test_wgmma_fp8a8),
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
     };
