@@ -20,7 +20,7 @@ fi
 t0=$(date +%s)
 HCK_TRACE=1 timeout ${SWEEP_S:-90} ./build/tests/gpu/hc_gpu_sweep > "$out/sweep.txt" 2> "$out/sweep_trace.txt"
 echo "sweep rc=$? ($(( $(date +%s) - t0 )) s)"; grep -h "FAIL" "$out/sweep.txt" | head; grep -h "SUMMARY" "$out/sweep.txt"
-echo "kernel launches in the sweep by path:"; awk '/^HCK/{print $2, $3}' "$out/sweep_trace.txt" | sort | uniq -c
+echo "kernel launches in the sweep by path:"; awk '/^HCK/{print $2, $3, $4}' "$out/sweep_trace.txt" | sort | uniq -c
 if [ -d shared/golden ]; then
   HC_SHARED_DIR=$here/shared timeout 60 ./build/tests/test_verify_golden > "$out/golden.txt" 2>&1
   echo "golden rc=$?"; grep -h "^GOLDEN-GPU" "$out/golden.txt" | awk '{print "  " $2, $8, $9}'
