@@ -532,34 +532,65 @@ static void test_stack_refusals(void **state)
  * multiplier) and compressed-tensors (weight_global_scale, a divisor; powers
  * of two, so lossless), ModelOpt FP8 per tensor (e4m3, a scalar
  * weight_scale), compressed-tensors MXFP4 (e8m0 scales per 32, no global) and
- * DeepSeek block FP8 (weight_scale_inv per 128 x 128 block: g, 1.5 g, ...).
+ * DeepSeek block FP8 (weight_scale_inv per 128 x 128 block: g, 1.5 g, ...),
+ * ModelOpt FP8 per channel (F32 [N]: g (1 + (n % 7) / 8)), MXFP8 (U8 e8m0
+ * per 32) and FP8_PB_WO (F32 [N/128, 1, K/128, 1], as DeepSeek's), and
+ * compressed-tensors int- / naive-quantized int8 (BF16 [N, 1]) and
+ * float-quantized fp8 (F32 [N, 1]) with the same channel scales.
  * Oracles: lossless, every slice of the stack equals the same expert converted
  * alone as a dense layer; requant, the float path's stack of the dequantized
  * values. */
-enum { NV_MO, NV_CT, FP8_MO, MX_CT, FP8_BLK };
+enum { NV_MO, NV_CT, FP8_MO, MX_CT, FP8_BLK, FP8_MO_CH, MXFP8_MO, FP8_PB_WO, CT_INT8, CT_NAIVE8, CT_FP8_CH };
 #define MO_CONFIG "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.2\"}, " \
                   "\"quantization\": {\"quant_algo\": \"NVFP4\", \"group_size\": 16}}"
 #define CT_FP4(fmt, strategy, gs) "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
     "\"compressed-tensors\", \"format\": \"" fmt "\", \"quantization_status\": " \
     "\"compressed\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": " \
     "{\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"" strategy "\", \"group_size\": " #gs "}}}}}"
+#define CT_8(fmt, type) "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
+    "\"compressed-tensors\", \"format\": \"" fmt "\", \"quantization_status\": \"compressed\", " \
+    "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, " \
+    "\"type\": \"" type "\", \"strategy\": \"channel\", \"symmetric\": true}}}}}"
 static double e2m1_value(unsigned c)
 {
     static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     return (c & 8 ? -1 : 1) * mag[c & 7];
 }
 
+/* channel n's scale for an expert's g (a power of two): exact in 16 bits */
+static float channel_scale(float g, int n) { return g * (1.0f + (float)(n % 7) / 8.0f); }
+
 static void put_fp_expert(tc_ckpt *c, int kind, const char *p, int N, int K, const uint8_t *w,
                           const uint8_t *s, float g)
 {
     char name[160];
     const int ct = kind == NV_CT || kind == MX_CT;
-    if (kind == FP8_BLK) { /* weight_scale_inv [N/128, K/128] */
+    if (kind == FP8_BLK || kind == FP8_PB_WO) { /* [N/128, K/128] or [N/128, 1, K/128, 1] */
         snprintf(name, sizeof name, "%s.weight", p);
         memcpy(tc_add(c, name, HC_DT_F8_E4M3, 2, (int64_t[2]){N, K}), w, (size_t)N * K);
-        snprintf(name, sizeof name, "%s.weight_scale_inv", p);
-        float *si = tc_add(c, name, HC_DT_F32, 2, (int64_t[2]){N / 128, K / 128});
+        snprintf(name, sizeof name, "%s.%s", p, kind == FP8_BLK ? "weight_scale_inv" : "weight_scale");
+        float *si = kind == FP8_BLK ? tc_add(c, name, HC_DT_F32, 2, (int64_t[2]){N / 128, K / 128})
+                                    : tc_add(c, name, HC_DT_F32, 4, (int64_t[4]){N / 128, 1, K / 128, 1});
         for (int i = 0; i < (N / 128) * (K / 128); i++) si[i] = g * (1.0f + 0.5f * (float)i);
+        return;
+    }
+    if (kind == FP8_MO_CH || kind == MXFP8_MO || kind >= CT_INT8) {
+        const int i8 = kind == CT_INT8 || kind == CT_NAIVE8;
+        snprintf(name, sizeof name, "%s.weight", p);
+        memcpy(tc_add(c, name, i8 ? HC_DT_I8 : HC_DT_F8_E4M3, 2, (int64_t[2]){N, K}), w, (size_t)N * K);
+        snprintf(name, sizeof name, "%s.weight_scale", p);
+        if (kind == MXFP8_MO) {
+            memcpy(tc_add(c, name, HC_DT_U8, 2, (int64_t[2]){N, K / 32}), s, (size_t)N * K / 32);
+            return;
+        }
+        if (i8) {
+            uint16_t *sc = tc_add(c, name, HC_DT_BF16, 2, (int64_t[2]){N, 1});
+            for (int n = 0; n < N; n++) sc[n] = hc_f32_to_bf16(channel_scale(g, n));
+            return;
+        }
+        float *sc = kind == CT_FP8_CH ? tc_add(c, name, HC_DT_F32, 2, (int64_t[2]){N, 1})
+                                      : tc_add(c, name, HC_DT_F32, 1, (int64_t[1]){N});
+        for (int n = 0; n < N; n++) sc[n] = channel_scale(g, n);
         return;
     }
     if (kind == MX_CT) {
@@ -596,6 +627,15 @@ static void write_fp_ckpt(tc_ckpt *c, int kind)
                     "\"fmt\": \"e4m3\", \"activation_scheme\": \"dynamic\", \"weight_block_size\": [128, 128]}}",
                  NULL, NULL);
     else if (kind == NV_MO) tc_write(c, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json", MO_CONFIG);
+    else if (kind == CT_INT8) tc_write(c, CT_8("int-quantized", "int"), NULL, NULL);
+    else if (kind == CT_NAIVE8) tc_write(c, CT_8("naive-quantized", "int"), NULL, NULL);
+    else if (kind == CT_FP8_CH) tc_write(c, CT_8("float-quantized", "float"), NULL, NULL);
+    else if (kind == MXFP8_MO)
+        tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
+                    "\"modelopt\", \"quant_algo\": \"MXFP8\"}}", NULL, NULL);
+    else if (kind == FP8_PB_WO)
+        tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
+                    "\"modelopt\", \"quant_algo\": \"FP8_PB_WO\"}}", NULL, NULL);
     else tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
                      "\"modelopt\", \"quant_algo\": \"FP8\"}}", NULL, NULL);
 }
@@ -604,7 +644,10 @@ static void write_fp_ckpt(tc_ckpt *c, int kind)
 static float fp_expert_value(int kind, int K, const uint8_t *w, const uint8_t *s, float g, int n, int k)
 {
     if (kind == FP8_MO) return (float)(e4m3(w[n * K + k]) * (double)g);
-    if (kind == FP8_BLK) {
+    if (kind == FP8_MO_CH || kind == CT_FP8_CH) return (float)(e4m3(w[n * K + k]) * (double)channel_scale(g, n));
+    if (kind == CT_INT8 || kind == CT_NAIVE8) return (float)((int8_t)w[n * K + k] * (double)channel_scale(g, n));
+    if (kind == MXFP8_MO) return (float)(e4m3(w[n * K + k]) * ldexp(1.0, s[n * (K / 32) + k / 32] - 127));
+    if (kind == FP8_BLK || kind == FP8_PB_WO) {
         const float si = g * (1.0f + 0.5f * (float)((n / 128) * (K / 128) + k / 128)); /* as stored */
         return (float)(e4m3(w[n * K + k]) * (double)si);
     }
@@ -649,13 +692,15 @@ static void run_fp_stack(int kind, int N, int K, int roles)
     uint8_t *w = malloc((size_t)N * K), *s = malloc((size_t)N * K / 16);
     assert_true(w && s);
     for (int e = 0; e < m.E; e++) {
-        const float g = kind == NV_CT ? (float)(256 << e) : 0.00123f * (float)(e + 1);
+        /* channel scales kept as they are must be exact in 16 bits: powers of two x 1.xxx */
+        const float g = kind == NV_CT ? (float)(256 << e) : kind >= FP8_MO_CH && kind != MXFP8_MO && kind != FP8_PB_WO ? ldexpf(1.0f, -8 - e)
+                                                                              : 0.00123f * (float)(e + 1);
         for (int i = 0; i < N * K; i++) {
             w[i] = (uint8_t)(tc_rand() % 256);
             if ((w[i] & 0x7f) == 0x7f) w[i] = 0x10; /* no e4m3 NaN */
         }
         for (int i = 0; i < N * K / 16; i++) /* moderate, finite e4m3; e8m0 2^-17 .. 2^12 */
-            s[i] = (uint8_t)(kind == MX_CT ? 110 + tc_rand() % 30 : 0x20 + tc_rand() % 0x30);
+            s[i] = (uint8_t)(kind == MX_CT || kind == MXFP8_MO ? 110 + tc_rand() % 30 : 0x20 + tc_rand() % 0x30);
         char p[96];
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
         put_fp_expert(&q, kind, p, N, K, w, s, g);
@@ -699,6 +744,12 @@ static void test_fp_element_stacks(void **state)
     run_fp_stack(FP8_MO, 64, 128, 2); /* weight, tensor scale */
     run_fp_stack(MX_CT, 64, 128, 2);  /* weight, e8m0 scales */
     run_fp_stack(FP8_BLK, 256, 256, 2);
+    run_fp_stack(FP8_MO_CH, 64, 128, 2); /* weight, channel scales */
+    run_fp_stack(MXFP8_MO, 64, 128, 2);
+    run_fp_stack(FP8_PB_WO, 256, 256, 2);
+    run_fp_stack(CT_INT8, 64, 128, 2);
+    run_fp_stack(CT_NAIVE8, 64, 128, 2);
+    run_fp_stack(CT_FP8_CH, 64, 128, 2);
 }
 
 /* Act-order experts: one input_perm per stack, so permute needs equal
