@@ -53,9 +53,7 @@ hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model,
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
     if (w->dtype == HC_DT_U8) return read_nvfp4(cfg, model, prefix, opts, out, err);
     hc_ckpt_fp8_geom g = {0};
-    if (s && s->ndim == 4) { /* FP8_PB_WO: [N/bn, 1, K/bk, 1] */
-        g.bn = (w->shape[0] + s->shape[0] - 1) / s->shape[0];
-        g.bk = (w->shape[1] + s->shape[2] - 1) / s->shape[2];
+    if (s && s->ndim == 4) { /* FP8_PB_WO: [N/128, 1, K/128, 1] */
         g.bn = g.bk = 128; /* the documented block; never derived from shape ratios */
     } else if (s && (s->dtype == HC_DT_U8 || s->dtype == HC_DT_F8_E8M0)) {
         g.gs = 32;
