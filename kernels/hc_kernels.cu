@@ -1596,6 +1596,11 @@ int wg_tokens(int64_t max_rows)
  * M = 128 gained, 217 -> 158 us); the counters cover YMAX token blocks. */
 int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
+    /* With an odd tile count the last block's second consumer warpgroup has no
+     * tile and leaves before the split reduction's named barrier, which then
+     * never completes: such layers (e.g. N = 2880) run unsplit, also under
+     * HCK_SPLITS, until the kernel keeps that warpgroup to the barrier. */
+    if ((d.Np / 64) % hopper::NWG != 0) return 1;
     if (getenv("HCK_SPLITS")) return atoi(getenv("HCK_SPLITS")) < 1 ? 1 : atoi(getenv("HCK_SPLITS"));
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
     const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok);

@@ -168,7 +168,9 @@ static void run_case(const char *name, const hc_target *t0, hc_format_id param, 
         .has_zero_point = t.zero_point != ZN, .is_fp_zero_point = t.zero_point == ZF, .sm = sm};
     int64_t gs = t.group_size > 0 ? t.group_size : 32, E = moe ? 3 : 1;
     int64_t K = gs >= 64 ? 3 * gs : 5 * (gs > 32 ? gs : 32);
-    int64_t N = t.group_size_n > 1 ? 2 * t.group_size_n : moe ? 96 : 224;
+    /* dense N = 288: padded to 320, five 64-column tiles, so blocks of two or four
+     * tiles end part-filled (as N = 2880 does) */
+    int64_t N = t.group_size_n > 1 ? 2 * t.group_size_n : moe ? 96 : 288;
     if (moe && K % 64) K += 32; /* 160 -> 192 */
     if (getenv("HC_SWEEP_KMUL")) K *= atoi(getenv("HC_SWEEP_KMUL")); /* long k ranges (multi-chunk blocks) */
     hc_layer_meta m;
