@@ -10,10 +10,10 @@
  * quarter of each tile row with the small-M kernel's codecs.
  *
  * A block is NWG consumer warpgroups, one 64-column tile each, on NTOK tokens
- * (128 or 256, the wgmma N), plus one producer warpgroup that hands its
- * registers to the consumers (setmaxnreg; with a lone producer warp, a
- * scheduler holding 3 warps caps every thread at 168 registers, too few for
- * n256). K runs in stages of 64, S buffers deep: one producer thread loads a
+ * (16, 64, 128 or 256, the wgmma N; 16 multiplies with mma.sync), plus a
+ * producer: from 128 tokens a warpgroup that hands its registers to the
+ * consumers (setmaxnreg; with a lone producer warp, a scheduler holding 3 warps
+ * caps every thread at 168 registers, too few for n256), below one warp. K runs in stages of 64, S buffers deep: one producer thread loads a
  * stage with a TMA copy of the activations (128-byte swizzled as the wgmma
  * descriptor expects; zero past the tensor's edge), a TMA copy of the stage's
  * tile rows of the NWG tiles (3-D weight map) and a bulk copy per scale group,
