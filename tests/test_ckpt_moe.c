@@ -547,6 +547,8 @@ enum { NV_MO, NV_CT, FP8_MO, MX_CT, FP8_BLK, FP8_MO_CH, MXFP8_MO, FP8_PB_WO, CT_
     "\"compressed-tensors\", \"format\": \"" fmt "\", \"quantization_status\": " \
     "\"compressed\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": " \
     "{\"num_bits\": 4, \"type\": \"float\", \"strategy\": \"" strategy "\", \"group_size\": " #gs "}}}}}"
+#define MO_FP8(algo) "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
+    "\"modelopt\", \"quant_algo\": \"" algo "\"}}"
 #define CT_8(fmt, type) "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": " \
     "\"compressed-tensors\", \"format\": \"" fmt "\", \"quantization_status\": \"compressed\", " \
     "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": {\"num_bits\": 8, " \
@@ -559,6 +561,10 @@ static double e2m1_value(unsigned c)
 
 /* channel n's scale for an expert's g (a power of two): exact in 16 bits */
 static float channel_scale(float g, int n) { return g * (1.0f + (float)(n % 7) / 8.0f); }
+static int channel_kind(int kind)
+{
+    return kind == FP8_MO_CH || kind == CT_INT8 || kind == CT_NAIVE8 || kind == CT_FP8_CH;
+}
 
 static void put_fp_expert(tc_ckpt *c, int kind, const char *p, int N, int K, const uint8_t *w,
                           const uint8_t *s, float g)
@@ -574,7 +580,7 @@ static void put_fp_expert(tc_ckpt *c, int kind, const char *p, int N, int K, con
         for (int i = 0; i < (N / 128) * (K / 128); i++) si[i] = g * (1.0f + 0.5f * (float)i);
         return;
     }
-    if (kind == FP8_MO_CH || kind == MXFP8_MO || kind >= CT_INT8) {
+    if (channel_kind(kind) || kind == MXFP8_MO) {
         const int i8 = kind == CT_INT8 || kind == CT_NAIVE8;
         snprintf(name, sizeof name, "%s.weight", p);
         memcpy(tc_add(c, name, i8 ? HC_DT_I8 : HC_DT_F8_E4M3, 2, (int64_t[2]){N, K}), w, (size_t)N * K);
@@ -630,14 +636,9 @@ static void write_fp_ckpt(tc_ckpt *c, int kind)
     else if (kind == CT_INT8) tc_write(c, CT_8("int-quantized", "int"), NULL, NULL);
     else if (kind == CT_NAIVE8) tc_write(c, CT_8("naive-quantized", "int"), NULL, NULL);
     else if (kind == CT_FP8_CH) tc_write(c, CT_8("float-quantized", "float"), NULL, NULL);
-    else if (kind == MXFP8_MO)
-        tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
-                    "\"modelopt\", \"quant_algo\": \"MXFP8\"}}", NULL, NULL);
-    else if (kind == FP8_PB_WO)
-        tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
-                    "\"modelopt\", \"quant_algo\": \"FP8_PB_WO\"}}", NULL, NULL);
-    else tc_write(c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
-                     "\"modelopt\", \"quant_algo\": \"FP8\"}}", NULL, NULL);
+    else if (kind == MXFP8_MO) tc_write(c, MO_FP8("MXFP8"), NULL, NULL);
+    else if (kind == FP8_PB_WO) tc_write(c, MO_FP8("FP8_PB_WO"), NULL, NULL);
+    else tc_write(c, MO_FP8("FP8"), NULL, NULL);
 }
 
 /* Dequantized value (n, k) of an expert's codes w, block scales s, global g. */
@@ -693,8 +694,8 @@ static void run_fp_stack(int kind, int N, int K, int roles)
     assert_true(w && s);
     for (int e = 0; e < m.E; e++) {
         /* channel scales kept as they are must be exact in 16 bits: powers of two x 1.xxx */
-        const float g = kind == NV_CT ? (float)(256 << e) : kind >= FP8_MO_CH && kind != MXFP8_MO && kind != FP8_PB_WO ? ldexpf(1.0f, -8 - e)
-                                                                              : 0.00123f * (float)(e + 1);
+        const float g = kind == NV_CT ? (float)(256 << e)
+                        : channel_kind(kind) ? ldexpf(1.0f, -8 - e) : 0.00123f * (float)(e + 1);
         for (int i = 0; i < N * K; i++) {
             w[i] = (uint8_t)(tc_rand() % 256);
             if ((w[i] & 0x7f) == 0x7f) w[i] = 0x10; /* no e4m3 NaN */
