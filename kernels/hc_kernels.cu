@@ -1601,7 +1601,7 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
      * never completes: such layers (e.g. N = 2880) run unsplit, also under
      * HCK_SPLITS, until the kernel keeps that warpgroup to the barrier. */
     if ((d.Np / 64) % hopper::NWG != 0) return 1;
-    if (getenv("HCK_SPLITS")) return atoi(getenv("HCK_SPLITS")) < 1 ? 1 : atoi(getenv("HCK_SPLITS"));
+    if (const char *env = getenv("HCK_SPLITS")) return atoi(env) < 1 ? 1 : atoi(env); /* diagnostics */
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
     const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok);
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), hopper::wg_smem(wf, ntok), 1);
