@@ -1572,10 +1572,12 @@ int64_t wg_min_rows(int wf)
 {
     static const char *env = getenv("HCK_WG_MIN");
     if (env) return atoll(env);
-    /* measured on the H200 (bench/NOTES.md, v7 and v8): W4A16 and W4A8 / MXFP4 x
-     * fp8 run faster on the small-M kernel up to 4 and 7 tokens (28672 x 8192 M = 1:
-     * 60.5 vs 73.9 us, 70.2 vs 82.3 us), W8A8 fp8 on the wgmma kernel from 1 token */
-    return wf == small::W_U4A16 ? 5 : wf == small::W_FP8A8 ? 1 : 8;
+    /* measured on the H200 (bench/NOTES.md, v9): since its warps take two tiles, the
+     * 16-token variant beats the small-M kernel from 1 token (M = 1, 28672 x 8192:
+     * W4A16 48.9 vs 60.8 us, W4A8 59.8 vs 69.9, MXFP4 x fp8 61.1 vs 87.8); in v8
+     * the small-M kernel won up to 4 (W4A16) and 7 (W4A8, MXFP4 x fp8) tokens */
+    (void)wf;
+    return 1;
 }
 
 /* Tokens per block of the wgmma kernel (HCK_WG_NTOK overrides): the smallest
@@ -1590,26 +1592,24 @@ int wg_tokens(int64_t max_rows)
 
 /* Split K of the wgmma kernel (HCK_SPLITS overrides): while one more split
  * still fits the grid in one wave of resident blocks and each split keeps >=
- * 128 stages, >= 32 up to 32 tokens (measured, v7: at 8192^2 M = 128 two
- * splits of 64 stages ran slower than one block of 128, 74 vs 68 us, while at
- * M = 1 and 16 they were faster, 49 vs 78 us and 57 vs 74 us; K = 28672 at
- * M = 128 gained, 217 -> 158 us); the counters cover YMAX token blocks. */
+ * 128 stages, >= 64 up to 64 tokens, >= 16 up to 32. Measured: v9, blocks of
+ * four tiles leave 8192^2 with 32 blocks, and 8 splits beat 4 (M = 16: 25.3 vs
+ * 29.1 us); 8192^2 M = 64 two splits 53.9 vs 67.8 us; v7, at 8192^2 M = 128 two
+ * splits of 64 stages ran slower than one block of 128 (74 vs 68 us), K = 28672
+ * at M = 128 gained (217 -> 158 us). The counters cover YMAX token blocks. */
 int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
-    /* With an odd tile count the last block's second consumer warpgroup has no
-     * tile and leaves before the split reduction's named barrier, which then
-     * never completes: such layers (e.g. N = 2880) run unsplit, also under
-     * HCK_SPLITS, until the kernel keeps that warpgroup to the barrier. */
-    if ((d.Np / 64) % hopper::NWG != 0) return 1;
+    const int64_t ty = (max_rows + ntok - 1) / ntok;
+    if (ty > small::YMAX) return 1; /* the split counters cover YMAX token blocks */
     if (const char *env = getenv("HCK_SPLITS")) return atoi(env) < 1 ? 1 : atoi(env); /* diagnostics */
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
     const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok);
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), hopper::wg_smem(wf, ntok), 1);
-    const int64_t ty = (max_rows + ntok - 1) / ntok;
-    const int64_t blocks = (d.Np / 64 + hopper::NWG - 1) / hopper::NWG * ty * d.E;
-    const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 16 : 64;
+    const int bt = hopper::wg_tiles(wf, ntok);
+    const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
+    const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 8 : max_rows <= 64 ? 32 : 64;
     int64_t s = 1;
-    while (ty <= small::YMAX && blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
+    while (blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
     return (int)s;
 }
 
@@ -1712,8 +1712,8 @@ cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int
 
 /* The wgmma kernel's view of the tile rows of format wf: words as (chunk of
  * wc <= 256, chunk of the row, tile row of every expert), boxes of one stage's
- * R rows x NWG tiles, zero outside. */
-cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf)
+ * R rows x the block's tiles (hopper::wg_tiles), zero outside. */
+cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf, int ntok)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (encode == nullptr) return cudaErrorNotSupported;
@@ -1722,7 +1722,8 @@ cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t
     const int64_t row_words = d.Np * P * B / 32;
     const cuuint64_t dims[3] = {(cuuint64_t)wc, (cuuint64_t)(row_words / wc), (cuuint64_t)(d.E * (d.Kp / P))};
     const cuuint64_t strides[2] = {(cuuint64_t)wc * 4, (cuuint64_t)row_words * 4};
-    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)(hopper::NWG * tile_words / wc), (cuuint32_t)(64 / P)};
+    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)(hopper::wg_tiles(wf, ntok) * tile_words / wc),
+                               (cuuint32_t)(64 / P)};
     const cuuint32_t es[3] = {1, 1, 1};
     const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)w, dims, strides, box, es,
                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
@@ -1767,9 +1768,10 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             e = act_tensor_map(&tm, xin, rows, pl.wf == small::W_U4A16 ? d.K : d.Kp, xld, pl.wg);
             if (e != cudaSuccess) return e;
             CUtensorMap wm;
-            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf);
+            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf, pl.wg);
             if (e != cudaSuccess) return e;
-            dim3 grid((unsigned)((d.Np / 64 + hopper::NWG - 1) / hopper::NWG),
+            const int bt = hopper::wg_tiles(pl.wf, pl.wg);
+            dim3 grid((unsigned)((d.Np / 64 + bt - 1) / bt),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
             f<<<grid, hopper::nt_of(pl.wg), hopper::wg_smem(pl.wf, pl.wg), st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();

@@ -9,14 +9,15 @@
  * 64-column tile, warp w of the warpgroup), so each warp decodes only its
  * quarter of each tile row with the small-M kernel's codecs.
  *
- * A block is NWG consumer warpgroups, one 64-column tile each, on NTOK tokens
- * (16, 64, 128 or 256, the wgmma N; 16 multiplies with mma.sync), plus a
+ * A block is NWG consumer warpgroups, one 64-column tile each (two with 16
+ * tokens and 4-bit weights, Geo::TPW), on NTOK tokens (16, 64, 128 or 256, the
+ * wgmma N; 16 multiplies with mma.sync), plus a
  * producer: from 128 tokens a warpgroup that hands its registers to the
  * consumers (setmaxnreg; with a lone producer warp, a scheduler holding 3 warps
  * caps every thread at 168 registers, too few for n256), below one warp. K runs in stages of 64, S buffers deep: one producer thread loads a
  * stage with a TMA copy of the activations (128-byte swizzled as the wgmma
  * descriptor expects; zero past the tensor's edge), a TMA copy of the stage's
- * tile rows of the NWG tiles (3-D weight map) and a bulk copy per scale group,
+ * tile rows of the block's tiles (3-D weight map) and a bulk copy per scale group,
  * all completing on the stage's "full" mbarrier. The consumers decode the
  * stage, issue its four wgmmas, and release the previous stage's buffer on its
  * "empty" mbarrier once its wgmmas are done (wait_group 1), so the decode of
@@ -26,8 +27,28 @@
  * one bulk copy per tile row kept the producer at ~0.85 us per stage. */
 namespace hopper {
 constexpr int NWG = 2; /* consumer warpgroups */
+/* The 16-token variant's shape (v9; -D overrides for diagnostic builds): tiles
+ * per warpgroup with 4-bit weights, main loop unrolled by a ring turn (buffer
+ * offsets become constants), blocks per SM the registers must allow, stages. */
+#ifndef HCK_SYNC_TPW
+#define HCK_SYNC_TPW 2
+#endif
+#ifndef HCK_SYNC_UNROLL
+#define HCK_SYNC_UNROLL 1
+#endif
+#ifndef HCK_SYNC_MINB
+#define HCK_SYNC_MINB 2
+#endif
+#ifndef HCK_SYNC_SMAX
+#define HCK_SYNC_SMAX 8 /* at most this many stages (v9: 10 gained ~1% on the large shapes) */
+#endif
+#ifndef HCK_SYNC_RING
+#define HCK_SYNC_RING (96 * 1024) /* ring bytes of the 16-token variant (v9: 2 blocks per SM
+                                      * with 8 stages beat 3 with 6, 28672 x 8192 M = 16: 63.0 vs
+                                      * 68.7 us) */
+#endif
 
-/* Tokens per block (16, 64, 128 or 256, the wgmma N): stages in flight,
+/* Tokens per block (16, 64, 128 or 256, the wgmma N): stages in flight (16: Geo::S),
  * activation bytes per stage, threads, blocks per SM the registers must allow.
  * Up to 64 tokens the accumulators are few: one producer warp, no register
  * hand-over, and several blocks per SM keep more weight bytes in flight
@@ -36,7 +57,7 @@ constexpr int NWG = 2; /* consumer warpgroups */
 template <int NTOK> struct Tok {
     static constexpr bool BIG = NTOK >= 128;
     static constexpr int S = NTOK == 256 ? 5 : 8, XB = NTOK * 128;
-    static constexpr int NT = NWG * 128 + (BIG ? 128 : 32), MINB = BIG ? 1 : NTOK == 16 ? 3 : 2;
+    static constexpr int NT = NWG * 128 + (BIG ? 128 : 32), MINB = BIG ? 1 : NTOK == 16 ? HCK_SYNC_MINB : 2;
     /* 16 tokens: mma.sync m16n8k16 instead of wgmma (the A fragments and the
      * accumulators have the same layout; measured, v8: 28672 x 8192 M = 16 79.7 ->
      * 75.7 us, 8192 x 28672 70.2 -> 68.4) */
@@ -53,9 +74,18 @@ template <int WF, int NTOK> struct Geo {
     static constexpr int WSB = R * TB;                   /* weight bytes per tile and stage */
     static constexpr int WC = F::TILE_WORDS < 256 ? F::TILE_WORDS : 256; /* words per weight-map chunk */
     static constexpr bool SBYTE = WF == small::W_FP4A8;  /* e8m0 byte scales */
-    static constexpr int S = Tok<NTOK>::S, XB = Tok<NTOK>::XB;
-    /* stage stride: activations, NWG tiles' rows, NWG x 256 bytes of scales (two groups at most) */
-    static constexpr int SST = (XB + NWG * (WSB + 256) + 1023) / 1024 * 1024;
+    /* tiles per consumer warpgroup: with mma.sync (16 tokens) a warp takes its rows
+     * of two tiles, so one ldmatrix of activations feeds both and a barrier round
+     * moves twice the weights (8-bit weights: the stage would not fit 3 blocks) */
+    static constexpr int TPW = Tok<NTOK>::SYNC && F::B == 4 ? HCK_SYNC_TPW : 1;
+    static constexpr int BT = NWG * TPW;                 /* tiles per block */
+    static constexpr int XB = Tok<NTOK>::XB;
+    /* stage stride: activations, BT tiles' rows, BT x 256 bytes of scales (two groups at most) */
+    static constexpr int SST = (XB + BT * (WSB + 256) + 1023) / 1024 * 1024;
+    /* stages in flight: 16 tokens fill HCK_SYNC_RING bytes (MINB blocks per SM) */
+    static constexpr int SR = HCK_SYNC_RING / SST;
+    static constexpr int S = Tok<NTOK>::SYNC ? (SR > HCK_SYNC_SMAX ? HCK_SYNC_SMAX : SR < 4 ? 4 : SR) : Tok<NTOK>::S;
+    static_assert(!Tok<NTOK>::SYNC || S % 2 == 0, "the unrolled ring turn runs stage pairs");
     /* word offset of warp w's piece of a tile row (spec 4.4 closed forms) */
     __device__ static int piece(int w, int lane)
     {
@@ -247,6 +277,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 #if defined(HCK_WGMMA)
     using G = Geo<WF, NTOK>;
     constexpr int P = G::P, R = G::R, TB = G::TB, WSB = G::WSB, SST = G::SST, S = G::S, XB = G::XB;
+    constexpr int TPW = G::TPW, BT = G::BT;
     const hck_desc &d = p.d;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, gq = lane / 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
@@ -277,21 +308,21 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         const int gs = (int)d.group_size, ngs = !SCALE_C && gs == 32 ? 2 : 1; /* groups per stage */
         const int spg = SCALE_C || gs < 64 ? 1 : gs / 64;                     /* stages per group */
         constexpr uint32_t SCB = G::SBYTE ? 64 : 128;                         /* scale bytes per group and tile */
-        const int nb0 = blockIdx.x * NWG, ntl = min(NWG, ntiles - nb0);       /* the block's valid tiles */
-        const uint32_t bytes = XB + R * NWG * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
+        const int nb0 = blockIdx.x * BT, ntl = min(BT, ntiles - nb0);         /* the block's valid tiles */
+        const uint32_t bytes = XB + R * BT * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
         for (int i = 0; i < nst; i++) { /* i: buffer use, st: stage of K */
             const int b = i % S, st = sa + i;
             if (i >= S) mbar_wait(empty + 8 * b, ((i / S) - 1) & 1);
             const uint32_t buf = sbase + b * SST, bar = full + 8 * b;
             mbar_expect(bar, bytes);
             tma_box(buf, &tm, st * 64, (int)r0, bar);
-            /* the stage's R tile rows of the NWG tiles; zero past the weight tensor, and
+            /* the stage's R tile rows of the BT tiles; zero past the weight tensor, and
              * rows past this expert's K meet zero activations */
             tma_box3(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar);
             if (!SCALE_C)
                 for (int j = 0; j < ngs; j++) { /* the valid tiles' entries are contiguous */
                     const int64_t g = min((int64_t)(ngs == 2 ? 2 * st + j : st / spg), d.G - 1);
-                    bulk_copy(buf + XB + NWG * WSB + j * NWG * SCB,
+                    bulk_copy(buf + XB + BT * WSB + j * BT * SCB,
                               p.s + ((e * d.G + g) * d.Np + (int64_t)nb0 * 64) * (G::SBYTE ? 1 : 2), ntl * SCB, bar);
                 }
         }
@@ -299,110 +330,138 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
 
     if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
-    float acc[NTOK / 2];
+    float acc[TPW][NTOK / 2];
 #pragma unroll
-    for (int i = 0; i < NTOK / 2; i++) acc[i] = 0.0f;
-    uint32_t afr[2][R * (P / 16)][4];
+    for (int t = 0; t < TPW; t++)
+#pragma unroll
+        for (int i = 0; i < NTOK / 2; i++) acc[t][i] = 0.0f;
+    uint32_t afr[2][TPW][R * (P / 16)][4];
     const int pofs = G::piece(warp, lane), sbf = d.scale_kind == HCK_S_BF16;
     const bool two = !SCALE_C && d.group_size == 32; /* a group per 32 k: the second half of a stage */
 
-    /* decode stage st into afr[par], issue its wgmmas, release stage st - 1 */
-    auto compute = [&](int st, int par) {
-        const int b = st % S;
-        mbar_wait(full + 8 * b, (st / S) & 1);
+    /* decode stage st (buffer b = st % S, phase (st / S) & 1) into afr[par], issue its
+     * wgmmas, release stage st - 1 */
+    auto compute = [&](int st, int par, int b, int ph) {
+        mbar_wait(full + 8 * b, ph);
         const uint8_t *bp = smem + b * SST;
-        uint32_t sc[2][2] = {{0, 0}, {0, 0}}; /* [group of the stage][row half] */
-        if (!SCALE_C)
 #pragma unroll
-            for (int j = 0; j < 2; j++) {
-                if (j == 1 && !two) break;
-                const int i = 8 * gq + 2 * warp; /* entries of n8 blocks 2w, 2w + 1 (perm64) */
-                const uint8_t *sg = bp + XB + NWG * WSB + (j * NWG + wg) * (G::SBYTE ? 64 : 128);
-                uint32_t s0, s1;
-                if (G::SBYTE) {
-                    s0 = ((uint32_t)sg[i] + 15u) << 10, s1 = ((uint32_t)sg[i + 1] + 15u) << 10;
-                } else {
-                    const uint32_t raw = *(const uint32_t *)(sg + 2 * i);
-                    s0 = fastw4::conv16<CBF>(raw & 0xffffu, sbf), s1 = fastw4::conv16<CBF>(raw >> 16, sbf);
+        for (int t = 0; t < TPW; t++) {
+            const int tile = wg * TPW + t; /* of the block */
+            uint32_t sc[2][2] = {{0, 0}, {0, 0}}; /* [group of the stage][row half] */
+            if (!SCALE_C)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    if (j == 1 && !two) break;
+                    const int i = 8 * gq + 2 * warp; /* entries of n8 blocks 2w, 2w + 1 (perm64) */
+                    const uint8_t *sg = bp + XB + BT * WSB + (j * BT + tile) * (G::SBYTE ? 64 : 128);
+                    uint32_t s0, s1;
+                    if (G::SBYTE) {
+                        s0 = ((uint32_t)sg[i] + 15u) << 10, s1 = ((uint32_t)sg[i + 1] + 15u) << 10;
+                    } else {
+                        const uint32_t raw = *(const uint32_t *)(sg + 2 * i);
+                        s0 = fastw4::conv16<CBF>(raw & 0xffffu, sbf), s1 = fastw4::conv16<CBF>(raw >> 16, sbf);
+                    }
+                    sc[j][0] = s0 | s0 << 16, sc[j][1] = s1 | s1 << 16;
                 }
-                sc[j][0] = s0 | s0 << 16, sc[j][1] = s1 | s1 << 16;
-            }
-        const uint32_t *wsm = (const uint32_t *)(bp + XB + wg * TB) + pofs; /* box order: [row][tile] */
+            const uint32_t *wsm = (const uint32_t *)(bp + XB + tile * TB) + pofs; /* box order: [row][tile] */
 #pragma unroll
-        for (int rr = 0; rr < R; rr++) {
-            uint32_t wv[G::RW];
-            if (G::RW == 4) {
-                const uint4 v = *(const uint4 *)(wsm + rr * NWG * (TB / 4));
-                wv[0] = v.x, wv[1] = v.y, wv[G::RW > 2 ? 2 : 0] = v.z, wv[G::RW > 3 ? 3 : 0] = v.w;
-            } else if (G::RW == 2) {
-                const uint2 v = *(const uint2 *)(wsm + rr * NWG * (TB / 4));
-                wv[0] = v.x, wv[G::RW > 1 ? 1 : 0] = v.y;
-            } else {
-                wv[0] = wsm[rr * NWG * (TB / 4)];
+            for (int rr = 0; rr < R; rr++) {
+                uint32_t wv[G::RW];
+                if (G::RW == 4) {
+                    const uint4 v = *(const uint4 *)(wsm + rr * BT * (TB / 4));
+                    wv[0] = v.x, wv[1] = v.y, wv[G::RW > 2 ? 2 : 0] = v.z, wv[G::RW > 3 ? 3 : 0] = v.w;
+                } else if (G::RW == 2) {
+                    const uint2 v = *(const uint2 *)(wsm + rr * BT * (TB / 4));
+                    wv[0] = v.x, wv[G::RW > 1 ? 1 : 0] = v.y;
+                } else {
+                    wv[0] = wsm[rr * BT * (TB / 4)];
+                }
+                const bool hi = two && rr * P >= 32; /* selects, not an index: sc stays in registers */
+                decode_row<WF, CBF, TR>(wv, hi ? sc[1][0] : sc[0][0], hi ? sc[1][1] : sc[0][1], !SCALE_C,
+                                        &afr[par][t][rr * (P / 16)]);
             }
-            const bool hi = two && rr * P >= 32; /* selects, not an index: sc stays in registers */
-            decode_row<WF, CBF, TR>(wv, hi ? sc[1][0] : sc[0][0], hi ? sc[1][1] : sc[0][1], !SCALE_C,
-                                    &afr[par][rr * (P / 16)]);
         }
         const uint32_t xs = sbase + b * SST;
         if (Tok<NTOK>::SYNC) {
-            /* the 16 tokens as two n8 blocks read from the swizzled rows with ldmatrix,
-             * then the stage's buffer is free */
+            /* the 16 tokens as two n8 blocks read from the swizzled rows with ldmatrix
+             * (once for the warp's TPW tiles), then the stage's buffer is free */
 #pragma unroll
             for (int s = 0; s < 4; s++) {
                 uint32_t bx[4];
                 fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, s));
-                fastw4::mma16816<CBF>(acc, afr[par][s], bx[0], bx[1]);
-                if (mrows > 8) fastw4::mma16816<CBF>(acc + 4, afr[par][s], bx[2], bx[3]);
+#pragma unroll
+                for (int t = 0; t < TPW; t++) {
+                    fastw4::mma16816<CBF>(acc[t], afr[par][t][s], bx[0], bx[1]);
+                    if (mrows > 8) fastw4::mma16816<CBF>(acc[t] + 4, afr[par][t][s], bx[2], bx[3]);
+                }
             }
-            if (lane == 0) mbar_arrive(empty + 8 * (st % S));
+            if (lane == 0) mbar_arrive(empty + 8 * b);
             return;
         }
-        pin_a(afr[par]); /* every A register defined before the first wgmma of the stage */
+        pin_a(afr[par][0]); /* every A register defined before the first wgmma of the stage */
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int s = 0; s < 4; s++) wgmma_rs<NTOK, CBF>(acc, afr[par][s], desc_sw128(xs + 32 * s));
+        for (int s = 0; s < 4; s++) wgmma_rs<NTOK, CBF>(acc[0], afr[par][0][s], desc_sw128(xs + 32 * s));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((st - 1) % S));
+        if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
     };
-    for (int kt = 0; kt < nst; kt += 2) {
-        compute(kt, 0);
-        compute(kt + 1, 1);
+    if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
+        /* a ring turn per iteration: buffer offsets are constants */
+        for (int k0 = 0; k0 < nst; k0 += S) {
+            const int ph = (k0 / S) & 1;
+#pragma unroll
+            for (int u = 0; u < S; u += 2) {
+                if (k0 + u >= nst) break;
+                compute(k0 + u, 0, u, ph);
+                compute(k0 + u + 1, 1, u + 1, ph);
+            }
+        }
+    } else {
+        for (int kt = 0; kt < nst; kt += 2) {
+            compute(kt, 0, kt % S, (kt / S) & 1);
+            compute(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
+        }
     }
     if (!Tok<NTOK>::SYNC) {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        fence_acc<NTOK>(acc);
+        fence_acc<NTOK>(acc[0]);
     }
-    if (blockIdx.x * NWG + wg >= ntiles) return;
 
-    /* epilogue: rows n0 = 16 w + gq and n0 + 8 of the tile, tokens 8 j + 2 tq + {0, 1} */
-    const int tq = lane % 4, nb = blockIdx.x * NWG + wg;
-    const int64_t n0 = (int64_t)nb * 64 + 16 * warp + gq, Mtot = offsets[d.E];
+    /* epilogue: rows n0 = 16 w + gq and n0 + 8 of each tile, tokens 8 j + 2 tq + {0, 1}.
+     * A warpgroup with no tile (odd tile count, last block) stores nothing but stays
+     * for the split reduction's named barrier, which counts every consumer thread. */
+    const int tq = lane % 4;
+    const int64_t Mtot = offsets[d.E];
     const float pow2 = WF == small::W_FP4A8 ? 16384.0f : WF == small::W_FP8A8 ? 256.0f : 1.0f;
     const float gscale = pow2 * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
-    float cs[2], bs[2];
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int64_t n = n0 + 8 * h;
-        cs[h] = gscale;
-        if (SCALE_C)
-            cs[h] *= h2f(((const uint16_t *)p.s)[(int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32))], sbf);
-        bs[h] = n < d.N ? bias_at(p, e, n) : 0.0f;
+    for (int t = 0; t < TPW; t++) {
+        const int nb = blockIdx.x * BT + wg * TPW + t;
+        const int64_t n0 = (int64_t)nb * 64 + 16 * warp + gq;
+        float cs[2], bs[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t n = n0 + 8 * h;
+            cs[h] = gscale;
+            if (SCALE_C && nb < ntiles)
+                cs[h] *= h2f(((const uint16_t *)p.s)[(int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32))], sbf);
+            bs[h] = n < d.N ? bias_at(p, e, n) : 0.0f;
+        }
+        if (nb < ntiles)
+#pragma unroll
+            for (int j = 0; j < NTOK / 8; j++)
+#pragma unroll
+                for (int c = 0; c < 4; c++) {
+                    const int ml = 8 * j + 2 * tq + (c & 1), h = c >> 1;
+                    const int64_t n = n0 + 8 * h;
+                    if (ml >= mrows || n >= d.N) continue;
+                    float v = acc[t][4 * j + c] * cs[h];
+                    if (tok_scale) v *= tok_scale[r0 + ml];
+                    if (splits > 1) ws[((int64_t)split * Mtot + r0 + ml) * d.N + n] = v;
+                    else y[(r0 + ml) * d.N + n] = f2h(v + bs[h], d.out_bf16);
+                }
     }
-    if (nb < ntiles)
-#pragma unroll
-        for (int j = 0; j < NTOK / 8; j++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const int ml = 8 * j + 2 * tq + (c & 1), h = c >> 1;
-                const int64_t n = n0 + 8 * h;
-                if (ml >= mrows || n >= d.N) continue;
-                float v = acc[4 * j + c] * cs[h];
-                if (tok_scale) v *= tok_scale[r0 + ml];
-                if (splits > 1) ws[((int64_t)split * Mtot + r0 + ml) * d.N + n] = v;
-                else y[(r0 + ml) * d.N + n] = f2h(v + bs[h], d.out_bf16);
-            }
     if (splits == 1) return;
     /* the last block of this tile to arrive sums the partials in split order (as
      * the small-M kernel; the producer warpgroup has left: a named barrier) */
@@ -414,10 +473,10 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
     if (!s_last) return;
     __threadfence();
-    const int64_t c0 = (int64_t)blockIdx.x * NWG * 64, stride = Mtot * d.N;
-    for (int i = tid; i < mrows * NWG * 64; i += NWG * 128) {
-        const int ml = i / (NWG * 64);
-        const int64_t n = c0 + i % (NWG * 64);
+    const int64_t c0 = (int64_t)blockIdx.x * BT * 64, stride = Mtot * d.N;
+    for (int i = tid; i < mrows * BT * 64; i += NWG * 128) {
+        const int ml = i / (BT * 64);
+        const int64_t n = c0 + i % (BT * 64);
         if (n >= d.N) continue;
         const float *src = ws + (r0 + ml) * d.N + n;
         float v = 0.0f;
@@ -470,6 +529,26 @@ inline size_t wg_smem_n(int wf)
     case small::W_U4A8: return smem_bytes<small::W_U4A8, NTOK>();
     case small::W_FP4A8: return smem_bytes<small::W_FP4A8, NTOK>();
     default: return smem_bytes<small::W_FP8A8, NTOK>();
+    }
+}
+template <int NTOK>
+inline int wg_tiles_n(int wf)
+{
+    switch (wf) {
+    case small::W_U4A16: return Geo<small::W_U4A16, NTOK>::BT;
+    case small::W_U4A8: return Geo<small::W_U4A8, NTOK>::BT;
+    case small::W_FP4A8: return Geo<small::W_FP4A8, NTOK>::BT;
+    default: return Geo<small::W_FP8A8, NTOK>::BT;
+    }
+}
+/* 64-column tiles per block of format wf's variant for ntok tokens */
+inline int wg_tiles(int wf, int ntok)
+{
+    switch (ntok) {
+    case 16: return wg_tiles_n<16>(wf);
+    case 64: return wg_tiles_n<64>(wf);
+    case 128: return wg_tiles_n<128>(wf);
+    default: return wg_tiles_n<256>(wf);
     }
 }
 /* dynamic shared memory of format wf's variant for ntok tokens */
