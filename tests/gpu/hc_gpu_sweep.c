@@ -310,6 +310,8 @@ static void bench(int simt)
             if (i > 0 && s > 0 && !getenv("HC_BENCH_ALL")) continue;
             if (i > 0 && getenv("HC_BENCH_W4A16")) continue; /* W4A16 only */
             if (getenv("HC_BENCH_SHAPES") && s >= atoi(getenv("HC_BENCH_SHAPES"))) continue;
+            if (getenv("HC_BENCH_SHAPE") && s != atoi(getenv("HC_BENCH_SHAPE"))) continue; /* one shape (profiling) */
+            if (getenv("HC_BENCH_ONLY") && strstr(f[i].name, getenv("HC_BENCH_ONLY")) == NULL) continue;
             hc_target t = hc_target_resolve(f[i].t, HC_FMT_F16);
             hc_layer_config c = {
                 .weight_format = t.weight_format, .scale_format = t.scale_format,
