@@ -1324,7 +1324,7 @@ for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, tr
             const int wf = (v / 8) % 4, ntok = ntoks[v / 32];
             hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok);
             if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)hopper::wg_smem(wf, ntok)));
+                                           (int)hopper::wg_shape(wf, ntok).smem));
         }
     CK(cudaFuncSetAttribute(gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)smem_bytes(*d)));
@@ -1604,8 +1604,9 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     if (const char *env = getenv("HCK_SPLITS")) return atoi(env) < 1 ? 1 : atoi(env); /* diagnostics */
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
     const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok);
-    const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), hopper::wg_smem(wf, ntok), 1);
-    const int bt = hopper::wg_tiles(wf, ntok);
+    const hopper::WgShape sh = hopper::wg_shape(wf, ntok);
+    const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
+    const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
     const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 8 : max_rows <= 64 ? 32 : 64;
     int64_t s = 1;
@@ -1712,7 +1713,7 @@ cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int
 
 /* The wgmma kernel's view of the tile rows of format wf: words as (chunk of
  * wc <= 256, chunk of the row, tile row of every expert), boxes of one stage's
- * R rows x the block's tiles (hopper::wg_tiles), zero outside. */
+ * R rows x the block's tiles (hopper::wg_shape), zero outside. */
 cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf, int ntok)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
@@ -1722,7 +1723,7 @@ cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t
     const int64_t row_words = d.Np * P * B / 32;
     const cuuint64_t dims[3] = {(cuuint64_t)wc, (cuuint64_t)(row_words / wc), (cuuint64_t)(d.E * (d.Kp / P))};
     const cuuint64_t strides[2] = {(cuuint64_t)wc * 4, (cuuint64_t)row_words * 4};
-    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)(hopper::wg_tiles(wf, ntok) * tile_words / wc),
+    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)(hopper::wg_shape(wf, ntok).tiles * tile_words / wc),
                                (cuuint32_t)(64 / P)};
     const cuuint32_t es[3] = {1, 1, 1};
     const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)w, dims, strides, box, es,
@@ -1770,10 +1771,10 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             CUtensorMap wm;
             e = weight_tensor_map(&wm, d, L->dev.w, pl.wf, pl.wg);
             if (e != cudaSuccess) return e;
-            const int bt = hopper::wg_tiles(pl.wf, pl.wg);
-            dim3 grid((unsigned)((d.Np / 64 + bt - 1) / bt),
+            const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg);
+            dim3 grid((unsigned)((d.Np / 64 + sh.tiles - 1) / sh.tiles),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
-            f<<<grid, hopper::nt_of(pl.wg), hopper::wg_smem(pl.wf, pl.wg), st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
+            f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();
         }
         small::GemvFn f = small::gemv_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed);

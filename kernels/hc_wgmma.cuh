@@ -521,44 +521,29 @@ inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok)
     }
     return nullptr;
 }
+/* Host view of a variant's shape: 64-column tiles per block, dynamic shared memory. */
+struct WgShape {
+    int tiles;
+    size_t smem;
+};
 template <int NTOK>
-inline size_t wg_smem_n(int wf)
+inline WgShape wg_shape_n(int wf)
 {
     switch (wf) {
-    case small::W_U4A16: return smem_bytes<small::W_U4A16, NTOK>();
-    case small::W_U4A8: return smem_bytes<small::W_U4A8, NTOK>();
-    case small::W_FP4A8: return smem_bytes<small::W_FP4A8, NTOK>();
-    default: return smem_bytes<small::W_FP8A8, NTOK>();
+    case small::W_U4A16: return {Geo<small::W_U4A16, NTOK>::BT, smem_bytes<small::W_U4A16, NTOK>()};
+    case small::W_U4A8: return {Geo<small::W_U4A8, NTOK>::BT, smem_bytes<small::W_U4A8, NTOK>()};
+    case small::W_FP4A8: return {Geo<small::W_FP4A8, NTOK>::BT, smem_bytes<small::W_FP4A8, NTOK>()};
+    default: return {Geo<small::W_FP8A8, NTOK>::BT, smem_bytes<small::W_FP8A8, NTOK>()};
     }
 }
-template <int NTOK>
-inline int wg_tiles_n(int wf)
-{
-    switch (wf) {
-    case small::W_U4A16: return Geo<small::W_U4A16, NTOK>::BT;
-    case small::W_U4A8: return Geo<small::W_U4A8, NTOK>::BT;
-    case small::W_FP4A8: return Geo<small::W_FP4A8, NTOK>::BT;
-    default: return Geo<small::W_FP8A8, NTOK>::BT;
-    }
-}
-/* 64-column tiles per block of format wf's variant for ntok tokens */
-inline int wg_tiles(int wf, int ntok)
+/* the shape of format wf's variant for ntok tokens */
+inline WgShape wg_shape(int wf, int ntok)
 {
     switch (ntok) {
-    case 16: return wg_tiles_n<16>(wf);
-    case 64: return wg_tiles_n<64>(wf);
-    case 128: return wg_tiles_n<128>(wf);
-    default: return wg_tiles_n<256>(wf);
-    }
-}
-/* dynamic shared memory of format wf's variant for ntok tokens */
-inline size_t wg_smem(int wf, int ntok)
-{
-    switch (ntok) {
-    case 16: return wg_smem_n<16>(wf);
-    case 64: return wg_smem_n<64>(wf);
-    case 128: return wg_smem_n<128>(wf);
-    default: return wg_smem_n<256>(wf);
+    case 16: return wg_shape_n<16>(wf);
+    case 64: return wg_shape_n<64>(wf);
+    case 128: return wg_shape_n<128>(wf);
+    default: return wg_shape_n<256>(wf);
     }
 }
 }  // namespace hopper
