@@ -76,7 +76,8 @@ template <int WF, int NTOK> struct Geo {
     static constexpr bool SBYTE = WF == small::W_FP4A8;  /* e8m0 byte scales */
     /* tiles per consumer warpgroup: with mma.sync (16 tokens) a warp takes its rows
      * of two tiles, so one ldmatrix of activations feeds both and a barrier round
-     * moves twice the weights (8-bit weights: the stage would not fit 3 blocks) */
+     * moves twice the weights (8-bit weights keep one: four tiles of theirs would
+     * leave 4 stages in the ring) */
     static constexpr int TPW = Tok<NTOK>::SYNC && F::B == 4 ? HCK_SYNC_TPW : 1;
     static constexpr int BT = NWG * TPW;                 /* tiles per block */
     static constexpr int XB = Tok<NTOK>::XB;
