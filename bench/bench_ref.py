@@ -8,8 +8,10 @@ launch gaps; how our kernels are timed too), `eager` the plain `layer(x)`
 call, both triton.testing.do_bench medians; `first` is the first call of a
 (format, shape), which compiles Humming's kernel. argv[1]: time budget in
 seconds for the Humming part (cells past it are listed as skipped);
-argv[2] (optional): "all" for every format on every shape."""
-import sys, time
+argv[2] (optional): "all" for every format on every shape. Environment:
+HC_REF_MS=a,b,... (these token counts), HC_REF_ONLY=text (formats whose name
+contains text), as the --bench switches of our side."""
+import os, sys, time
 import torch
 import triton
 
@@ -18,7 +20,8 @@ every = len(sys.argv) > 2 and sys.argv[2] == "all"
 t_start = time.time()
 dev = "cuda"
 shapes = [(8192, 8192), (28672, 8192), (8192, 28672)]
-Ms = [1, 16, 128, 1024, 4096]
+Ms = [int(m) for m in os.environ.get("HC_REF_MS", "1,16,128,1024,4096").split(",")]
+only = os.environ.get("HC_REF_ONLY", "")
 
 
 def med(fn):
@@ -62,6 +65,8 @@ cells = [  # (name, weight_config, input dtype)
 ]
 skipped = []
 for name, wc, adt in cells:
+    if only not in name:
+        continue
     for N, K in (shapes if every or name.startswith("W4A16") else shapes[:1]):
         if time.time() - t_start > budget:
             skipped.append(f"{name} N={N} K={K}")
