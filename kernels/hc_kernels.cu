@@ -1723,7 +1723,7 @@ cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t
     const int64_t row_words = d.Np * P * B / 32;
     const cuuint64_t dims[3] = {(cuuint64_t)wc, (cuuint64_t)(row_words / wc), (cuuint64_t)(d.E * (d.Kp / P))};
     const cuuint64_t strides[2] = {(cuuint64_t)wc * 4, (cuuint64_t)row_words * 4};
-    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)(hopper::wg_shape(wf, ntok).tiles * tile_words / wc),
+    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)HCK_WG_BOX_CHUNKS(hopper::wg_shape(wf, ntok).tiles, tile_words, wc),
                                (cuuint32_t)(64 / P)};
     const cuuint32_t es[3] = {1, 1, 1};
     const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)w, dims, strides, box, es,

@@ -37,6 +37,15 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_SYNC16_LDSM_OFFSET(lane, s) \
     (HCK_SYNC16_LDSM_ROW(lane) * 128 + (((2 * (s) + ((lane) / 8) % 2) ^ (HCK_SYNC16_LDSM_ROW(lane) % 8)) * 16))
 
+/* The wgmma kernel's weight stage: one TMA box of the 3-D weight map (words
+ * chunked by wc <= 256, chunk of the tile row, tile row) covering `bt` tiles
+ * of R tile rows, written densely in box order; HCK_WG_BOX_CHUNKS is the
+ * box's chunk extent, HCK_WG_STAGE_WORD the word where tile `tile`'s row `rr`
+ * starts in the stage ([row][tile]). Shared by kernels/hc_wgmma.cuh, the host
+ * tensor map and tests/test_kernel_fragments.c. */
+#define HCK_WG_BOX_CHUNKS(bt, tile_words, wc) ((bt) * (tile_words) / (wc))
+#define HCK_WG_STAGE_WORD(tile, rr, bt, tile_words) (((rr) * (bt) + (tile)) * (tile_words))
+
 typedef struct {
     int E;                        /* experts (1 for a dense layer) */
     int64_t N, K, Np, Kp, G;      /* unpadded / padded sizes, scale groups along Kp */

@@ -364,18 +364,20 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                     }
                     sc[j][0] = s0 | s0 << 16, sc[j][1] = s1 | s1 << 16;
                 }
-            const uint32_t *wsm = (const uint32_t *)(bp + XB + tile * TB) + pofs; /* box order: [row][tile] */
+            /* the stage word of the tile's row rr: HCK_WG_STAGE_WORD(tile, rr), split into
+             * the tile's base and the row's step */
+            const uint32_t *wsm = (const uint32_t *)(bp + XB + 4 * HCK_WG_STAGE_WORD(tile, 0, BT, TB / 4)) + pofs;
 #pragma unroll
             for (int rr = 0; rr < R; rr++) {
                 uint32_t wv[G::RW];
                 if (G::RW == 4) {
-                    const uint4 v = *(const uint4 *)(wsm + rr * BT * (TB / 4));
+                    const uint4 v = *(const uint4 *)(wsm + HCK_WG_STAGE_WORD(0, rr, BT, TB / 4));
                     wv[0] = v.x, wv[1] = v.y, wv[G::RW > 2 ? 2 : 0] = v.z, wv[G::RW > 3 ? 3 : 0] = v.w;
                 } else if (G::RW == 2) {
-                    const uint2 v = *(const uint2 *)(wsm + rr * BT * (TB / 4));
+                    const uint2 v = *(const uint2 *)(wsm + HCK_WG_STAGE_WORD(0, rr, BT, TB / 4));
                     wv[0] = v.x, wv[G::RW > 1 ? 1 : 0] = v.y;
                 } else {
-                    wv[0] = wsm[rr * BT * (TB / 4)];
+                    wv[0] = wsm[HCK_WG_STAGE_WORD(0, rr, BT, TB / 4)];
                 }
                 const bool hi = two && rr * P >= 32; /* selects, not an index: sc stays in registers */
                 decode_row<WF, CBF, TR>(wv, hi ? sc[1][0] : sc[0][0], hi ? sc[1][1] : sc[0][1], !SCALE_C,

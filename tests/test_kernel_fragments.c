@@ -242,6 +242,56 @@ static void test_sync16_b_fragments(void **st)
     for (int i = 0; i < 16 * 64; i++) assert_int_equal(seen[i], 1);
 }
 
+/* The wgmma kernel's weight stage: emulates the TMA copy of one box of the
+ * 3-D weight map (dims: wc-word chunks, chunks per tile row, tile rows of
+ * every expert; box: wc x HCK_WG_BOX_CHUNKS x R, written densely in box order,
+ * zero past the tensor) and checks that the word the consumer reads for tile
+ * t, row rr (HCK_WG_STAGE_WORD, split as the kernel splits it) is that tile
+ * row's word, zero for tiles past
+ * Np. Every format's (tile words, chunk), blocks of 2 and 4 tiles, a
+ * part-filled last block and a stage past the first. */
+static void check_stage_box(int tile_words, int P, int bt)
+{
+    const int wc = tile_words < 256 ? tile_words : 256, R = 64 / P, ntiles = 5, rows = 8;
+    const int64_t row_words = (int64_t)ntiles * tile_words;
+    const int chunks = HCK_WG_BOX_CHUNKS(bt, tile_words, wc);
+    uint32_t *glob = malloc((size_t)(rows * row_words) * sizeof *glob);
+    uint32_t *stage = malloc((size_t)(R * chunks * wc) * sizeof *stage);
+    assert_non_null(glob), assert_non_null(stage);
+    for (int64_t i = 0; i < rows * row_words; i++) glob[i] = (uint32_t)i + 1;
+    for (int blk = 0; blk * bt < ntiles; blk++)
+        for (int stg = 0; stg < rows / R; stg++) {
+            const int c1 = blk * bt * tile_words / wc, c2 = stg * R; /* the kernel's box coordinates */
+            uint32_t *o = stage;
+            for (int z = 0; z < R; z++)
+                for (int y = 0; y < chunks; y++)
+                    for (int x = 0; x < wc; x++) {
+                        const int64_t cy = c1 + y, cz = c2 + z;
+                        *o++ = cy < row_words / wc && cz < rows ? glob[cz * row_words + cy * wc + x] : 0;
+                    }
+            int bad = 0;
+            for (int t = 0; t < bt; t++)
+                for (int rr = 0; rr < R; rr++)
+                    for (int w = 0; w < tile_words; w++) {
+                        const int nb = blk * bt + t;
+                        const uint32_t want = nb < ntiles ? glob[(int64_t)(c2 + rr) * row_words + (int64_t)nb * tile_words + w] : 0;
+                        /* as the kernel reads it: the tile's base, then the row's step */
+                        const int at = HCK_WG_STAGE_WORD(t, 0, bt, tile_words) + HCK_WG_STAGE_WORD(0, rr, bt, tile_words);
+                        bad += stage[at + w] != want;
+                    }
+            assert_int_equal(bad, 0);
+        }
+    free(glob), free(stage);
+}
+
+static void test_wgmma_stage_box(void **st)
+{
+    (void)st;
+    static const int fmt[3][2] = {{128, 16}, {256, 32}, {512, 32}}; /* u4a16, u4a8 / mxfp4a8, w8a8fp8 */
+    for (int f = 0; f < 3; f++)
+        for (int bt = 2; bt <= 4; bt += 2) check_stage_box(fmt[f][0], fmt[f][1], bt);
+}
+
 static void test_wgmma_u4a16(void **st) { (void)st; check_wgmma_family(U4A16, 0), check_wgmma_family(U4A16, 1); }
 static void test_wgmma_u4a8(void **st) { (void)st; check_wgmma_family(U4A8, 0), check_wgmma_family(U4A8, 1); }
 static void test_wgmma_fp8a8(void **st) { (void)st; check_wgmma_family(FP8A8, 0), check_wgmma_family(FP8A8, 1); }
@@ -296,7 +346,8 @@ int main(void)
         cmocka_unit_test(test_u4a16_normal),     cmocka_unit_test(test_u4a16_transposed),
         cmocka_unit_test(test_u4a8_normal),      cmocka_unit_test(test_u4a8_transposed),
         cmocka_unit_test(test_fp8a8_normal),     cmocka_unit_test(test_fp8a8_transposed),
-        cmocka_unit_test(test_sync16_b_fragments), cmocka_unit_test(test_wgmma_u4a16),      cmocka_unit_test(test_wgmma_u4a8),
+        cmocka_unit_test(test_sync16_b_fragments), cmocka_unit_test(test_wgmma_stage_box),
+        cmocka_unit_test(test_wgmma_u4a16),      cmocka_unit_test(test_wgmma_u4a8),
         cmocka_unit_test(test_wgmma_fp8a8),
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
     };
