@@ -1568,15 +1568,15 @@ bool wg_ok(const hck_desc &d, int wf)
 }
 
 /* Fewest tokens per expert for the wgmma kernel (HCK_WG_MIN overrides). */
-int64_t wg_min_rows(int wf)
+int64_t wg_min_rows()
 {
     static const char *env = getenv("HCK_WG_MIN");
     if (env) return atoll(env);
     /* measured on the H200 (bench/NOTES.md, v9): since its warps take two tiles, the
      * 16-token variant beats the small-M kernel from 1 token (M = 1, 28672 x 8192:
      * W4A16 48.9 vs 60.8 us, W4A8 59.8 vs 69.9, MXFP4 x fp8 61.1 vs 87.8); in v8
-     * the small-M kernel won up to 4 (W4A16) and 7 (W4A8, MXFP4 x fp8) tokens */
-    (void)wf;
+     * the small-M kernel won up to 4 (W4A16) and 7 (W4A8, MXFP4 x fp8) tokens,
+     * so the rule was per format; it is one number for all four now */
     return 1;
 }
 
@@ -1619,7 +1619,7 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     Plan pl = {0, 1, 0, 0, 0, 0};
     const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
     /* v7: from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
-    if (wf >= 0 && max_rows >= wg_min_rows(wf) && wg_ok(d, wf)) {
+    if (wf >= 0 && max_rows >= wg_min_rows() && wg_ok(d, wf)) {
         pl.wg = wg_tokens(max_rows);
         pl.wf = wf;
         pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg) : 1;
