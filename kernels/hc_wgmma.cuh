@@ -33,6 +33,10 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_TPW
 #define HCK_SYNC_TPW 2
 #endif
+#ifndef HCK_WG_TPW
+#define HCK_WG_TPW 2 /* tiles per warpgroup of the 128-token variant (4-bit weights): halves
+                      * the activation bytes each weight byte costs through L2 */
+#endif
 #ifndef HCK_SYNC_UNROLL
 #define HCK_SYNC_UNROLL 1
 #endif
@@ -78,7 +82,7 @@ template <int WF, int NTOK> struct Geo {
      * of two tiles, so one ldmatrix of activations feeds both and a barrier round
      * moves twice the weights (8-bit weights keep one: four tiles of theirs would
      * leave 4 stages in the ring) */
-    static constexpr int TPW = Tok<NTOK>::SYNC && F::B == 4 ? HCK_SYNC_TPW : 1;
+    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : NTOK == 128 ? HCK_WG_TPW : 1;
     static constexpr int BT = NWG * TPW;                 /* tiles per block */
     static constexpr int XB = Tok<NTOK>::XB;
     /* stage stride: activations, BT tiles' rows, BT x 256 bytes of scales (two groups at most) */
@@ -399,15 +403,18 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                 }
             }
             if (lane == 0) mbar_arrive(empty + 8 * b);
-            return;
-        }
-        pin_a(afr[par][0]); /* every A register defined before the first wgmma of the stage */
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        } else {
 #pragma unroll
-        for (int s = 0; s < 4; s++) wgmma_rs<NTOK, CBF>(acc[0], afr[par][0][s], desc_sw128(xs + 32 * s));
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
+            for (int t = 0; t < TPW; t++) pin_a(afr[par][t]); /* every A register defined before the first wgmma */
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int s = 0; s < 4; s++)
+#pragma unroll
+                for (int t = 0; t < TPW; t++) wgmma_rs<NTOK, CBF>(acc[t], afr[par][t][s], desc_sw128(xs + 32 * s));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
+        }
     };
     if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
         /* a ring turn per iteration: buffer offsets are constants */
@@ -428,7 +435,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
     if (!Tok<NTOK>::SYNC) {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        fence_acc<NTOK>(acc[0]);
+#pragma unroll
+        for (int t = 0; t < TPW; t++) fence_acc<NTOK>(acc[t]);
     }
 
     /* epilogue: rows n0 = 16 w + gq and n0 + 8 of each tile, tokens 8 j + 2 tq + {0, 1}.
