@@ -1319,12 +1319,13 @@ for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, tr
                                        (int)small::SMEM_MAX));
     }
     if (device_sm() == 90)
-        for (int v = 0; v < 128; v++) { /* every wgmma variant */
+        for (int v = 0; v < 256; v++) { /* every wgmma variant */
             static const int ntoks[4] = {16, 64, 128, 256};
-            const int wf = (v / 8) % 4, ntok = ntoks[v / 32];
-            hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok);
+            const int wf = (v / 8) % 4, ntok = ntoks[(v / 32) % 4];
+            const bool wide = v >= 128;
+            hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok, wide);
             if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)hopper::wg_shape(wf, ntok).smem));
+                                           (int)hopper::wg_shape(wf, ntok, wide).smem));
         }
     CK(cudaFuncSetAttribute(gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)smem_bytes(*d)));
@@ -1460,7 +1461,8 @@ struct Plan {
     int small;   /* 1: the small-M kernel (v6; fast == 1), partials in ws[split] */
     int wf;      /* its weight format (small::W_*) */
     size_t smem; /* dynamic shared memory of the small-M kernel */
-    int wg;      /* the Hopper wgmma kernel (v7) in format wf: tokens per block (128, 256), else 0 */
+    int wg;      /* the Hopper wgmma kernel (v7) in format wf: tokens per block (16 to 256), else 0 */
+    int wide;    /* its 128-token variant with two tiles per warpgroup (v10) */
 };
 
 /* Bytes of the activation-codes buffer: float codes (general kernel) or the
@@ -1562,7 +1564,7 @@ bool wg_ok(const hck_desc &d, int wf)
 {
     if (device_sm() != 90 || getenv("HCK_NO_WG")) return false;
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8, sc = d.scale_perm == 32;
-    if (hopper::wg_fn(wf, cbf, sc, d.transposed, 128) == nullptr) return false;
+    if (hopper::wg_fn(wf, cbf, sc, d.transposed, 128, false) == nullptr) return false;
     if (!sc && d.group_size % 64 != 0 && d.group_size != 32) return false;
     return wf != small::W_U4A16 || d.K % 8 == 0;
 }
@@ -1597,14 +1599,14 @@ int wg_tokens(int64_t max_rows)
  * 29.1 us); 8192^2 M = 64 two splits 53.9 vs 67.8 us; v7, at 8192^2 M = 128 two
  * splits of 64 stages ran slower than one block of 128 (74 vs 68 us), K = 28672
  * at M = 128 gained (217 -> 158 us). The counters cover YMAX token blocks. */
-int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, bool wide)
 {
     const int64_t ty = (max_rows + ntok - 1) / ntok;
     if (ty > small::YMAX) return 1; /* the split counters cover YMAX token blocks */
     if (const char *env = getenv("HCK_SPLITS")) return atoi(env) < 1 ? 1 : atoi(env); /* diagnostics */
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
-    const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok);
-    const hopper::WgShape sh = hopper::wg_shape(wf, ntok);
+    const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok, wide);
+    const hopper::WgShape sh = hopper::wg_shape(wf, ntok, wide);
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
     const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
@@ -1614,15 +1616,31 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     return (int)s;
 }
 
+/* Whether 128-token blocks take two tiles per warpgroup (HCK_WG_WIDE=0/1
+ * overrides): a variant for format wf, and the unsplit grid of the wide blocks
+ * still fills 3/4 of the SMs. Measured, v10 (W4A16, M = 128): 28672 x 8192, 112
+ * wide blocks, 100 vs 137 us; 8192^2 (32 wide blocks) and 8192 x 28672 lost at
+ * every split count (best 90 vs 68 us and 152 vs 158 us at 4 splits, 2 and 6
+ * slower). */
+bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+{
+    const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
+    if (ntok != 128 || hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, 128, true) == nullptr) return false;
+    if (const char *env = getenv("HCK_WG_WIDE")) return atoi(env) != 0; /* diagnostics */
+    const int64_t blocks = (d.Np / 64 + 3) / 4 * ((max_rows + 127) / 128) * d.E;
+    return 4 * blocks >= 3 * (int64_t)sm_count();
+}
+
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
 {
-    Plan pl = {0, 1, 0, 0, 0, 0};
+    Plan pl = {0, 1, 0, 0, 0, 0, 0};
     const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
     /* v7: from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
     if (wf >= 0 && max_rows >= wg_min_rows() && wg_ok(d, wf)) {
         pl.wg = wg_tokens(max_rows);
         pl.wf = wf;
-        pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg) : 1;
+        pl.wide = wg_wide(d, wf, max_rows, pl.wg);
+        pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.wide) : 1;
         return pl;
     }
     /* v6: the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
@@ -1714,7 +1732,7 @@ cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int
 /* The wgmma kernel's view of the tile rows of format wf: words as (chunk of
  * wc <= 256, chunk of the row, tile row of every expert), boxes of one stage's
  * R rows x the block's tiles (hopper::wg_shape), zero outside. */
-cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf, int ntok)
+cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf, int ntok, bool wide)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (encode == nullptr) return cudaErrorNotSupported;
@@ -1723,7 +1741,7 @@ cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t
     const int64_t row_words = d.Np * P * B / 32;
     const cuuint64_t dims[3] = {(cuuint64_t)wc, (cuuint64_t)(row_words / wc), (cuuint64_t)(d.E * (d.Kp / P))};
     const cuuint64_t strides[2] = {(cuuint64_t)wc * 4, (cuuint64_t)row_words * 4};
-    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)HCK_WG_BOX_CHUNKS(hopper::wg_shape(wf, ntok).tiles, tile_words, wc),
+    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)HCK_WG_BOX_CHUNKS(hopper::wg_shape(wf, ntok, wide).tiles, tile_words, wc),
                                (cuuint32_t)(64 / P)};
     const cuuint32_t es[3] = {1, 1, 1};
     const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)w, dims, strides, box, es,
@@ -1743,8 +1761,8 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         static const bool trace = getenv("HCK_TRACE") != nullptr;
         static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
-            fprintf(stderr, "HCK %s %s ntok=%d splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.splits, pl.smem, d.E, (long long)d.N,
+            fprintf(stderr, "HCK %s %s ntok=%d%s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
+                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.wide ? "w" : "", pl.splits, pl.smem, d.E, (long long)d.N,
                     (long long)d.K, (long long)rows, d.out_bf16, d.transposed, d.scale_perm,
                     (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;
@@ -1763,15 +1781,15 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             ts = dscales;
         }
         if (pl.wg) {
-            hopper::WgFn f = hopper::wg_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed, pl.wg);
+            hopper::WgFn f = hopper::wg_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed, pl.wg, pl.wide);
             if (f == nullptr) return cudaErrorInvalidValue;
             CUtensorMap tm;
             e = act_tensor_map(&tm, xin, rows, pl.wf == small::W_U4A16 ? d.K : d.Kp, xld, pl.wg);
             if (e != cudaSuccess) return e;
             CUtensorMap wm;
-            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf, pl.wg);
+            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf, pl.wg, pl.wide);
             if (e != cudaSuccess) return e;
-            const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg);
+            const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg, pl.wide);
             dim3 grid((unsigned)((d.Np / 64 + sh.tiles - 1) / sh.tiles),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
             f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);

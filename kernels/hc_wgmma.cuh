@@ -33,10 +33,6 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_TPW
 #define HCK_SYNC_TPW 2
 #endif
-#ifndef HCK_WG_TPW
-#define HCK_WG_TPW 2 /* tiles per warpgroup of the 128-token variant (4-bit weights): halves
-                      * the activation bytes each weight byte costs through L2 */
-#endif
 #ifndef HCK_SYNC_UNROLL
 #define HCK_SYNC_UNROLL 1
 #endif
@@ -70,7 +66,7 @@ template <int NTOK> struct Tok {
 /* threads of the variant for ntok tokens */
 inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : Tok<64>::NT; }
 
-template <int WF, int NTOK> struct Geo {
+template <int WF, int NTOK, bool WIDE = false> struct Geo {
     using F = small::Fmt<WF>;
     static constexpr int P = F::P, R = 64 / P;           /* k per tile row, tile rows per stage */
     static constexpr int RW = F::B * P / 64;             /* words per lane, row and warp */
@@ -81,8 +77,10 @@ template <int WF, int NTOK> struct Geo {
     /* tiles per consumer warpgroup: with mma.sync (16 tokens) a warp takes its rows
      * of two tiles, so one ldmatrix of activations feeds both and a barrier round
      * moves twice the weights (8-bit weights keep one: four tiles of theirs would
-     * leave 4 stages in the ring) */
-    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : NTOK == 128 ? HCK_WG_TPW : 1;
+     * leave 4 stages in the ring); WIDE (128 tokens, v10): a warpgroup's two tiles
+     * share one activation stage, halving the activation bytes read through L2 per
+     * weight byte, but the grid has half the blocks (the host picks, wg_wide) */
+    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : WIDE ? 2 : 1;
     static constexpr int BT = NWG * TPW;                 /* tiles per block */
     static constexpr int XB = Tok<NTOK>::XB;
     /* stage stride: activations, BT tiles' rows, BT x 256 bytes of scales (two groups at most) */
@@ -101,9 +99,9 @@ template <int WF, int NTOK> struct Geo {
 };
 
 /* dynamic shared memory: S stage buffers, 2 S mbarriers, 1024 bytes of alignment slack */
-template <int WF, int NTOK> constexpr size_t smem_bytes()
+template <int WF, int NTOK, bool WIDE> constexpr size_t smem_bytes()
 {
-    using G = Geo<WF, NTOK>;
+    using G = Geo<WF, NTOK, WIDE>;
     return (size_t)G::S * G::SST + 16 * G::S + 1024;
 }
 
@@ -274,13 +272,13 @@ __device__ __forceinline__ void decode_row(const uint32_t *wv, uint32_t s0, uint
 /* tm: the activations (16-bit values, or per-token codes de-interleaved per
  * 16 k with tok_scale) as a 2-D tensor map, boxes of 64 k x 128 rows, 128-byte
  * swizzle. Group scales need group_size % 64 == 0. */
-template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK>
+template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK, bool WIDE>
 __global__ void __launch_bounds__(Tok<NTOK>::NT, Tok<NTOK>::MINB)
 wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap wm, Dev p, const float *__restrict__ tok_scale,
           const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
 #if defined(HCK_WGMMA)
-    using G = Geo<WF, NTOK>;
+    using G = Geo<WF, NTOK, WIDE>;
     constexpr int P = G::P, R = G::R, TB = G::TB, WSB = G::WSB, SST = G::SST, S = G::S, XB = G::XB;
     constexpr int TPW = G::TPW, BT = G::BT;
     const hck_desc &d = p.d;
@@ -498,37 +496,39 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 #endif
 }
 
-/* The instantiated variants, by (format, bf16 compute, scale on C, transposed, tokens); nullptr: none. */
+/* The instantiated variants, by (format, bf16 compute, scale on C, transposed,
+ * tokens, two tiles per warpgroup); nullptr: none. WIDE exists for 4-bit weights
+ * at 128 tokens only. */
 using WgFn = void (*)(const CUtensorMap, const CUtensorMap, Dev, const float *, const int64_t *, uint16_t *, int,
                       float *);
-template <int WF, int NTOK>
+template <int WF, int NTOK, bool W>
 inline WgFn wg_fn_of(bool cbf, bool sc, bool tr)
 {
     if (cbf) {
-        if (sc) return tr ? wg_kernel<WF, true, true, true, NTOK> : wg_kernel<WF, true, true, false, NTOK>;
-        return tr ? wg_kernel<WF, true, false, true, NTOK> : wg_kernel<WF, true, false, false, NTOK>;
+        if (sc) return tr ? wg_kernel<WF, true, true, true, NTOK, W> : wg_kernel<WF, true, true, false, NTOK, W>;
+        return tr ? wg_kernel<WF, true, false, true, NTOK, W> : wg_kernel<WF, true, false, false, NTOK, W>;
     }
-    if (sc) return tr ? wg_kernel<WF, false, true, true, NTOK> : wg_kernel<WF, false, true, false, NTOK>;
-    return tr ? wg_kernel<WF, false, false, true, NTOK> : wg_kernel<WF, false, false, false, NTOK>;
+    if (sc) return tr ? wg_kernel<WF, false, true, true, NTOK, W> : wg_kernel<WF, false, true, false, NTOK, W>;
+    return tr ? wg_kernel<WF, false, false, true, NTOK, W> : wg_kernel<WF, false, false, false, NTOK, W>;
 }
-template <int NTOK>
+template <int NTOK, bool W>
 inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
 {
     switch (wf) {
-    case small::W_U4A16: return wg_fn_of<small::W_U4A16, NTOK>(cbf, sc, tr);
-    case small::W_U4A8: return wg_fn_of<small::W_U4A8, NTOK>(cbf, sc, tr);
-    case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK>;
-    case small::W_FP8A8: return cbf ? nullptr : wg_fn_of<small::W_FP8A8, NTOK>(false, sc, tr);
+    case small::W_U4A16: return wg_fn_of<small::W_U4A16, NTOK, W>(cbf, sc, tr);
+    case small::W_U4A8: return wg_fn_of<small::W_U4A8, NTOK, W>(cbf, sc, tr);
+    case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, W>;
+    case small::W_FP8A8: return cbf || W ? nullptr : wg_fn_of<small::W_FP8A8, NTOK, false>(false, sc, tr);
     }
     return nullptr;
 }
-inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok)
+inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok, bool wide)
 {
     switch (ntok) {
-    case 16: return wg_fn_n<16>(wf, cbf, sc, tr);
-    case 64: return wg_fn_n<64>(wf, cbf, sc, tr);
-    case 128: return wg_fn_n<128>(wf, cbf, sc, tr);
-    case 256: return wg_fn_n<256>(wf, cbf, sc, tr);
+    case 16: return wide ? nullptr : wg_fn_n<16, false>(wf, cbf, sc, tr);
+    case 64: return wide ? nullptr : wg_fn_n<64, false>(wf, cbf, sc, tr);
+    case 128: return wide ? wg_fn_n<128, true>(wf, cbf, sc, tr) : wg_fn_n<128, false>(wf, cbf, sc, tr);
+    case 256: return wide ? nullptr : wg_fn_n<256, false>(wf, cbf, sc, tr);
     }
     return nullptr;
 }
@@ -537,24 +537,24 @@ struct WgShape {
     int tiles;
     size_t smem;
 };
-template <int NTOK>
+template <int NTOK, bool W>
 inline WgShape wg_shape_n(int wf)
 {
     switch (wf) {
-    case small::W_U4A16: return {Geo<small::W_U4A16, NTOK>::BT, smem_bytes<small::W_U4A16, NTOK>()};
-    case small::W_U4A8: return {Geo<small::W_U4A8, NTOK>::BT, smem_bytes<small::W_U4A8, NTOK>()};
-    case small::W_FP4A8: return {Geo<small::W_FP4A8, NTOK>::BT, smem_bytes<small::W_FP4A8, NTOK>()};
-    default: return {Geo<small::W_FP8A8, NTOK>::BT, smem_bytes<small::W_FP8A8, NTOK>()};
+    case small::W_U4A16: return {Geo<small::W_U4A16, NTOK, W>::BT, smem_bytes<small::W_U4A16, NTOK, W>()};
+    case small::W_U4A8: return {Geo<small::W_U4A8, NTOK, W>::BT, smem_bytes<small::W_U4A8, NTOK, W>()};
+    case small::W_FP4A8: return {Geo<small::W_FP4A8, NTOK, W>::BT, smem_bytes<small::W_FP4A8, NTOK, W>()};
+    default: return {Geo<small::W_FP8A8, NTOK, false>::BT, smem_bytes<small::W_FP8A8, NTOK, false>()};
     }
 }
-/* the shape of format wf's variant for ntok tokens */
-inline WgShape wg_shape(int wf, int ntok)
+/* the shape of format wf's variant for ntok tokens (wide: two tiles per warpgroup) */
+inline WgShape wg_shape(int wf, int ntok, bool wide)
 {
     switch (ntok) {
-    case 16: return wg_shape_n<16>(wf);
-    case 64: return wg_shape_n<64>(wf);
-    case 128: return wg_shape_n<128>(wf);
-    default: return wg_shape_n<256>(wf);
+    case 16: return wg_shape_n<16, false>(wf);
+    case 64: return wg_shape_n<64, false>(wf);
+    case 128: return wide ? wg_shape_n<128, true>(wf) : wg_shape_n<128, false>(wf);
+    default: return wg_shape_n<256, false>(wf);
     }
 }
 }  // namespace hopper
