@@ -1113,12 +1113,13 @@ inline GemvFn gemv_fn(int wf, bool cbf, bool sc, bool tr)
 }
 
 /* Per-token quantization for the small-M and wgmma kernels: x (rows, K)
- * 16-bit -> codes as 16-bit values of the compute type (rows, Kp), each 16-k
+ * 16-bit -> codes (bytes: as fp8 bytes (rows, Kp) in k order, for the fp8
+ * wgmma variant; else) as 16-bit values of the compute type (rows, Kp), each 16-k
  * block de-interleaved (position p < 8 holds k = 2p, p >= 8 holds 2 (p - 8) +
  * 1), zero past K; the scale per token. Same arithmetic as act_kernel. Each
  * thread takes 8 consecutive k (one 16-byte load) and writes its 4 even and 4
  * odd codes as two 8-byte stores. */
-__global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, const uint16_t *__restrict__ x,
+__global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, int bytes, const uint16_t *__restrict__ x,
                              int64_t K, int64_t Kp, uint16_t *__restrict__ codes, float *__restrict__ scales)
 {
     const int64_t row = blockIdx.x;
@@ -1130,6 +1131,7 @@ __global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, const ui
     for (int64_t c = threadIdx.x; c < Kp / 8; c += blockDim.x) {
         const int64_t k0 = 8 * c;
         uint16_t v[8], q[8];
+        uint8_t b[8];
         if (vec && k0 < K) {
             const uint4 u = __ldg((const uint4 *)(xr + k0));
             const uint32_t w[4] = {u.x, u.y, u.z, u.w};
@@ -1144,9 +1146,16 @@ __global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, const ui
             float t = 0.0f;
             if (k0 + i < K) {
                 t = __fdiv_rn(h2f(v[i], in_bf16), s);
-                t = act_quant == HCK_A_E4M3 ? float(__nv_fp8_e4m3(t)) : float(__nv_fp8_e5m2(t));
             }
-            q[i] = f2h(t, code_bf16);
+            const __nv_fp8_e4m3 c4(t);
+            const __nv_fp8_e5m2 c5(t);
+            b[i] = act_quant == HCK_A_E4M3 ? c4.__x : c5.__x;
+            q[i] = f2h(act_quant == HCK_A_E4M3 ? float(c4) : float(c5), code_bf16);
+        }
+        if (bytes) { /* the codes themselves, in k order */
+            *(uint2 *)((uint8_t *)codes + row * Kp + k0) = make_uint2(
+                b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24, b[4] | b[5] << 8 | b[6] << 16 | (uint32_t)b[7] << 24);
+            continue;
         }
         uint16_t *dst = codes + row * Kp + (k0 & ~(int64_t)15) + 4 * ((k0 / 8) % 2);
         *(uint2 *)dst = make_uint2(q[0] | (uint32_t)q[2] << 16, q[4] | (uint32_t)q[6] << 16);
@@ -1319,13 +1328,12 @@ for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, tr
                                        (int)small::SMEM_MAX));
     }
     if (device_sm() == 90)
-        for (int v = 0; v < 256; v++) { /* every wgmma variant */
+        for (int v = 0; v < 3 * 128; v++) { /* every wgmma variant */
             static const int ntoks[4] = {16, 64, 128, 256};
-            const int wf = (v / 8) % 4, ntok = ntoks[(v / 32) % 4];
-            const bool wide = v >= 128;
-            hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok, wide);
+            const int wf = (v / 8) % 4, ntok = ntoks[(v / 32) % 4], var = v / 128;
+            hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok, var);
             if (f) CK(cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)hopper::wg_shape(wf, ntok, wide).smem));
+                                           (int)hopper::wg_shape(wf, ntok, var).smem));
         }
     CK(cudaFuncSetAttribute(gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)smem_bytes(*d)));
@@ -1462,7 +1470,7 @@ struct Plan {
     int wf;      /* its weight format (small::W_*) */
     size_t smem; /* dynamic shared memory of the small-M kernel */
     int wg;      /* the Hopper wgmma kernel (v7) in format wf: tokens per block (16 to 256), else 0 */
-    int wide;    /* its 128-token variant with two tiles per warpgroup (v10) */
+    int var;     /* its variant (hopper::V_*: v10 wide, v11 fp8 at 128 tokens) */
 };
 
 /* Bytes of the activation-codes buffer: float codes (general kernel) or the
@@ -1564,7 +1572,7 @@ bool wg_ok(const hck_desc &d, int wf)
 {
     if (device_sm() != 90 || getenv("HCK_NO_WG")) return false;
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8, sc = d.scale_perm == 32;
-    if (hopper::wg_fn(wf, cbf, sc, d.transposed, 128, false) == nullptr) return false;
+    if (hopper::wg_fn(wf, cbf, sc, d.transposed, 128, hopper::V_STD) == nullptr) return false;
     if (!sc && d.group_size % 64 != 0 && d.group_size != 32) return false;
     return wf != small::W_U4A16 || d.K % 8 == 0;
 }
@@ -1599,14 +1607,15 @@ int wg_tokens(int64_t max_rows)
  * 29.1 us); 8192^2 M = 64 two splits 53.9 vs 67.8 us; v7, at 8192^2 M = 128 two
  * splits of 64 stages ran slower than one block of 128 (74 vs 68 us), K = 28672
  * at M = 128 gained (217 -> 158 us). The counters cover YMAX token blocks. */
-int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, bool wide)
+int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
 {
     const int64_t ty = (max_rows + ntok - 1) / ntok;
     if (ty > small::YMAX) return 1; /* the split counters cover YMAX token blocks */
     if (const char *env = getenv("HCK_SPLITS")) return atoi(env) < 1 ? 1 : atoi(env); /* diagnostics */
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
-    const void *f = (const void *)hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, ntok, wide);
-    const hopper::WgShape sh = hopper::wg_shape(wf, ntok, wide);
+    const bool cbf8 = cbf && var != hopper::V_F8;
+    const void *f = (const void *)hopper::wg_fn(wf, cbf8, d.scale_perm == 32, d.transposed, ntok, var);
+    const hopper::WgShape sh = hopper::wg_shape(wf, ntok, var);
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
     const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
@@ -1625,22 +1634,40 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, bool wide)
 bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
-    if (ntok != 128 || hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, 128, true) == nullptr) return false;
+    if (ntok != 128 || hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, 128, hopper::V_WIDE) == nullptr)
+        return false;
     if (const char *env = getenv("HCK_WG_WIDE")) return atoi(env) != 0; /* diagnostics */
     const int64_t blocks = (d.Np / 64 + 3) / 4 * ((max_rows + 127) / 128) * d.E;
     return 4 * blocks >= 3 * (int64_t)sm_count();
 }
 
+/* Whether the fp8 variant (e4m3 wgmma, 128 tokens; HCK_WG_F8=0/1 overrides,
+ * at any token count) takes format wf: e4m3 activations, uint4 with channel
+ * scales or groups of whole stage pairs, or MXFP4 (fused offsets); by default
+ * where 128-token blocks run and the wide form does not. Measured, v11 (M =
+ * 128, us, fp8 / v10): W4A8 8192^2 74.7 / 78.7, 8192 x 28672 162 / 175;
+ * MXFP4 x fp8 71.1 / 75.6, 161 / 170; 28672 x 8192 wide is faster (122 vs 139),
+ * and at M = 1024 the 256-token fp16 blocks are (222 vs 283). */
+bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+{
+    const bool sc = d.scale_perm == 32;
+    if (hopper::wg_fn(wf, false, sc, d.transposed, 128, hopper::V_F8) == nullptr) return false;
+    if (d.act_quant != HCK_A_E4M3 || (wf == small::W_U4A8 && !sc && d.group_size % 128 != 0)) return false;
+    if (const char *env = getenv("HCK_WG_F8")) return atoi(env) != 0; /* diagnostics */
+    return ntok == 128 && !wg_wide(d, wf, max_rows, ntok);
+}
+
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
 {
-    Plan pl = {0, 1, 0, 0, 0, 0, 0};
+    Plan pl = {0, 1, 0, 0, 0, 0, hopper::V_STD};
     const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
     /* v7: from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
     if (wf >= 0 && max_rows >= wg_min_rows() && wg_ok(d, wf)) {
-        pl.wg = wg_tokens(max_rows);
         pl.wf = wf;
-        pl.wide = wg_wide(d, wf, max_rows, pl.wg);
-        pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.wide) : 1;
+        pl.wg = wg_tokens(max_rows);
+        if (wg_f8(d, wf, max_rows, pl.wg)) pl.wg = 128, pl.var = hopper::V_F8;
+        else if (wg_wide(d, wf, max_rows, pl.wg)) pl.var = hopper::V_WIDE;
+        pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.var) : 1;
         return pl;
     }
     /* v6: the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
@@ -1698,10 +1725,8 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     return pl;
 }
 
-/* The wgmma kernel's view of the activations x (rows x cols valid of rows of
- * ld 16-bit elements): boxes of 64 x ntok, 128-byte swizzle, zero outside.
- * cuTensorMapEncodeTiled comes from the driver through the runtime (nothing
- * links libcuda). */
+/* cuTensorMapEncodeTiled, from the driver through the runtime (nothing links
+ * libcuda); nullptr where the driver has none. */
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
 {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
@@ -1716,15 +1741,21 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder()
     return encode;
 }
 
-cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int64_t cols, int64_t ld, int ntok)
+/* The wgmma kernel's view of the activations x (rows x cols valid of rows of
+ * ld elements): boxes of 64 x ntok, zero outside; 16-bit elements with the
+ * 128-byte swizzle, or (bytes: the fp8 variant's e4m3 codes) 64-byte rows with
+ * the 64-byte swizzle. */
+cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int64_t cols, int64_t ld, int ntok,
+                           bool bytes)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (encode == nullptr) return cudaErrorNotSupported;
     const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)(rows > 0 ? rows : 1)};
-    const cuuint64_t strides[1] = {(cuuint64_t)ld * 2};
+    const cuuint64_t strides[1] = {(cuuint64_t)ld * (bytes ? 1 : 2)};
     const cuuint32_t box[2] = {64, (cuuint32_t)ntok}, es[2] = {1, 1};
-    const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)x, dims, strides, box, es,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+    const CUresult r = encode(tm, bytes ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+                              (void *)x, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                              bytes ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
@@ -1732,7 +1763,7 @@ cudaError_t act_tensor_map(CUtensorMap *tm, const uint16_t *x, int64_t rows, int
 /* The wgmma kernel's view of the tile rows of format wf: words as (chunk of
  * wc <= 256, chunk of the row, tile row of every expert), boxes of one stage's
  * R rows x the block's tiles (hopper::wg_shape), zero outside. */
-cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf, int ntok, bool wide)
+cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t *w, int wf, int ntok, int var)
 {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (encode == nullptr) return cudaErrorNotSupported;
@@ -1741,7 +1772,7 @@ cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t
     const int64_t row_words = d.Np * P * B / 32;
     const cuuint64_t dims[3] = {(cuuint64_t)wc, (cuuint64_t)(row_words / wc), (cuuint64_t)(d.E * (d.Kp / P))};
     const cuuint64_t strides[2] = {(cuuint64_t)wc * 4, (cuuint64_t)row_words * 4};
-    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)HCK_WG_BOX_CHUNKS(hopper::wg_shape(wf, ntok, wide).tiles, tile_words, wc),
+    const cuuint32_t box[3] = {(cuuint32_t)wc, (cuuint32_t)HCK_WG_BOX_CHUNKS(hopper::wg_shape(wf, ntok, var).tiles, tile_words, wc),
                                (cuuint32_t)(64 / P)};
     const cuuint32_t es[3] = {1, 1, 1};
     const CUresult r = encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)w, dims, strides, box, es,
@@ -1762,18 +1793,19 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
             fprintf(stderr, "HCK %s %s ntok=%d%s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.wide ? "w" : "", pl.splits, pl.smem, d.E, (long long)d.N,
+                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.var == hopper::V_F8 ? "f8" : pl.var ? "w" : "", pl.splits, pl.smem, d.E, (long long)d.N,
                     (long long)d.K, (long long)rows, d.out_bf16, d.transposed, d.scale_perm,
                     (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;
-        const bool cbf = d.out_bf16 && pl.wf <= small::W_U4A8;
+        const bool f8 = pl.wg && pl.var == hopper::V_F8;
+        const bool cbf = d.out_bf16 && pl.wf <= small::W_U4A8 && !f8;
         const uint16_t *xin = dx;
         int64_t xld = d.K;
         const float *ts = nullptr;
         if (pl.wf != small::W_U4A16) { /* per-token codes (de-interleaved) and scales */
             if (rows > 0)
-                small::act16_kernel<<<(unsigned)rows, 256, 0, st>>>(d.act_quant, d.out_bf16, cbf, dx, d.K, d.Kp,
-                                                                   (uint16_t *)dcodes, dscales);
+                small::act16_kernel<<<(unsigned)rows, 256, 0, st>>>(d.act_quant, d.out_bf16, cbf, f8, dx, d.K,
+                                                                   d.Kp, (uint16_t *)dcodes, dscales);
             e = cudaGetLastError();
             if (e != cudaSuccess) return e;
             xin = (const uint16_t *)dcodes;
@@ -1781,15 +1813,15 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             ts = dscales;
         }
         if (pl.wg) {
-            hopper::WgFn f = hopper::wg_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed, pl.wg, pl.wide);
+            hopper::WgFn f = hopper::wg_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed, pl.wg, pl.var);
             if (f == nullptr) return cudaErrorInvalidValue;
             CUtensorMap tm;
-            e = act_tensor_map(&tm, xin, rows, pl.wf == small::W_U4A16 ? d.K : d.Kp, xld, pl.wg);
+            e = act_tensor_map(&tm, xin, rows, pl.wf == small::W_U4A16 ? d.K : d.Kp, xld, pl.wg, f8);
             if (e != cudaSuccess) return e;
             CUtensorMap wm;
-            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf, pl.wg, pl.wide);
+            e = weight_tensor_map(&wm, d, L->dev.w, pl.wf, pl.wg, pl.var);
             if (e != cudaSuccess) return e;
-            const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg, pl.wide);
+            const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg, pl.var);
             dim3 grid((unsigned)((d.Np / 64 + sh.tiles - 1) / sh.tiles),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
             f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);

@@ -46,6 +46,76 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_WG_BOX_CHUNKS(bt, tile_words, wc) ((bt) * (tile_words) / (wc))
 #define HCK_WG_STAGE_WORD(tile, rr, bt, tile_words) (((rr) * (bt) + (tile)) * (tile_words))
 
+/* The fp8 wgmma variant's decoders (v11), plain C so that
+ * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
+ * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A
+ * fragment of wgmma m64nNk32 is a[4] = {row g k lo, row g + 8 k lo, row g k hi,
+ * row g + 8 k hi}, k = 4 t + byte (+ 16 for k hi) for lane 4 g + t. Normal
+ * layout: word h is row g + 8 h, even nibbles k lo; transposed: word h is k
+ * half h, even nibbles row g. */
+#ifdef __CUDACC__
+#define HCK_HD static __host__ __device__ __forceinline__
+#else
+#define HCK_HD static inline
+#endif
+
+/* prmt.b32 (default mode; selector nibbles below 8): byte i of the result is
+ * byte (s >> 4 i) & 7 of b:a */
+HCK_HD uint32_t hck_byte_perm(uint32_t a, uint32_t b, uint32_t s)
+{
+#ifdef __CUDA_ARCH__
+    return __byte_perm(a, b, s);
+#else
+    const uint64_t v = (uint64_t)b << 32 | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+    return r;
+#endif
+}
+
+/* Four uint4 int->fp codes (spec 4.7, z = 8: bit 3 sign, low bits |x| or
+ * |x| - 1), one per byte, -> e4m3 bytes of x * 2^-9 (exact: |x| < 8 is the
+ * subnormal byte |x|, 8 the normal 0x08 = 2^-6). */
+HCK_HD uint32_t hck_i4_e4m3x4(uint32_t r)
+{
+    const uint32_t m = r & 0x08080808u;
+    return ((r & 0x07070707u) + (m >> 3)) | (m << 4);
+}
+
+/* The e4m3 bytes of the fp4 magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6} * 2^(x' - 6)
+ * for a fused exponent offset x' in [0, 12] (spec 5.3): 6 * 2^6 = 384 fits,
+ * 0.5 * 2^-6 is the subnormal 0x04, the other entries add x' to the exponent. */
+HCK_HD void hck_fp4_e4m3_table(uint32_t xo, uint32_t t[2])
+{
+    t[0] = 0x0C080000u + xo * 0x08080800u + (xo == 0 ? 0x400u : 0u);
+    t[1] = 0x1C181410u + xo * 0x08080808u;
+}
+
+/* four fp4 magnitudes (low 3 bits of each byte) looked up in table t */
+HCK_HD uint32_t hck_fp4_e4m3x4(uint32_t x, const uint32_t t[2])
+{
+    return hck_byte_perm(t[0], t[1], hck_byte_perm(x | (x >> 4), 0, 0x0020));
+}
+
+/* The fragment a[4] from the lane's words w[2]: fp4 = 0 uint4 int->fp codes,
+ * else MXFP4 (normal layout) with the tables t0, t1 of rows g and g + 8. */
+HCK_HD void hck_f8_fragment(const uint32_t w[2], int fp4, int tr, const uint32_t t0[2], const uint32_t t1[2],
+                            uint32_t a[4])
+{
+    uint32_t ev[2], od[2];
+    for (int h = 0; h < 2; h++) {
+        if (!fp4) {
+            ev[h] = hck_i4_e4m3x4(w[h] & 0x0F0F0F0Fu), od[h] = hck_i4_e4m3x4((w[h] >> 4) & 0x0F0F0F0Fu);
+        } else {
+            const uint32_t *t = h ? t1 : t0;
+            ev[h] = hck_fp4_e4m3x4(w[h] & 0x07070707u, t) | ((w[h] << 4) & 0x80808080u);
+            od[h] = hck_fp4_e4m3x4((w[h] >> 4) & 0x07070707u, t) | (w[h] & 0x80808080u);
+        }
+    }
+    if (tr) a[0] = ev[0], a[1] = od[0], a[2] = ev[1], a[3] = od[1];
+    else a[0] = ev[0], a[1] = ev[1], a[2] = od[0], a[3] = od[1];
+}
+
 typedef struct {
     int E;                        /* experts (1 for a dense layer) */
     int64_t N, K, Np, Kp, G;      /* unpadded / padded sizes, scale groups along Kp */

@@ -33,6 +33,12 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_TPW
 #define HCK_SYNC_TPW 2
 #endif
+#ifndef HCK_F8_DIRECT
+#define HCK_F8_DIRECT 0 /* diagnostics: fp8 wgmmas straight into the accumulators (no promotion) */
+#endif
+#ifndef HCK_F8_ROUND
+#define HCK_F8_ROUND 1 /* stage pairs per promotion of the fp8 variant */
+#endif
 #ifndef HCK_SYNC_UNROLL
 #define HCK_SYNC_UNROLL 1
 #endif
@@ -66,7 +72,12 @@ template <int NTOK> struct Tok {
 /* threads of the variant for ntok tokens */
 inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : Tok<64>::NT; }
 
-template <int WF, int NTOK, bool WIDE = false> struct Geo {
+/* Variants of a (format, tokens) kernel: standard; wide (two tiles per
+ * warpgroup, 4-bit weights, 128 tokens); fp8 (e4m3 x e4m3 wgmma k32 for the
+ * fp8-activation 4-bit formats, 128 tokens, v11). The host picks (wg_wide, wg_f8). */
+enum { V_STD = 0, V_WIDE = 1, V_F8 = 2 };
+
+template <int WF, int NTOK, int VAR = V_STD> struct Geo {
     using F = small::Fmt<WF>;
     static constexpr int P = F::P, R = 64 / P;           /* k per tile row, tile rows per stage */
     static constexpr int RW = F::B * P / 64;             /* words per lane, row and warp */
@@ -77,12 +88,14 @@ template <int WF, int NTOK, bool WIDE = false> struct Geo {
     /* tiles per consumer warpgroup: with mma.sync (16 tokens) a warp takes its rows
      * of two tiles, so one ldmatrix of activations feeds both and a barrier round
      * moves twice the weights (8-bit weights keep one: four tiles of theirs would
-     * leave 4 stages in the ring); WIDE (128 tokens, v10): a warpgroup's two tiles
+     * leave 4 stages in the ring); V_WIDE (128 tokens, v10): a warpgroup's two tiles
      * share one activation stage, halving the activation bytes read through L2 per
      * weight byte, but the grid has half the blocks (the host picks, wg_wide) */
-    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : WIDE ? 2 : 1;
+    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : VAR == V_WIDE ? 2 : 1;
     static constexpr int BT = NWG * TPW;                 /* tiles per block */
-    static constexpr int XB = Tok<NTOK>::XB;
+    /* fp8: the activations are e4m3 bytes in k order, 64-byte rows (64-byte swizzle) */
+    static constexpr bool F8 = VAR == V_F8;
+    static constexpr int XB = F8 ? NTOK * 64 : Tok<NTOK>::XB;
     /* stage stride: activations, BT tiles' rows, BT x 256 bytes of scales (two groups at most) */
     static constexpr int SST = (XB + BT * (WSB + 256) + 1023) / 1024 * 1024;
     /* stages in flight: 16 tokens fill HCK_SYNC_RING bytes (MINB blocks per SM) */
@@ -99,9 +112,9 @@ template <int WF, int NTOK, bool WIDE = false> struct Geo {
 };
 
 /* dynamic shared memory: S stage buffers, 2 S mbarriers, 1024 bytes of alignment slack */
-template <int WF, int NTOK, bool WIDE> constexpr size_t smem_bytes()
+template <int WF, int NTOK, int VAR> constexpr size_t smem_bytes()
 {
-    using G = Geo<WF, NTOK, WIDE>;
+    using G = Geo<WF, NTOK, VAR>;
     return (size_t)G::S * G::SST + 16 * G::S + 1024;
 }
 
@@ -160,6 +173,25 @@ __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t d
     }
 }
 
+/* shared-memory matrix descriptor: K-major, 64-byte swizzle (fp8 rows of 64 k), 8-row groups 512 B apart */
+__device__ __forceinline__ uint64_t desc_sw64(uint32_t saddr)
+{
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(512 >> 4) << 32 |
+           (uint64_t)2 << 62;
+}
+
+/* d (64 x 128 fp32 per warpgroup) (+)= a (registers, 64 x 32 e4m3) . B (smem, 32 x 128 e4m3);
+ * ACC = 0 overwrites d (the first k32 step of a promotion round) */
+template <int ACC>
+__device__ __forceinline__ void wgmma_e4m3_n128(float *d, const uint32_t *a, uint64_t desc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " HCK_D64_STR
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : HCK_D64(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "n"(ACC));
+}
+
 /* keeps the compiler from touching the accumulators across the async window */
 template <int NTOK> __device__ __forceinline__ void fence_acc(float *d)
 {
@@ -169,6 +201,12 @@ template <int NTOK> __device__ __forceinline__ void fence_acc(float *d)
     else asm volatile("" : HCK_D8(d)::"memory");
 }
 
+/* the 8 A registers of an fp8 stage (two k32 steps), as pin_a below */
+__device__ __forceinline__ void pin_a8(uint32_t (*a)[4])
+{
+    asm volatile("" : "+r"(a[0][0]), "+r"(a[0][1]), "+r"(a[0][2]), "+r"(a[0][3]), "+r"(a[1][0]), "+r"(a[1][1]),
+                      "+r"(a[1][2]), "+r"(a[1][3]));
+}
 /* the 16 A registers of a stage: defined here as far as the compiler knows, so
  * that no decode instruction lands between the wgmmas (ptxas would serialize) */
 __device__ __forceinline__ void pin_a(uint32_t (*a)[4])
@@ -270,15 +308,16 @@ __device__ __forceinline__ void decode_row(const uint32_t *wv, uint32_t s0, uint
 }
 
 /* tm: the activations (16-bit values, or per-token codes de-interleaved per
- * 16 k with tok_scale) as a 2-D tensor map, boxes of 64 k x 128 rows, 128-byte
- * swizzle. Group scales need group_size % 64 == 0. */
-template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK, bool WIDE>
+ * 16 k with tok_scale) as a 2-D tensor map, boxes of 64 k x NTOK rows, 128-byte
+ * swizzle (V_F8: e4m3 bytes in k order, 64-byte swizzle). Group scales need
+ * group_size % 64 == 0 (V_F8: % 128). */
+template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK, int VAR>
 __global__ void __launch_bounds__(Tok<NTOK>::NT, Tok<NTOK>::MINB)
 wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap wm, Dev p, const float *__restrict__ tok_scale,
           const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
 #if defined(HCK_WGMMA)
-    using G = Geo<WF, NTOK, WIDE>;
+    using G = Geo<WF, NTOK, VAR>;
     constexpr int P = G::P, R = G::R, TB = G::TB, WSB = G::WSB, SST = G::SST, S = G::S, XB = G::XB;
     constexpr int TPW = G::TPW, BT = G::BT;
     const hck_desc &d = p.d;
@@ -414,7 +453,82 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
         }
     };
-    if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
+    /* fp8 (V_F8, v11): a stage's two k32 wgmmas accumulate into tmp, which is
+     * promoted into acc (times the group scale) once per stage pair, so fp32 adds
+     * every 128 k (the fp8 tensor cores keep fewer accumulator bits); the even stage
+     * waits for the previous pair before it overwrites tmp, the other consumer
+     * warpgroup keeps the tensor cores busy meanwhile */
+    float tmp[NTOK / 2];
+#pragma unroll
+    for (int i = 0; i < NTOK / 2; i++) tmp[i] = 0.0f;
+    float ps[2] = {1.0f, 1.0f}, pn[2] = {1.0f, 1.0f}; /* promotion scales (rows gq, gq + 8): pair in tmp, next */
+    uint32_t a8[2][2][4];                              /* [stage parity][tile row] A registers */
+    auto promote = [&]() {
+        if constexpr (G::F8) {
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            fence_acc<NTOK>(tmp);
+#pragma unroll
+            for (int i = 0; i < NTOK / 2; i++) acc[0][i] = fmaf(tmp[i], ps[(i >> 1) & 1], acc[0][i]);
+        }
+    };
+    auto compute8 = [&](int st, int par, int b, int ph) {
+        if constexpr (G::F8) {
+            mbar_wait(full + 8 * b, ph);
+            const uint8_t *bp = smem + b * SST, *sg = bp + XB + BT * WSB;
+            const int i = 8 * gq + 2 * warp; /* scale entries of rows gq, gq + 8 (perm64) */
+            uint32_t tb[2][2][2] = {};       /* fp4 tables [tile row][row half] */
+            if (WF == small::W_FP4A8) {
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const uint8_t *sj = sg + ((two ? j : 0) * BT + wg) * 64;
+                    hck_fp4_e4m3_table(sj[i], tb[j][0]);
+                    hck_fp4_e4m3_table(sj[i + 1], tb[j][1]);
+                }
+            } else if (!SCALE_C && par == 0) { /* a group covers the pair (group_size % 128 == 0) */
+                const uint32_t raw = *(const uint32_t *)(sg + wg * 128 + 2 * i);
+                pn[0] = h2f((uint16_t)(raw & 0xffffu), sbf), pn[1] = h2f((uint16_t)(raw >> 16), sbf);
+            }
+            const uint32_t *wsm = (const uint32_t *)(bp + XB + 4 * HCK_WG_STAGE_WORD(wg, 0, BT, TB / 4)) + pofs;
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++) {
+                const uint2 v = *(const uint2 *)(wsm + HCK_WG_STAGE_WORD(0, rr, BT, TB / 4));
+                const uint32_t wv[2] = {v.x, v.y};
+                hck_f8_fragment(wv, WF == small::W_FP4A8, TR, tb[rr][0], tb[rr][1], a8[par][rr]);
+            }
+            /* a promotion round starts (HCK_F8_ROUND / HCK_F8_DIRECT: diagnostic builds) */
+            const bool round = par == 0 && !HCK_F8_DIRECT && (st / 2) % HCK_F8_ROUND == 0;
+            if (round && st > 0) {
+                promote();
+                if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
+            }
+            if (par == 0) ps[0] = pn[0], ps[1] = pn[1];
+            const uint32_t xs = sbase + b * SST;
+            pin_a8(a8[par]);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            float *dst = HCK_F8_DIRECT ? acc[0] : tmp;
+            if (round) wgmma_e4m3_n128<0>(dst, a8[par][0], desc_sw64(xs));
+            else wgmma_e4m3_n128<1>(dst, a8[par][0], desc_sw64(xs));
+            wgmma_e4m3_n128<1>(dst, a8[par][1], desc_sw64(xs + 32));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            if (par == 1 || (st > 0 && !round)) { /* the previous stage's wgmmas are done */
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
+            }
+        }
+    };
+    if constexpr (G::F8) {
+        static_assert(NTOK == 128 && TPW == 1, "the fp8 variant has 128 tokens, one tile per warpgroup");
+        for (int kt = 0; kt < nst; kt += 2) {
+            compute8(kt, 0, kt % S, (kt / S) & 1);
+            compute8(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
+        }
+        if (HCK_F8_DIRECT) {
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            fence_acc<NTOK>(acc[0]);
+        } else {
+            promote();
+        }
+    } else if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
         /* a ring turn per iteration: buffer offsets are constants */
         for (int k0 = 0; k0 < nst; k0 += S) {
             const int ph = (k0 / S) & 1;
@@ -431,7 +545,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             compute(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
         }
     }
-    if (!Tok<NTOK>::SYNC) {
+    if (!Tok<NTOK>::SYNC && !G::F8) {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
         for (int t = 0; t < TPW; t++) fence_acc<NTOK>(acc[t]);
@@ -442,7 +556,9 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * for the split reduction's named barrier, which counts every consumer thread. */
     const int tq = lane % 4;
     const int64_t Mtot = offsets[d.E];
-    const float pow2 = WF == small::W_FP4A8 ? 16384.0f : WF == small::W_FP8A8 ? 256.0f : 1.0f;
+    /* the powers of two the decoders leave out (fp8: x * 2^-9, fp4 * 2^-6) */
+    const float pow2 = G::F8 ? (WF == small::W_FP4A8 ? 64.0f : 512.0f)
+                             : WF == small::W_FP4A8 ? 16384.0f : WF == small::W_FP8A8 ? 256.0f : 1.0f;
     const float gscale = pow2 * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
 #pragma unroll
     for (int t = 0; t < TPW; t++) {
@@ -497,38 +613,45 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 }
 
 /* The instantiated variants, by (format, bf16 compute, scale on C, transposed,
- * tokens, two tiles per warpgroup); nullptr: none. WIDE exists for 4-bit weights
- * at 128 tokens only. */
+ * tokens, variant); nullptr: none. V_WIDE exists for 4-bit weights at 128
+ * tokens; V_F8 at 128 tokens for uint4 x fp8 (fp16 compute) and MXFP4 x fp8. */
 using WgFn = void (*)(const CUtensorMap, const CUtensorMap, Dev, const float *, const int64_t *, uint16_t *, int,
                       float *);
-template <int WF, int NTOK, bool W>
+template <int WF, bool CBF, int NTOK, int V>
+inline WgFn wg_fn_sc_tr(bool sc, bool tr)
+{
+    if (sc) return tr ? wg_kernel<WF, CBF, true, true, NTOK, V> : wg_kernel<WF, CBF, true, false, NTOK, V>;
+    return tr ? wg_kernel<WF, CBF, false, true, NTOK, V> : wg_kernel<WF, CBF, false, false, NTOK, V>;
+}
+template <int WF, int NTOK, int V>
 inline WgFn wg_fn_of(bool cbf, bool sc, bool tr)
 {
-    if (cbf) {
-        if (sc) return tr ? wg_kernel<WF, true, true, true, NTOK, W> : wg_kernel<WF, true, true, false, NTOK, W>;
-        return tr ? wg_kernel<WF, true, false, true, NTOK, W> : wg_kernel<WF, true, false, false, NTOK, W>;
-    }
-    if (sc) return tr ? wg_kernel<WF, false, true, true, NTOK, W> : wg_kernel<WF, false, true, false, NTOK, W>;
-    return tr ? wg_kernel<WF, false, false, true, NTOK, W> : wg_kernel<WF, false, false, false, NTOK, W>;
+    return cbf ? wg_fn_sc_tr<WF, true, NTOK, V>(sc, tr) : wg_fn_sc_tr<WF, false, NTOK, V>(sc, tr);
 }
-template <int NTOK, bool W>
+template <int NTOK, int V>
 inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
 {
     switch (wf) {
-    case small::W_U4A16: return wg_fn_of<small::W_U4A16, NTOK, W>(cbf, sc, tr);
-    case small::W_U4A8: return wg_fn_of<small::W_U4A8, NTOK, W>(cbf, sc, tr);
-    case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, W>;
-    case small::W_FP8A8: return cbf || W ? nullptr : wg_fn_of<small::W_FP8A8, NTOK, false>(false, sc, tr);
+    case small::W_U4A16:
+        if constexpr (V == V_F8) return nullptr;
+        else return wg_fn_of<small::W_U4A16, NTOK, V>(cbf, sc, tr);
+    case small::W_U4A8:
+        if constexpr (V == V_F8) return cbf ? nullptr : wg_fn_sc_tr<small::W_U4A8, false, NTOK, V>(sc, tr);
+        else return wg_fn_of<small::W_U4A8, NTOK, V>(cbf, sc, tr);
+    case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, V>;
+    case small::W_FP8A8: return cbf || V != V_STD ? nullptr : wg_fn_sc_tr<small::W_FP8A8, false, NTOK, V_STD>(sc, tr);
     }
     return nullptr;
 }
-inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok, bool wide)
+inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok, int var)
 {
     switch (ntok) {
-    case 16: return wide ? nullptr : wg_fn_n<16, false>(wf, cbf, sc, tr);
-    case 64: return wide ? nullptr : wg_fn_n<64, false>(wf, cbf, sc, tr);
-    case 128: return wide ? wg_fn_n<128, true>(wf, cbf, sc, tr) : wg_fn_n<128, false>(wf, cbf, sc, tr);
-    case 256: return wide ? nullptr : wg_fn_n<256, false>(wf, cbf, sc, tr);
+    case 16: return var ? nullptr : wg_fn_n<16, V_STD>(wf, cbf, sc, tr);
+    case 64: return var ? nullptr : wg_fn_n<64, V_STD>(wf, cbf, sc, tr);
+    case 128:
+        return var == V_F8 ? wg_fn_n<128, V_F8>(wf, cbf, sc, tr)
+             : var == V_WIDE ? wg_fn_n<128, V_WIDE>(wf, cbf, sc, tr) : wg_fn_n<128, V_STD>(wf, cbf, sc, tr);
+    case 256: return var ? nullptr : wg_fn_n<256, V_STD>(wf, cbf, sc, tr);
     }
     return nullptr;
 }
@@ -537,24 +660,26 @@ struct WgShape {
     int tiles;
     size_t smem;
 };
-template <int NTOK, bool W>
+template <int NTOK, int V>
 inline WgShape wg_shape_n(int wf)
 {
     switch (wf) {
-    case small::W_U4A16: return {Geo<small::W_U4A16, NTOK, W>::BT, smem_bytes<small::W_U4A16, NTOK, W>()};
-    case small::W_U4A8: return {Geo<small::W_U4A8, NTOK, W>::BT, smem_bytes<small::W_U4A8, NTOK, W>()};
-    case small::W_FP4A8: return {Geo<small::W_FP4A8, NTOK, W>::BT, smem_bytes<small::W_FP4A8, NTOK, W>()};
-    default: return {Geo<small::W_FP8A8, NTOK, false>::BT, smem_bytes<small::W_FP8A8, NTOK, false>()};
+    case small::W_U4A16: return {Geo<small::W_U4A16, NTOK, V>::BT, smem_bytes<small::W_U4A16, NTOK, V>()};
+    case small::W_U4A8: return {Geo<small::W_U4A8, NTOK, V>::BT, smem_bytes<small::W_U4A8, NTOK, V>()};
+    case small::W_FP4A8: return {Geo<small::W_FP4A8, NTOK, V>::BT, smem_bytes<small::W_FP4A8, NTOK, V>()};
+    default: return {Geo<small::W_FP8A8, NTOK, V_STD>::BT, smem_bytes<small::W_FP8A8, NTOK, V_STD>()};
     }
 }
-/* the shape of format wf's variant for ntok tokens (wide: two tiles per warpgroup) */
-inline WgShape wg_shape(int wf, int ntok, bool wide)
+/* the shape of format wf's variant var for ntok tokens */
+inline WgShape wg_shape(int wf, int ntok, int var)
 {
     switch (ntok) {
-    case 16: return wg_shape_n<16, false>(wf);
-    case 64: return wg_shape_n<64, false>(wf);
-    case 128: return wide ? wg_shape_n<128, true>(wf) : wg_shape_n<128, false>(wf);
-    default: return wg_shape_n<256, false>(wf);
+    case 16: return wg_shape_n<16, V_STD>(wf);
+    case 64: return wg_shape_n<64, V_STD>(wf);
+    case 128:
+        return var == V_F8 ? wg_shape_n<128, V_F8>(wf) : var == V_WIDE ? wg_shape_n<128, V_WIDE>(wf)
+                                                        : wg_shape_n<128, V_STD>(wf);
+    default: return wg_shape_n<256, V_STD>(wf);
     }
 }
 }  // namespace hopper

@@ -14,6 +14,7 @@
  * block, step, register half), extracts the code exactly where the kernel
  * reads it and compares it with the code at the (n, k) the mma multiplies it
  * with. A wrong word, nibble, byte or k order fails. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -340,6 +341,67 @@ static void test_fp_placement(void **st)
     }
 }
 
+/* e4m3 byte -> value, from the format's definition (not the kernel's tables) */
+static float e4m3_value(uint32_t c)
+{
+    const int e = (c >> 3) & 15, m = c & 7;
+    const float mag = e == 0 ? (float)m / 8.0f / 64.0f : (1.0f + (float)m / 8.0f) * (float)(1u << e) / 128.0f;
+    return (c & 0x80) ? -mag : mag;
+}
+
+/* The fp8 variant's A fragment (hck_f8_fragment: the code the kernel runs) for
+ * every (tile row, tile, warp, lane): byte i of register r must be the code at
+ * n = 16 w + g + 8 (r % 2), k = 4 t + i + 16 (r / 2), as e4m3 of x 2^-9 for
+ * uint4 int->fp codes (x from the library's own encoder, hc_int2fp_code) or of
+ * fp4 2^(x' - 6) for MXFP4 with random fused offsets x' in [0, 12]. */
+static void check_f8_family(int fp4, int tr)
+{
+    static const float e2m1[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    tiles_t T = make_tiles(U4A8, tr);
+    int8_t x_of[16];
+    for (int v = 0; v < 16; v++) x_of[hc_int2fp_code((uint32_t)v, 8, 4)] = (int8_t)(v - 8);
+    uint8_t *xo = malloc((size_t)(T.N * (T.K / 32)));
+    assert_non_null(xo);
+    for (int64_t i = 0; i < T.N * (T.K / 32); i++) xo[i] = (uint8_t)(next_u32() % 13);
+    int64_t checked = 0, bad = 0;
+    for (int64_t kb = 0; kb < T.K / 32; kb++)
+        for (int64_t nb = 0; nb < T.N / 64; nb++)
+            for (int w = 0; w < 4; w++)
+                for (int lane = 0; lane < 32; lane++) {
+                    const uint32_t *wv = T.out + kb * T.row_words + nb * T.tile_words + (w / 2) * 128 + lane * 4 + 2 * (w % 2);
+                    const int64_t n0 = 64 * nb + 16 * w + lane / 4;
+                    uint32_t t0[2], t1[2], a[4];
+                    hck_fp4_e4m3_table(xo[n0 * (T.K / 32) + kb], t0);
+                    hck_fp4_e4m3_table(xo[(n0 + 8) * (T.K / 32) + kb], t1);
+                    hck_f8_fragment(wv, fp4, tr, t0, t1, a);
+                    for (int r = 0; r < 4; r++)
+                        for (int i = 0; i < 4; i++) {
+                            const int64_t n = n0 + 8 * (r % 2), k = 32 * kb + 4 * (lane % 4) + i + 16 * (r / 2);
+                            const uint32_t c = T.codes[n * T.K + k], byte = (a[r] >> (8 * i)) & 0xffu;
+                            const float want = fp4 ? (c & 8 ? -1.0f : 1.0f) * e2m1[c & 7] *
+                                                         ldexpf(1.0f, xo[n * (T.K / 32) + kb] - 6)
+                                                   : ldexpf((float)x_of[c], -9);
+                            bad += (byte & 0x7f) == 0x7f || e4m3_value(byte) != want;
+                            checked++;
+                        }
+                }
+    assert_int_equal(checked, T.N * T.K); /* every code read exactly once */
+    assert_int_equal(bad, 0);
+    free(xo), free(T.codes), free(T.out);
+}
+
+static void test_f8_fragment_u4(void **st) { (void)st; check_f8_family(0, 0), check_f8_family(0, 1); }
+static void test_f8_fragment_mxfp4(void **st) { (void)st; check_f8_family(1, 0); }
+
+/* hck_byte_perm's host emulation against the PTX definition on fixed cases */
+static void test_byte_perm(void **st)
+{
+    (void)st;
+    assert_int_equal(hck_byte_perm(0x33221100u, 0x77665544u, 0x7531), 0x77553311u);
+    assert_int_equal(hck_byte_perm(0x33221100u, 0x77665544u, 0x0020), 0x00002200u);
+    assert_int_equal(hck_byte_perm(0x0C080400u, 0x1C181410u, 0x7654), 0x1C181410u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +412,8 @@ int main(void)
         cmocka_unit_test(test_wgmma_u4a16),      cmocka_unit_test(test_wgmma_u4a8),
         cmocka_unit_test(test_wgmma_fp8a8),
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
+        cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
+        cmocka_unit_test(test_byte_perm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

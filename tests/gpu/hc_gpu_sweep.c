@@ -374,6 +374,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < np + ne; i++) {
         const char *name = i < np ? hc_preset_at(i)->name : extra[i - np].name;
         const hc_target *t = i < np ? &hc_preset_at(i)->target : &extra[i - np].t;
+        if (getenv("HC_SWEEP_ONLY") && strstr(name, getenv("HC_SWEEP_ONLY")) == NULL) continue; /* by name */
         for (int p = 0; p < 2; p++)
             for (int a = 0; a < 2; a++) {
                 hc_format_id param = p ? HC_FMT_BF16 : HC_FMT_F16;
