@@ -1637,7 +1637,8 @@ bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     if (ntok != 128 || hopper::wg_fn(wf, cbf, d.scale_perm == 32, d.transposed, 128, hopper::V_WIDE) == nullptr)
         return false;
     if (const char *env = getenv("HCK_WG_WIDE")) return atoi(env) != 0; /* diagnostics */
-    const int64_t blocks = (d.Np / 64 + 3) / 4 * ((max_rows + 127) / 128) * d.E;
+    const int bt = hopper::wg_shape(wf, 128, hopper::V_WIDE).tiles;
+    const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ((max_rows + 127) / 128) * d.E;
     return 4 * blocks >= 3 * (int64_t)sm_count();
 }
 
