@@ -33,12 +33,6 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_TPW
 #define HCK_SYNC_TPW 2
 #endif
-#ifndef HCK_F8_DIRECT
-#define HCK_F8_DIRECT 0 /* diagnostics: fp8 wgmmas straight into the accumulators (no promotion) */
-#endif
-#ifndef HCK_F8_ROUND
-#define HCK_F8_ROUND 1 /* stage pairs per promotion of the fp8 variant */
-#endif
 #ifndef HCK_SYNC_UNROLL
 #define HCK_SYNC_UNROLL 1
 #endif
@@ -495,9 +489,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                 const uint32_t wv[2] = {v.x, v.y};
                 hck_f8_fragment(wv, WF == small::W_FP4A8, TR, tb[rr][0], tb[rr][1], a8[par][rr]);
             }
-            /* a promotion round starts (HCK_F8_ROUND / HCK_F8_DIRECT: diagnostic builds) */
-            const bool round = par == 0 && !HCK_F8_DIRECT && (st / 2) % HCK_F8_ROUND == 0;
-            if (round && st > 0) {
+            if (par == 0 && st > 0) { /* the previous pair's wgmmas are done: into acc */
                 promote();
                 if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
             }
@@ -505,12 +497,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             const uint32_t xs = sbase + b * SST;
             pin_a8(a8[par]);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            float *dst = HCK_F8_DIRECT ? acc[0] : tmp;
-            if (round) wgmma_e4m3_n128<0>(dst, a8[par][0], desc_sw64(xs));
-            else wgmma_e4m3_n128<1>(dst, a8[par][0], desc_sw64(xs));
-            wgmma_e4m3_n128<1>(dst, a8[par][1], desc_sw64(xs + 32));
+            if (par == 0) wgmma_e4m3_n128<0>(tmp, a8[par][0], desc_sw64(xs)); /* a new pair overwrites tmp */
+            else wgmma_e4m3_n128<1>(tmp, a8[par][0], desc_sw64(xs));
+            wgmma_e4m3_n128<1>(tmp, a8[par][1], desc_sw64(xs + 32));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            if (par == 1 || (st > 0 && !round)) { /* the previous stage's wgmmas are done */
+            if (par == 1) { /* the pair's first stage is done */
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
             }
@@ -522,12 +513,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             compute8(kt, 0, kt % S, (kt / S) & 1);
             compute8(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
         }
-        if (HCK_F8_DIRECT) {
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            fence_acc<NTOK>(acc[0]);
-        } else {
-            promote();
-        }
+        promote();
     } else if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
         /* a ring turn per iteration: buffer offsets are constants */
         for (int k0 = 0; k0 < nst; k0 += S) {
