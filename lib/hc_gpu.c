@@ -39,7 +39,15 @@ static void load(void)
 {
     char exe[PATH_MAX], path[PATH_MAX + 64];
     const char *env = getenv("HC_KERNELS_LIB");
-    K.lib = try_open(env);
+    if (env && env[0]) { /* asked for: that library or no GPU, never another one */
+        K.lib = try_open(env);
+        if (K.lib == NULL) {
+            const char *e = dlerror();
+            snprintf(K.why, sizeof K.why, "HC_KERNELS_LIB=%s cannot be loaded: %s", env,
+                     e ? e : "unknown error");
+            return;
+        }
+    }
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (K.lib == NULL && n > 0) {
         exe[n] = '\0';

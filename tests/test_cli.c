@@ -327,6 +327,21 @@ static void test_dry_run_writes_nothing(void **state)
     assert_no_output(f);
 }
 
+/* An explicit HC_KERNELS_LIB that cannot be loaded is named in the fallback
+ * message; no other kernel library is taken in its place. */
+static void test_kernels_lib_missing(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(setenv("HC_KERNELS_LIB", "/nonexistent/libhc_kernels_x.so", 1), 0);
+    int rc = run_cli(f, f->in, f->out, "--verify gpu");
+    unsetenv("HC_KERNELS_LIB");
+    assert_int_equal(rc, 0);
+    char *log = read_log(f);
+    assert_non_null(strstr(log, "HC_KERNELS_LIB=/nonexistent/libhc_kernels_x.so cannot be loaded"));
+    assert_non_null(strstr(log, "falling back to the CPU"));
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +352,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_success_force_and_input_untouched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sharded_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kernels_lib_missing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
