@@ -1602,11 +1602,12 @@ int wg_tokens(int64_t max_rows)
 
 /* Split K of the wgmma kernel (HCK_SPLITS overrides): while one more split
  * still fits the grid in one wave of resident blocks and each split keeps >=
- * 128 stages, >= 64 up to 64 tokens, >= 16 up to 32. Measured: v9, blocks of
- * four tiles leave 8192^2 with 32 blocks, and 8 splits beat 4 (M = 16: 25.3 vs
- * 29.1 us); 8192^2 M = 64 two splits 53.9 vs 67.8 us; v7, at 8192^2 M = 128 two
- * splits of 64 stages ran slower than one block of 128 (74 vs 68 us), K = 28672
- * at M = 128 gained (217 -> 158 us). The counters cover YMAX token blocks. */
+ * 128 stages above 128 tokens, >= 64 from 33 tokens, >= 16 up to 32. Measured:
+ * v9, blocks of four tiles leave 8192^2 with 32 blocks, and 8 splits beat 4
+ * (M = 16: 25.3 vs 29.1 us); 8192^2 M = 64 two splits 53.9 vs 67.8 us; v14,
+ * with the split sum no longer latency-bound (split_sum), 8192^2 M = 128 two
+ * splits of 64 stages 48.7 vs 68.0 us (W4A16; v7's loop: 74 vs 68). The
+ * counters cover YMAX token blocks. */
 int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
 {
     const int64_t ty = (max_rows + ntok - 1) / ntok;
@@ -1619,7 +1620,7 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
     const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
-    const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 8 : max_rows <= 64 ? 32 : 64;
+    const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 8 : max_rows <= 128 ? 32 : 64;
     int64_t s = 1;
     while (blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
     return (int)s;
