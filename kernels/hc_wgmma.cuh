@@ -301,69 +301,6 @@ __device__ __forceinline__ void decode_row(const uint32_t *wv, uint32_t s0, uint
     }
 }
 
-/* 4 partial sums from src (columns n..n + 3; those at or past N read as 0):
- * one 16-byte load when N % 4 == 0 (then src is 16-byte aligned) */
-__device__ __forceinline__ float4 ld_partial4(const float *src, int64_t n, int64_t N, bool v4)
-{
-    if (v4) return __ldcg((const float4 *)src);
-    float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
-    t.x = __ldcg(src);
-    if (n + 1 < N) t.y = __ldcg(src + 1);
-    if (n + 2 < N) t.z = __ldcg(src + 2);
-    if (n + 3 < N) t.w = __ldcg(src + 3);
-    return t;
-}
-
-/* The last-arriving block's sum of the split-K partials: rows [r0, r0 + mrows)
- * x columns [c0, c0 + ncols) of ws's `splits` planes (stride floats apart), in
- * split order, plus bias, into y. Thread tid of nt takes U groups of 4 columns
- * and keeps U x 4 loads (4 splits) in flight per round. v14: the v7 loop (one
- * element and one split per load) waited out ~64 dependent L2 round trips per
- * thread at M = 128, a fifth of the 2-split kernel's stall samples (ncu). */
-template <int U>
-__device__ __forceinline__ void split_sum(const Dev &p, int e, const float *__restrict__ ws,
-                                          uint16_t *__restrict__ y, int64_t r0, int mrows, int64_t c0, int ncols,
-                                          int64_t stride, int splits, int tid, int nt)
-{
-    const hck_desc &d = p.d;
-    const int q = ncols / 4, total = mrows * q;
-    const bool v4 = (d.N & 3) == 0;
-    for (int g0 = tid; g0 < total; g0 += nt * U) {
-        int64_t n[U], row[U];
-        bool ok[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int g = g0 + u * nt;
-            row[u] = r0 + g / q, n[u] = c0 + 4 * (g % q), ok[u] = g < total && n[u] < d.N;
-        }
-        float v[U][4];
-#pragma unroll
-        for (int u = 0; u < U; u++) v[u][0] = v[u][1] = v[u][2] = v[u][3] = 0.0f;
-        for (int s0 = 0; s0 < splits; s0 += 4) {
-            float4 t[4][U];
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    t[j][u] = ok[u] && s0 + j < splits
-                                  ? ld_partial4(ws + (s0 + j) * stride + row[u] * d.N + n[u], n[u], d.N, v4)
-                                  : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-            for (int j = 0; j < 4; j++) /* in split order */
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (s0 + j < splits)
-                        v[u][0] += t[j][u].x, v[u][1] += t[j][u].y, v[u][2] += t[j][u].z, v[u][3] += t[j][u].w;
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++)
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                if (ok[u] && n[u] + c < d.N)
-                    y[row[u] * d.N + n[u] + c] = f2h(v[u][c] + bias_at(p, e, n[u] + c), d.out_bf16);
-    }
-}
-
 /* tm: the activations (16-bit values, or per-token codes de-interleaved per
  * 16 k with tok_scale) as a 2-D tensor map, boxes of 64 k x NTOK rows, 128-byte
  * swizzle (V_F8: e4m3 bytes in k order, 64-byte swizzle). Group scales need
