@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <type_traits>
 #include <mutex>
 #include <vector>
 
@@ -1680,20 +1681,37 @@ bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     return 4 * blocks >= 3 * (int64_t)sm_count();
 }
 
-/* Whether the fp8 variant (e4m3 wgmma, 128 tokens; HCK_WG_F8=0/1 overrides,
- * at any token count) takes format wf: e4m3 activations, uint4 with channel
- * scales or groups of whole stage pairs, or MXFP4 (fused offsets); by default
- * where 128-token blocks run and the wide form does not. Measured, v11 (M =
- * 128, us, fp8 / v10): W4A8 8192^2 74.7 / 78.7, 8192 x 28672 162 / 175;
- * MXFP4 x fp8 71.1 / 75.6, 161 / 170; 28672 x 8192 wide is faster (122 vs 139),
- * and at M = 1024 the 256-token fp16 blocks are (222 vs 283). */
+/* Whether the fp8 variant (e4m3 wgmma, 128 or 256 tokens; HCK_WG_F8=0/1
+ * overrides, at any token count) takes format wf: e4m3 activations, uint4 with
+ * channel scales or groups of whole stage pairs, or MXFP4 (fused offsets); by
+ * default where 128-token blocks run and the wide form does not, and wherever
+ * 256-token blocks run. Measured, v11 (M = 128, us, fp8 / v10): W4A8 8192^2
+ * 74.7 / 78.7, 8192 x 28672 162 / 175; MXFP4 x fp8 71.1 / 75.6, 161 / 170;
+ * 28672 x 8192 wide is faster (122 vs 139). v18, 256 tokens (fp8 / fp16
+ * blocks, M = 1024 / 4096, MXFP4 x fp8): 8192^2 188 / 219, 708 / 835; 28672 x
+ * 8192 588 / 696, 2302 / 2907; W4A8 within 2% of those ratios. */
 bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     const bool sc = d.scale_perm == 32;
     if (hopper::wg_fn(wf, false, sc, d.transposed, 128, hopper::V_F8) == nullptr) return false;
     if (d.act_quant != HCK_A_E4M3 || (wf == small::W_U4A8 && !sc && d.group_size % 128 != 0)) return false;
     if (const char *env = getenv("HCK_WG_F8")) return atoi(env) != 0; /* diagnostics */
-    return ntok == 128 && !wg_wide(d, wf, max_rows, ntok);
+    return ntok == 256 || (ntok == 128 && !wg_wide(d, wf, max_rows, ntok));
+}
+
+/* Tokens per block of the fp8 variant where wg_tokens gave `ntok`: 256-token
+ * blocks halve to 128 up to 256 tokens when their grid would leave SMs idle
+ * with no split to fill them (HCK_WG_NTOK keeps the given count). Measured,
+ * v18, M = 256 (us, 128 / 256 tokens; W4A8): 8192^2 77 / 94 (64 blocks, one
+ * split); 28672 x 8192 267 / 183 (224 blocks); 8192 x 28672 233 / 195 (two
+ * splits of 64 blocks). */
+int wg_f8_tokens(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+{
+    if (ntok != 256) return 128;
+    if (max_rows > 256 || getenv("HCK_WG_NTOK")) return 256;
+    const int64_t blocks = (d.Np / 64 + 1) / 2 * d.E; /* one 256-token row of two-tile blocks */
+    const bool idle = blocks < (int64_t)sm_count() && wg_splits(d, wf, max_rows, 256, hopper::V_F8) == 1;
+    return idle ? 128 : 256;
 }
 
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
@@ -1704,7 +1722,7 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
     if (wf >= 0 && max_rows >= wg_min_rows() && wg_ok(d, wf)) {
         pl.wf = wf;
         pl.wg = wg_tokens(max_rows);
-        if (wg_f8(d, wf, max_rows, pl.wg)) pl.wg = 128, pl.var = hopper::V_F8;
+        if (wg_f8(d, wf, max_rows, pl.wg)) pl.wg = wg_f8_tokens(d, wf, max_rows, pl.wg), pl.var = hopper::V_F8;
         else if (wg_wide(d, wf, max_rows, pl.wg)) pl.var = hopper::V_WIDE;
         pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.var) : 1;
         return pl;

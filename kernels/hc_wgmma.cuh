@@ -94,7 +94,9 @@ template <int WF, int NTOK, int VAR = V_STD> struct Geo {
     static constexpr int SST = (XB + BT * (WSB + 256) + 1023) / 1024 * 1024;
     /* stages in flight: 16 tokens fill HCK_SYNC_RING bytes (MINB blocks per SM) */
     static constexpr int SR = HCK_SYNC_RING / SST;
-    static constexpr int S = Tok<NTOK>::SYNC ? (SR > HCK_SYNC_SMAX ? HCK_SYNC_SMAX : SR < 4 ? 4 : SR) : Tok<NTOK>::S;
+    /* the fp8 variant's 256-token stages are half the size of the 16-bit ones: 8 fit */
+    static constexpr int S = Tok<NTOK>::SYNC ? (SR > HCK_SYNC_SMAX ? HCK_SYNC_SMAX : SR < 4 ? 4 : SR)
+                           : F8 ? 8 : Tok<NTOK>::S;
     static_assert(!Tok<NTOK>::SYNC || S % 2 == 0, "the unrolled ring turn runs stage pairs");
     /* word offset of warp w's piece of a tile row (spec 4.4 closed forms) */
     __device__ static int piece(int w, int lane)
@@ -451,23 +453,33 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * promoted into acc (times the group scale) once per stage pair, so fp32 adds
      * every 128 k (the fp8 tensor cores keep fewer accumulator bits); the even stage
      * waits for the previous pair before it overwrites tmp, the other consumer
-     * warpgroup keeps the tensor cores busy meanwhile */
-    float tmp[NTOK / 2];
+     * warpgroup keeps the tensor cores busy meanwhile. 256 tokens (v18): tmp holds
+     * one 128-token half at a time (acc 128 + tmp 64 registers fit, a second
+     * 128-register set would not); the pair's A registers, decoded once, feed
+     * both halves, so a weight byte's decode serves twice the products. */
+    constexpr int H = NTOK / 128;
+    float tmp[64];
 #pragma unroll
-    for (int i = 0; i < NTOK / 2; i++) tmp[i] = 0.0f;
+    for (int i = 0; i < 64; i++) tmp[i] = 0.0f;
     float ps[2] = {1.0f, 1.0f}, pn[2] = {1.0f, 1.0f}; /* promotion scales (rows gq, gq + 8): pair in tmp, next */
     uint32_t a8[2][2][4];                              /* [stage parity][tile row] A registers */
-    auto promote = [&]() {
+    auto promote = [&](auto half) { /* tmp (token half `half`) into acc */
         if constexpr (G::F8) {
+            constexpr int h = decltype(half)::value;
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            fence_acc<NTOK>(tmp);
+            fence_acc<128>(tmp);
 #pragma unroll
-            for (int i = 0; i < NTOK / 2; i++) acc[0][i] = fmaf(tmp[i], ps[(i >> 1) & 1], acc[0][i]);
+            for (int i = 0; i < 64; i++) acc[0][64 * h + i] = fmaf(tmp[i], ps[(i >> 1) & 1], acc[0][64 * h + i]);
         }
     };
+    using last_half = std::integral_constant<int, H - 1>;
     auto compute8 = [&](int st, int par, int b, int ph) {
         if constexpr (G::F8) {
             mbar_wait(full + 8 * b, ph);
+            if (H == 2 && par == 0 && st > 0) { /* the previous pair's last wgmmas read a8[0]: wait first */
+                promote(last_half{});
+                if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S)), mbar_arrive(empty + 8 * ((b + S - 2) % S));
+            }
             const uint8_t *bp = smem + b * SST, *sg = bp + XB + BT * WSB;
             const int i = 8 * gq + 2 * warp; /* scale entries of rows gq, gq + 8 (perm64) */
             uint32_t tb[2][2][2] = {};       /* fp4 tables [tile row][row half] */
@@ -489,8 +501,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                 const uint32_t wv[2] = {v.x, v.y};
                 hck_f8_fragment(wv, WF == small::W_FP4A8, TR, tb[rr][0], tb[rr][1], a8[par][rr]);
             }
-            if (par == 0 && st > 0) { /* the previous pair's wgmmas are done: into acc */
-                promote();
+            if (H == 1 && par == 0 && st > 0) { /* the previous pair's wgmmas are done: into acc */
+                promote(last_half{});
                 if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
             }
             if (par == 0) ps[0] = pn[0], ps[1] = pn[1];
@@ -501,19 +513,30 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             else wgmma_e4m3_n128<1>(tmp, a8[par][0], desc_sw64(xs));
             wgmma_e4m3_n128<1>(tmp, a8[par][1], desc_sw64(xs + 32));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            if (par == 1) { /* the pair's first stage is done */
+            if (H == 1 && par == 1) { /* the pair's first stage is done */
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
+            }
+            if (H == 2 && par == 1) { /* first half into acc, then the pair's second half */
+                promote(std::integral_constant<int, 0>{});
+                const uint32_t xs0 = sbase + ((b + S - 1) % S) * SST, hx = 128 * 64; /* rows 128-255 */
+                pin_a8(a8[0]), pin_a8(a8[1]);
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                wgmma_e4m3_n128<0>(tmp, a8[0][0], desc_sw64(xs0 + hx));
+                wgmma_e4m3_n128<1>(tmp, a8[0][1], desc_sw64(xs0 + hx + 32));
+                wgmma_e4m3_n128<1>(tmp, a8[1][0], desc_sw64(xs + hx));
+                wgmma_e4m3_n128<1>(tmp, a8[1][1], desc_sw64(xs + hx + 32));
+                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             }
         }
     };
     if constexpr (G::F8) {
-        static_assert(NTOK == 128 && TPW == 1, "the fp8 variant has 128 tokens, one tile per warpgroup");
+        static_assert((NTOK == 128 || NTOK == 256) && TPW == 1, "the fp8 variant has 128 or 256 tokens, one tile per warpgroup");
         for (int kt = 0; kt < nst; kt += 2) {
             compute8(kt, 0, kt % S, (kt / S) & 1);
             compute8(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
         }
-        promote();
+        promote(last_half{});
     } else if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
         /* a ring turn per iteration: buffer offsets are constants */
         for (int k0 = 0; k0 < nst; k0 += S) {
@@ -593,7 +616,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 
 /* The instantiated variants, by (format, bf16 compute, scale on C, transposed,
  * tokens, variant); nullptr: none. V_WIDE exists for 4-bit weights at 128
- * tokens; V_F8 at 128 tokens for uint4 x fp8 (fp16 compute) and MXFP4 x fp8. */
+ * tokens; V_F8 at 128 and 256 tokens for uint4 x fp8 (fp16 compute) and MXFP4 x fp8. */
 using WgFn = void (*)(const CUtensorMap, const CUtensorMap, Dev, const float *, const int64_t *, uint16_t *, int,
                       float *);
 template <int WF, bool CBF, int NTOK, int V>
@@ -630,7 +653,7 @@ inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok, int var)
     case 128:
         return var == V_F8 ? wg_fn_n<128, V_F8>(wf, cbf, sc, tr)
              : var == V_WIDE ? wg_fn_n<128, V_WIDE>(wf, cbf, sc, tr) : wg_fn_n<128, V_STD>(wf, cbf, sc, tr);
-    case 256: return var ? nullptr : wg_fn_n<256, V_STD>(wf, cbf, sc, tr);
+    case 256: return var == V_F8 ? wg_fn_n<256, V_F8>(wf, cbf, sc, tr) : var ? nullptr : wg_fn_n<256, V_STD>(wf, cbf, sc, tr);
     }
     return nullptr;
 }
@@ -658,7 +681,7 @@ inline WgShape wg_shape(int wf, int ntok, int var)
     case 128:
         return var == V_F8 ? wg_shape_n<128, V_F8>(wf) : var == V_WIDE ? wg_shape_n<128, V_WIDE>(wf)
                                                         : wg_shape_n<128, V_STD>(wf);
-    default: return wg_shape_n<256, V_STD>(wf);
+    default: return var == V_F8 ? wg_shape_n<256, V_F8>(wf) : wg_shape_n<256, V_STD>(wf);
     }
 }
 }  // namespace hopper
