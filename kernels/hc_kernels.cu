@@ -1366,7 +1366,7 @@ for (int v = 0; v < 32; v++) { /* every small-M variant: (format, bf16, on C, tr
                                        (int)small::SMEM_MAX));
     }
     if (device_sm() == 90)
-        for (int v = 0; v < 3 * 128; v++) { /* every wgmma variant */
+        for (int v = 0; v < hopper::V_COUNT * 128; v++) { /* every wgmma variant */
             static const int ntoks[4] = {16, 64, 128, 256};
             const int wf = (v / 8) % 4, ntok = ntoks[(v / 32) % 4], var = v / 128;
             hopper::WgFn f = hopper::wg_fn(wf, (v / 4) % 2, (v / 2) % 2, v % 2, ntok, var);
@@ -1652,7 +1652,7 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
     if (ty > small::YMAX) return 1; /* the split counters cover YMAX token blocks */
     if (const char *env = getenv("HCK_SPLITS")) return atoi(env) < 1 ? 1 : atoi(env); /* diagnostics */
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
-    const bool cbf8 = cbf && var != hopper::V_F8;
+    const bool cbf8 = cbf && !hopper::var_f8(var);
     const void *f = (const void *)hopper::wg_fn(wf, cbf8, d.scale_perm == 32, d.transposed, ntok, var);
     const hopper::WgShape sh = hopper::wg_shape(wf, ntok, var);
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
@@ -1690,11 +1690,15 @@ bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
  * 28672 x 8192 wide is faster (122 vs 139). v18, 256 tokens (fp8 / fp16
  * blocks, M = 1024 / 4096, MXFP4 x fp8): 8192^2 188 / 219, 708 / 835; 28672 x
  * 8192 588 / 696, 2302 / 2907; W4A8 within 2% of those ratios. */
-bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+bool wg_f8_format(const hck_desc &d, int wf)
 {
     const bool sc = d.scale_perm == 32;
     if (hopper::wg_fn(wf, false, sc, d.transposed, 128, hopper::V_F8) == nullptr) return false;
-    if (d.act_quant != HCK_A_E4M3 || (wf == small::W_U4A8 && !sc && d.group_size % 128 != 0)) return false;
+    return d.act_quant == HCK_A_E4M3 && (wf != small::W_U4A8 || sc || d.group_size % 128 == 0);
+}
+bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
+{
+    if (!wg_f8_format(d, wf)) return false;
     if (const char *env = getenv("HCK_WG_F8")) return atoi(env) != 0; /* diagnostics */
     return ntok == 256 || (ntok == 128 && !wg_wide(d, wf, max_rows, ntok));
 }
@@ -1723,7 +1727,8 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
         pl.wf = wf;
         pl.wg = wg_tokens(max_rows);
         if (wg_f8(d, wf, max_rows, pl.wg)) pl.wg = wg_f8_tokens(d, wf, max_rows, pl.wg), pl.var = hopper::V_F8;
-        else if (wg_wide(d, wf, max_rows, pl.wg)) pl.var = hopper::V_WIDE;
+        else if (wg_wide(d, wf, max_rows, pl.wg)) /* v19: the fp8 formats' wide form is the fp8 one */
+            pl.var = wg_f8_format(d, wf) && !getenv("HCK_WG_F8") ? hopper::V_F8W : hopper::V_WIDE;
         pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.var) : 1;
         return pl;
     }
@@ -1850,11 +1855,11 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
             fprintf(stderr, "HCK %s %s ntok=%d%s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.var == hopper::V_F8 ? "f8" : pl.var ? "w" : "", pl.splits, pl.smem, d.E, (long long)d.N,
+                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.var == hopper::V_F8 ? "f8" : pl.var == hopper::V_F8W ? "f8w" : pl.var ? "w" : "", pl.splits, pl.smem, d.E, (long long)d.N,
                     (long long)d.K, (long long)rows, d.out_bf16, d.transposed, d.scale_perm,
                     (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;
-        const bool f8 = pl.wg && pl.var == hopper::V_F8;
+        const bool f8 = pl.wg && hopper::var_f8(pl.var);
         const bool cbf = d.out_bf16 && pl.wf <= small::W_U4A8 && !f8;
         const uint16_t *xin = dx;
         int64_t xld = d.K;

@@ -68,8 +68,12 @@ inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : Tok<64>::NT; }
 
 /* Variants of a (format, tokens) kernel: standard; wide (two tiles per
  * warpgroup, 4-bit weights, 128 tokens); fp8 (e4m3 x e4m3 wgmma k32 for the
- * fp8-activation 4-bit formats, 128 tokens, v11). The host picks (wg_wide, wg_f8). */
-enum { V_STD = 0, V_WIDE = 1, V_F8 = 2 };
+ * fp8-activation 4-bit formats, 128 or 256 tokens, v11, v18); fp8 wide (the
+ * fp8 variant with two tiles per warpgroup, 128 tokens, v19). The host picks
+ * (wg_wide, wg_f8). */
+enum { V_STD = 0, V_WIDE = 1, V_F8 = 2, V_F8W = 3, V_COUNT = 4 };
+/* whether variant v runs on the e4m3 tensor cores (activations as bytes) */
+inline constexpr bool var_f8(int v) { return v == V_F8 || v == V_F8W; }
 
 template <int WF, int NTOK, int VAR = V_STD> struct Geo {
     using F = small::Fmt<WF>;
@@ -85,10 +89,10 @@ template <int WF, int NTOK, int VAR = V_STD> struct Geo {
      * leave 4 stages in the ring); V_WIDE (128 tokens, v10): a warpgroup's two tiles
      * share one activation stage, halving the activation bytes read through L2 per
      * weight byte, but the grid has half the blocks (the host picks, wg_wide) */
-    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : VAR == V_WIDE ? 2 : 1;
+    static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : VAR == V_WIDE || VAR == V_F8W ? 2 : 1;
     static constexpr int BT = NWG * TPW;                 /* tiles per block */
     /* fp8: the activations are e4m3 bytes in k order, 64-byte rows (64-byte swizzle) */
-    static constexpr bool F8 = VAR == V_F8;
+    static constexpr bool F8 = var_f8(VAR);
     static constexpr int XB = F8 ? NTOK * 64 : Tok<NTOK>::XB;
     /* stage stride: activations, BT tiles' rows, BT x 256 bytes of scales (two groups at most) */
     static constexpr int SST = (XB + BT * (WSB + 256) + 1023) / 1024 * 1024;
@@ -453,54 +457,65 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * promoted into acc (times the group scale) once per stage pair, so fp32 adds
      * every 128 k (the fp8 tensor cores keep fewer accumulator bits); the even stage
      * waits for the previous pair before it overwrites tmp, the other consumer
-     * warpgroup keeps the tensor cores busy meanwhile. 256 tokens (v18): tmp holds
-     * one 128-token half at a time (acc 128 + tmp 64 registers fit, a second
-     * 128-register set would not); the pair's A registers, decoded once, feed
-     * both halves, so a weight byte's decode serves twice the products. */
-    constexpr int H = NTOK / 128;
+     * warpgroup keeps the tensor cores busy meanwhile. Two halves (v18, v19): tmp
+     * holds one half of the warpgroup's accumulators at a time (acc 128 + tmp 64
+     * registers fit, a second 128-register set would not): with 256 tokens the
+     * pair's A registers, decoded once, run tokens 0-127 and then 128-255, so a
+     * weight byte's decode serves twice the products; with two tiles (V_F8W) the
+     * stage's activations run tile 0 and then tile 1 (decoded once the first
+     * tile's wgmmas are done), as the 16-bit wide form. */
+    constexpr int H = NTOK / 128 * TPW;
     float tmp[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) tmp[i] = 0.0f;
     float ps[2] = {1.0f, 1.0f}, pn[2] = {1.0f, 1.0f}; /* promotion scales (rows gq, gq + 8): pair in tmp, next */
     uint32_t a8[2][2][4];                              /* [stage parity][tile row] A registers */
-    auto promote = [&](auto half) { /* tmp (token half `half`) into acc */
+    auto promote = [&](auto half) { /* tmp (half `half`: tokens or tile) into acc */
         if constexpr (G::F8) {
-            constexpr int h = decltype(half)::value;
+            constexpr int h = decltype(half)::value, t = TPW == 2 ? h : 0, o = TPW == 2 ? 0 : 64 * h;
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             fence_acc<128>(tmp);
 #pragma unroll
-            for (int i = 0; i < 64; i++) acc[0][64 * h + i] = fmaf(tmp[i], ps[(i >> 1) & 1], acc[0][64 * h + i]);
+            for (int i = 0; i < 64; i++) acc[t][o + i] = fmaf(tmp[i], ps[(i >> 1) & 1], acc[t][o + i]);
         }
     };
     using last_half = std::integral_constant<int, H - 1>;
+    /* tile `tile` of stage bp into a8[par]: fp4 tables per tile row, or (W4A8,
+     * first stage of a pair: a group covers the pair, group_size % 128 == 0) pn */
+    auto decode8 = [&](int tile, const uint8_t *bp, int par) {
+        const uint8_t *sg = bp + XB + BT * WSB;
+        const int i = 8 * gq + 2 * warp; /* scale entries of rows gq, gq + 8 (perm64) */
+        uint32_t tb[2][2][2] = {};       /* fp4 tables [tile row][row half] */
+        if (WF == small::W_FP4A8) {
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const uint8_t *sj = sg + ((two ? j : 0) * BT + tile) * 64;
+                hck_fp4_e4m3_table(sj[i], tb[j][0]);
+                hck_fp4_e4m3_table(sj[i + 1], tb[j][1]);
+            }
+        } else if (!SCALE_C && par == 0) {
+            const uint32_t raw = *(const uint32_t *)(sg + tile * 128 + 2 * i);
+            pn[0] = h2f((uint16_t)(raw & 0xffffu), sbf), pn[1] = h2f((uint16_t)(raw >> 16), sbf);
+        }
+        const uint32_t *wsm = (const uint32_t *)(bp + XB + 4 * HCK_WG_STAGE_WORD(tile, 0, BT, TB / 4)) + pofs;
+#pragma unroll
+        for (int rr = 0; rr < 2; rr++) {
+            const uint2 v = *(const uint2 *)(wsm + HCK_WG_STAGE_WORD(0, rr, BT, TB / 4));
+            const uint32_t wv[2] = {v.x, v.y};
+            hck_f8_fragment(wv, WF == small::W_FP4A8, TR, tb[rr][0], tb[rr][1], a8[par][rr]);
+        }
+    };
     auto compute8 = [&](int st, int par, int b, int ph) {
         if constexpr (G::F8) {
             mbar_wait(full + 8 * b, ph);
-            if (H == 2 && par == 0 && st > 0) { /* the previous pair's last wgmmas read a8[0]: wait first */
+            if (H == 2 && par == 0) { /* the previous pair's last wgmmas read a8: wait first (at st = 0
+                                          * tmp is zero: an unconditional wait keeps ptxas's wgmma pipeline whole) */
                 promote(last_half{});
-                if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S)), mbar_arrive(empty + 8 * ((b + S - 2) % S));
+                if (lane == 0 && st > 0)
+                    mbar_arrive(empty + 8 * ((b + S - 1) % S)), mbar_arrive(empty + 8 * ((b + S - 2) % S));
             }
-            const uint8_t *bp = smem + b * SST, *sg = bp + XB + BT * WSB;
-            const int i = 8 * gq + 2 * warp; /* scale entries of rows gq, gq + 8 (perm64) */
-            uint32_t tb[2][2][2] = {};       /* fp4 tables [tile row][row half] */
-            if (WF == small::W_FP4A8) {
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const uint8_t *sj = sg + ((two ? j : 0) * BT + wg) * 64;
-                    hck_fp4_e4m3_table(sj[i], tb[j][0]);
-                    hck_fp4_e4m3_table(sj[i + 1], tb[j][1]);
-                }
-            } else if (!SCALE_C && par == 0) { /* a group covers the pair (group_size % 128 == 0) */
-                const uint32_t raw = *(const uint32_t *)(sg + wg * 128 + 2 * i);
-                pn[0] = h2f((uint16_t)(raw & 0xffffu), sbf), pn[1] = h2f((uint16_t)(raw >> 16), sbf);
-            }
-            const uint32_t *wsm = (const uint32_t *)(bp + XB + 4 * HCK_WG_STAGE_WORD(wg, 0, BT, TB / 4)) + pofs;
-#pragma unroll
-            for (int rr = 0; rr < 2; rr++) {
-                const uint2 v = *(const uint2 *)(wsm + HCK_WG_STAGE_WORD(0, rr, BT, TB / 4));
-                const uint32_t wv[2] = {v.x, v.y};
-                hck_f8_fragment(wv, WF == small::W_FP4A8, TR, tb[rr][0], tb[rr][1], a8[par][rr]);
-            }
+            const uint8_t *bp = smem + b * SST;
+            decode8(wg * TPW, bp, par);
             if (H == 1 && par == 0 && st > 0) { /* the previous pair's wgmmas are done: into acc */
                 promote(last_half{});
                 if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
@@ -519,19 +534,37 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             }
             if (H == 2 && par == 1) { /* first half into acc, then the pair's second half */
                 promote(std::integral_constant<int, 0>{});
-                const uint32_t xs0 = sbase + ((b + S - 1) % S) * SST, hx = 128 * 64; /* rows 128-255 */
-                pin_a8(a8[0]), pin_a8(a8[1]);
-                asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                wgmma_e4m3_n128<0>(tmp, a8[0][0], desc_sw64(xs0 + hx));
-                wgmma_e4m3_n128<1>(tmp, a8[0][1], desc_sw64(xs0 + hx + 32));
-                wgmma_e4m3_n128<1>(tmp, a8[1][0], desc_sw64(xs + hx));
-                wgmma_e4m3_n128<1>(tmp, a8[1][1], desc_sw64(xs + hx + 32));
-                asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                const int b0 = (b + S - 1) % S;
+                if constexpr (TPW == 2) { /* the second tile's A, stage by stage, on the same rows */
+                    const uint32_t xs0 = sbase + b0 * SST;
+                    decode8(wg * TPW + 1, smem + b0 * SST, 0);
+                    ps[0] = pn[0], ps[1] = pn[1];
+                    pin_a8(a8[0]);
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                    wgmma_e4m3_n128<0>(tmp, a8[0][0], desc_sw64(xs0));
+                    wgmma_e4m3_n128<1>(tmp, a8[0][1], desc_sw64(xs0 + 32));
+                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                    decode8(wg * TPW + 1, bp, 1);
+                    pin_a8(a8[1]);
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                    wgmma_e4m3_n128<1>(tmp, a8[1][0], desc_sw64(xs));
+                    wgmma_e4m3_n128<1>(tmp, a8[1][1], desc_sw64(xs + 32));
+                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                } else { /* 256 tokens: the same A on rows 128-255 of the stages */
+                    const uint32_t xs0 = sbase + b0 * SST + 128 * 64, xs1 = xs + 128 * 64;
+                    pin_a8(a8[0]), pin_a8(a8[1]);
+                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+                    wgmma_e4m3_n128<0>(tmp, a8[0][0], desc_sw64(xs0));
+                    wgmma_e4m3_n128<1>(tmp, a8[0][1], desc_sw64(xs0 + 32));
+                    wgmma_e4m3_n128<1>(tmp, a8[1][0], desc_sw64(xs1));
+                    wgmma_e4m3_n128<1>(tmp, a8[1][1], desc_sw64(xs1 + 32));
+                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                }
             }
         }
     };
     if constexpr (G::F8) {
-        static_assert((NTOK == 128 || NTOK == 256) && TPW == 1, "the fp8 variant has 128 or 256 tokens, one tile per warpgroup");
+        static_assert(H <= 2 && (NTOK == 128 || NTOK == 256), "the fp8 variant: 128 or 256 tokens, at most two halves");
         for (int kt = 0; kt < nst; kt += 2) {
             compute8(kt, 0, kt % S, (kt / S) & 1);
             compute8(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
@@ -635,10 +668,10 @@ inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
 {
     switch (wf) {
     case small::W_U4A16:
-        if constexpr (V == V_F8) return nullptr;
+        if constexpr (var_f8(V)) return nullptr;
         else return wg_fn_of<small::W_U4A16, NTOK, V>(cbf, sc, tr);
     case small::W_U4A8:
-        if constexpr (V == V_F8) return cbf ? nullptr : wg_fn_sc_tr<small::W_U4A8, false, NTOK, V>(sc, tr);
+        if constexpr (var_f8(V)) return cbf ? nullptr : wg_fn_sc_tr<small::W_U4A8, false, NTOK, V>(sc, tr);
         else return wg_fn_of<small::W_U4A8, NTOK, V>(cbf, sc, tr);
     case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, V>;
     case small::W_FP8A8: return cbf || V != V_STD ? nullptr : wg_fn_sc_tr<small::W_FP8A8, false, NTOK, V_STD>(sc, tr);
@@ -651,9 +684,9 @@ inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok, int var)
     case 16: return var ? nullptr : wg_fn_n<16, V_STD>(wf, cbf, sc, tr);
     case 64: return var ? nullptr : wg_fn_n<64, V_STD>(wf, cbf, sc, tr);
     case 128:
-        return var == V_F8 ? wg_fn_n<128, V_F8>(wf, cbf, sc, tr)
+        return var == V_F8 ? wg_fn_n<128, V_F8>(wf, cbf, sc, tr) : var == V_F8W ? wg_fn_n<128, V_F8W>(wf, cbf, sc, tr)
              : var == V_WIDE ? wg_fn_n<128, V_WIDE>(wf, cbf, sc, tr) : wg_fn_n<128, V_STD>(wf, cbf, sc, tr);
-    case 256: return var == V_F8 ? wg_fn_n<256, V_F8>(wf, cbf, sc, tr) : var ? nullptr : wg_fn_n<256, V_STD>(wf, cbf, sc, tr);
+    case 256: return var == V_F8 ? wg_fn_n<256, V_F8>(wf, cbf, sc, tr) : var != V_STD ? nullptr : wg_fn_n<256, V_STD>(wf, cbf, sc, tr);
     }
     return nullptr;
 }
@@ -679,8 +712,8 @@ inline WgShape wg_shape(int wf, int ntok, int var)
     case 16: return wg_shape_n<16, V_STD>(wf);
     case 64: return wg_shape_n<64, V_STD>(wf);
     case 128:
-        return var == V_F8 ? wg_shape_n<128, V_F8>(wf) : var == V_WIDE ? wg_shape_n<128, V_WIDE>(wf)
-                                                        : wg_shape_n<128, V_STD>(wf);
+        return var == V_F8 ? wg_shape_n<128, V_F8>(wf) : var == V_F8W ? wg_shape_n<128, V_F8W>(wf)
+             : var == V_WIDE ? wg_shape_n<128, V_WIDE>(wf) : wg_shape_n<128, V_STD>(wf);
     default: return var == V_F8 ? wg_shape_n<256, V_F8>(wf) : wg_shape_n<256, V_STD>(wf);
     }
 }
