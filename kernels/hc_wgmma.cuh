@@ -649,7 +649,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 
 /* The instantiated variants, by (format, bf16 compute, scale on C, transposed,
  * tokens, variant); nullptr: none. V_WIDE exists for 4-bit weights at 128
- * tokens; V_F8 at 128 and 256 tokens for uint4 x fp8 (fp16 compute) and MXFP4 x fp8. */
+ * tokens; V_F8 at 128 and 256 tokens and V_F8W at 128 for uint4 x fp8 (fp16
+ * compute) and MXFP4 x fp8. */
 using WgFn = void (*)(const CUtensorMap, const CUtensorMap, Dev, const float *, const int64_t *, uint16_t *, int,
                       float *);
 template <int WF, bool CBF, int NTOK, int V>
