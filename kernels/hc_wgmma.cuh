@@ -505,6 +505,19 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             hck_f8_fragment(wv, WF == small::W_FP4A8, TR, tb[rr][0], tb[rr][1], a8[par][rr]);
         }
     };
+    /* a[2][4] pinned, then one stage's two k32 wgmmas on the activations at x into
+     * tmp, one commit group; first = 0 overwrites tmp (a new promotion round) */
+    using zero = std::integral_constant<int, 0>;
+    using one = std::integral_constant<int, 1>;
+    auto mma8 = [&](auto first, uint32_t (*a)[4], uint32_t x) {
+        if constexpr (G::F8) {
+            pin_a8(a);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            wgmma_e4m3_n128<decltype(first)::value>(tmp, a[0], desc_sw64(x));
+            wgmma_e4m3_n128<1>(tmp, a[1], desc_sw64(x + 32));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        }
+    };
     auto compute8 = [&](int st, int par, int b, int ph) {
         if constexpr (G::F8) {
             mbar_wait(full + 8 * b, ph);
@@ -522,34 +535,22 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             }
             if (par == 0) ps[0] = pn[0], ps[1] = pn[1];
             const uint32_t xs = sbase + b * SST;
-            pin_a8(a8[par]);
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            if (par == 0) wgmma_e4m3_n128<0>(tmp, a8[par][0], desc_sw64(xs)); /* a new pair overwrites tmp */
-            else wgmma_e4m3_n128<1>(tmp, a8[par][0], desc_sw64(xs));
-            wgmma_e4m3_n128<1>(tmp, a8[par][1], desc_sw64(xs + 32));
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            if (par == 0) mma8(zero{}, a8[0], xs); /* a new pair overwrites tmp */
+            else mma8(one{}, a8[1], xs);
             if (H == 1 && par == 1) { /* the pair's first stage is done */
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
             }
             if (H == 2 && par == 1) { /* first half into acc, then the pair's second half */
-                promote(std::integral_constant<int, 0>{});
+                promote(zero{});
                 const int b0 = (b + S - 1) % S;
                 if constexpr (TPW == 2) { /* the second tile's A, stage by stage, on the same rows */
                     const uint32_t xs0 = sbase + b0 * SST;
                     decode8(wg * TPW + 1, smem + b0 * SST, 0);
                     ps[0] = pn[0], ps[1] = pn[1];
-                    pin_a8(a8[0]);
-                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                    wgmma_e4m3_n128<0>(tmp, a8[0][0], desc_sw64(xs0));
-                    wgmma_e4m3_n128<1>(tmp, a8[0][1], desc_sw64(xs0 + 32));
-                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                    mma8(zero{}, a8[0], xs0);
                     decode8(wg * TPW + 1, bp, 1);
-                    pin_a8(a8[1]);
-                    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-                    wgmma_e4m3_n128<1>(tmp, a8[1][0], desc_sw64(xs));
-                    wgmma_e4m3_n128<1>(tmp, a8[1][1], desc_sw64(xs + 32));
-                    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+                    mma8(one{}, a8[1], xs);
                 } else { /* 256 tokens: the same A on rows 128-255 of the stages */
                     const uint32_t xs0 = sbase + b0 * SST + 128 * 64, xs1 = xs + 128 * 64;
                     pin_a8(a8[0]), pin_a8(a8[1]);
