@@ -20,8 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <type_traits>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 extern "C" {
@@ -1681,21 +1681,25 @@ bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     return 4 * blocks >= 3 * (int64_t)sm_count();
 }
 
-/* Whether the fp8 variant (e4m3 wgmma, 128 or 256 tokens; HCK_WG_F8=0/1
- * overrides, at any token count) takes format wf: e4m3 activations, uint4 with
- * channel scales or groups of whole stage pairs, or MXFP4 (fused offsets); by
- * default where 128-token blocks run and the wide form does not, and wherever
- * 256-token blocks run. Measured, v11 (M = 128, us, fp8 / v10): W4A8 8192^2
- * 74.7 / 78.7, 8192 x 28672 162 / 175; MXFP4 x fp8 71.1 / 75.6, 161 / 170;
- * 28672 x 8192 wide is faster (122 vs 139). v18, 256 tokens (fp8 / fp16
- * blocks, M = 1024 / 4096, MXFP4 x fp8): 8192^2 188 / 219, 708 / 835; 28672 x
- * 8192 588 / 696, 2302 / 2907; W4A8 within 2% of those ratios. */
+/* Whether the layer can run on the fp8 variants (V_F8, V_F8W) as format wf:
+ * e4m3 activations, uint4 with channel scales or groups of whole stage pairs,
+ * or MXFP4 (fused offsets). */
 bool wg_f8_format(const hck_desc &d, int wf)
 {
     const bool sc = d.scale_perm == 32;
     if (hopper::wg_fn(wf, false, sc, d.transposed, 128, hopper::V_F8) == nullptr) return false;
     return d.act_quant == HCK_A_E4M3 && (wf != small::W_U4A8 || sc || d.group_size % 128 == 0);
 }
+
+/* Whether the fp8 variant (e4m3 wgmma, 128 or 256 tokens; HCK_WG_F8=0/1
+ * overrides, at any token count) runs a layer wg_f8_format accepts: by default
+ * where 128-token blocks run and the wide form does not (where it does, the fp8
+ * wide variant runs), and wherever 256-token blocks run. Measured, v11 (M =
+ * 128, us, fp8 / v10): W4A8 8192^2 74.7 / 78.7, 8192 x 28672 162 / 175; MXFP4 x
+ * fp8 71.1 / 75.6, 161 / 170; 28672 x 8192 wide is faster (122 vs 139). v18,
+ * 256 tokens (fp8 / fp16 blocks, M = 1024 / 4096, MXFP4 x fp8): 8192^2 188 /
+ * 219, 708 / 835; 28672 x 8192 588 / 696, 2302 / 2907; W4A8 within 2% of those
+ * ratios. */
 bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     if (!wg_f8_format(d, wf)) return false;
