@@ -1717,7 +1717,8 @@ int wg_f8_tokens(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     if (ntok != 256) return 128;
     if (max_rows > 256 || getenv("HCK_WG_NTOK")) return 256;
-    const int64_t blocks = (d.Np / 64 + 1) / 2 * d.E; /* one 256-token row of two-tile blocks */
+    const int bt = hopper::wg_shape(wf, 256, hopper::V_F8).tiles;
+    const int64_t blocks = (d.Np / 64 + bt - 1) / bt * d.E; /* one 256-token row of blocks */
     const bool idle = blocks < (int64_t)sm_count() && wg_splits(d, wf, max_rows, 256, hopper::V_F8) == 1;
     return idle ? 128 : 256;
 }
