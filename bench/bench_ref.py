@@ -1,13 +1,15 @@
 """Reference timings on the same GPU run as our kernels (bench/run_bench.sh):
 cuBLAS fp16 through PyTorch, and the real Humming library (humming-kernels
 wheel, carried to the device; never committed). One line per cell:
-  REF cublas fp16 N= K= M= median X ms
-  REF humming FORMAT N= K= M= median X ms eager Y ms first Z ms
+  REF cublas fp16 N= K= M= median X ms eager Y ms noflush Z ms
+  REF humming FORMAT N= K= M= median X ms eager Y ms noflush Z ms first W ms
 `median` is the replay of the call captured as a CUDA graph (no Python or
-launch gaps; how our kernels are timed too), `eager` the plain `layer(x)`
-call, both triton.testing.do_bench medians; `first` is the first call of a
-(format, shape), which compiles Humming's kernel. argv[1]: time budget in
-seconds for the Humming part (cells past it are listed as skipped);
+launch gaps), `eager` the plain `layer(x)` call, both triton.testing.do_bench
+medians, which zero a 256 MB buffer before each call (L2 flushed, as our
+HCK_TIME_FLUSH=1); `noflush` the median of back-to-back graph replays (as our
+default timing). `first` is the first call of a (format, shape), which
+compiles Humming's kernel (`newM` for a later token count). argv[1]: time
+budget in seconds for the Humming part (cells past it are listed as skipped);
 argv[2] (optional): "all" for every format on every shape. Environment:
 HC_REF_MS=a,b,... (these token counts), HC_REF_ONLY=text (formats whose name
 contains text), as the --bench switches of our side."""
@@ -28,8 +30,8 @@ def med(fn):
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
-def graph_med(fn):
-    """do_bench median of the replay of fn captured as a CUDA graph."""
+def graph_of(fn):
+    """fn captured as a CUDA graph (after three warm-up calls on a side stream)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -39,7 +41,29 @@ def graph_med(fn):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         fn()
-    return med(g.replay)
+    return g
+
+
+def graph_med(fn):
+    """do_bench median of the replay of fn captured as a CUDA graph (do_bench
+    zeroes a 256 MB buffer before each replay: L2 flushed, dirty)."""
+    return med(graph_of(fn).replay)
+
+
+def graph_noflush(fn, iters=100):
+    """median of back-to-back replays of fn's graph, an event pair around each
+    and no flush between: how hc_gpu_sweep --bench times ours by default."""
+    g = graph_of(fn)
+    for _ in range(5):
+        g.replay()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for a, b in ev:
+        a.record()
+        g.replay()
+        b.record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in ev)
+    return t[len(t) // 2]
 
 
 torch.manual_seed(0)
@@ -48,7 +72,7 @@ for N, K in shapes:
     for M in Ms:
         x = torch.randn(M, K, device=dev, dtype=torch.float16)
         print(f"REF cublas fp16 N={N} K={K} M={M} median {graph_med(lambda: x @ w.t()):.4f} ms "
-              f"eager {med(lambda: x @ w.t()):.4f} ms", flush=True)
+              f"eager {med(lambda: x @ w.t()):.4f} ms noflush {graph_noflush(lambda: x @ w.t()):.4f} ms", flush=True)
     del w
 
 try:
@@ -94,11 +118,12 @@ for name, wc, adt in cells:
                 eager = med(lambda: layer(x))
                 try:
                     gm = f"{graph_med(lambda: layer(x)):.4f}"
+                    gn = f"{graph_noflush(lambda: layer(x)):.4f}"
                 except Exception as e:  # noqa: BLE001
-                    gm = "nan"
+                    gm = gn = "nan"
                     print(f"REF humming {name} N={N} K={K} M={M} graph capture failed: {e!r}"[:300])
                 print(f"REF humming {name} N={N} K={K} M={M} median {gm} ms eager {eager:.4f} ms "
-                      f"{tag} {first:.1f} ms", flush=True)
+                      f"noflush {gn} ms {tag} {first:.1f} ms", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"REF humming {name} N={N} K={K} M={M} FAILED: {e!r}"[:400], flush=True)
         del layer

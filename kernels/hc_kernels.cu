@@ -2040,6 +2040,12 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
     float *dc = nullptr, *ds = nullptr, *ws = nullptr;
     int64_t *doff = nullptr;
     int64_t off[2] = {0, rows};
+    /* HCK_TIME_FLUSH=1: zero a 256 MB buffer before each timed launch, outside
+     * its events, as triton's do_bench does (bench_ref.py times Humming so), so
+     * that no weights stay in L2 between launches and dirty lines are written
+     * back during the launch */
+    const size_t flush_bytes = getenv("HCK_TIME_FLUSH") ? (size_t)256 << 20 : 0;
+    void *flush = nullptr;
     cudaEvent_t e0 = nullptr, e1 = nullptr;
     cudaStream_t st = nullptr;
     cudaGraph_t gr = nullptr;
@@ -2056,6 +2062,7 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
     CK(cudaMalloc((void **)&ds, (size_t)rows * 4 + 4));
     CK(cudaMalloc((void **)&doff, 16));
     CK(cudaMemcpy(doff, off, 16, cudaMemcpyHostToDevice));
+    if (flush_bytes) CK(cudaMalloc(&flush, flush_bytes));
     {
         const size_t wb = ws_bytes(make_plan(d, rows, simt, 1), rows, d.N);
         if (wb) CK(cudaMalloc((void **)&ws, wb));
@@ -2091,6 +2098,7 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
         std::vector<cudaEvent_t> ev(2 * (size_t)iters, nullptr);
         for (auto &v : ev) CK(cudaEventCreate(&v));
         for (int i = 0; i < iters; i++) {
+            if (flush) CK(cudaMemsetAsync(flush, 0, flush_bytes, st));
             CK(cudaEventRecord(ev[2 * i], st));
             if (graph) CK(cudaGraphLaunch(gx, st));
             else CK(launch(L, dx, rows, doff, rows, dc, ds, dy, simt, ws, st));
@@ -2113,6 +2121,7 @@ fail:
     if (st) cudaStreamDestroy(st);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
+    cudaFree(flush);
     cudaFree(ws);
     cudaFree(dx);
     cudaFree(dy);
