@@ -594,41 +594,81 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         for (int t = 0; t < TPW; t++) fence_acc<NTOK>(acc[t]);
     }
 
-    /* epilogue: rows n0 = 16 w + gq and n0 + 8 of each tile, tokens 8 j + 2 tq + {0, 1}.
-     * A warpgroup with no tile (odd tile count, last block) stores nothing but stays
-     * for the split reduction's named barrier, which counts every consumer thread. */
-    const int tq = lane % 4;
+    /* epilogue (v20), per tile: the accumulators (rows n0 = 16 w + gq and n0 + 8,
+     * tokens 8 j + 2 tq + {0, 1}) times the channel scale are staged as fp32
+     * [token][EST] in the ring, which every consumer has left (named barrier 1),
+     * then each thread takes 4 consecutive columns of one token per pass: the token
+     * scale, then 16-byte stores of partial sums or 8-byte stores of outputs with
+     * bias (the same arithmetic in the same order as per-element stores, which
+     * spent 20-25% of the fp8 kernels' stall samples at M >= 128, ncu). A
+     * warpgroup with no tile (odd tile count, last block) stores nothing but
+     * stays for the named barriers, which count every consumer thread. */
+    const int tq = lane % 4, tl = tid % 128, nl = 4 * (tl % 16);
     const int64_t Mtot = offsets[d.E];
     /* the powers of two the decoders leave out (fp8: x * 2^-9, fp4 * 2^-6) */
     const float pow2 = G::F8 ? (WF == small::W_FP4A8 ? 64.0f : 512.0f)
                              : WF == small::W_FP4A8 ? 16384.0f : WF == small::W_FP8A8 ? 256.0f : 1.0f;
     const float gscale = pow2 * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
+    constexpr int EST = 68; /* staging row stride (floats): the quad's four tokens on distinct banks */
+    static_assert((size_t)NWG * NTOK * (EST + 1) * 4 <= (size_t)S * SST, "the staged tiles fit the ring");
+    /* the warpgroup's staging area, then its copy of the token scales (one load
+     * per token up front: a load per pass left each thread waiting out one L2
+     * round trip per token, 9% of the stall samples at M = 1024) */
+    float *stg = (float *)smem + wg * NTOK * (EST + 1), *tsm = stg + NTOK * EST;
+    const bool v4 = (d.N & 3) == 0 && ((uintptr_t)y & 7) == 0; /* rows of y and ws 8- and 16-byte aligned */
+    asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
 #pragma unroll
     for (int t = 0; t < TPW; t++) {
         const int nb = blockIdx.x * BT + wg * TPW + t;
-        const int64_t n0 = (int64_t)nb * 64 + 16 * warp + gq;
-        float cs[2], bs[2];
+        float cs[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int64_t n = n0 + 8 * h;
+            const int64_t n = (int64_t)nb * 64 + 16 * warp + gq + 8 * h;
             cs[h] = gscale;
             if (SCALE_C && nb < ntiles)
                 cs[h] *= h2f(((const uint16_t *)p.s)[(int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32))], sbf);
-            bs[h] = n < d.N ? bias_at(p, e, n) : 0.0f;
         }
-        if (nb < ntiles)
+        if (t > 0) asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory"); /* tile t - 1 read */
+        else if (tok_scale)
+            for (int i = tl; i < mrows; i += 128) tsm[i] = tok_scale[r0 + i];
 #pragma unroll
-            for (int j = 0; j < NTOK / 8; j++)
+        for (int j = 0; j < NTOK / 8; j++)
 #pragma unroll
-                for (int c = 0; c < 4; c++) {
-                    const int ml = 8 * j + 2 * tq + (c & 1), h = c >> 1;
-                    const int64_t n = n0 + 8 * h;
-                    if (ml >= mrows || n >= d.N) continue;
-                    float v = acc[t][4 * j + c] * cs[h];
-                    if (tok_scale) v *= tok_scale[r0 + ml];
-                    if (splits > 1) ws[((int64_t)split * Mtot + r0 + ml) * d.N + n] = v;
-                    else y[(r0 + ml) * d.N + n] = f2h(v + bs[h], d.out_bf16);
-                }
+            for (int c = 0; c < 4; c++)
+                stg[(8 * j + 2 * tq + (c & 1)) * EST + 16 * warp + gq + 8 * (c >> 1)] = acc[t][4 * j + c] * cs[c >> 1];
+        asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+        const int64_t n = (int64_t)nb * 64 + nl;
+        if (nb >= ntiles || n >= d.N) continue;
+        float bs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (splits == 1)
+#pragma unroll
+            for (int c = 0; c < 4; c++) bs[c] = n + c < d.N ? bias_at(p, e, n + c) : 0.0f;
+        for (int ml = tl / 16; ml < mrows; ml += 8) {
+            float4 v = *(const float4 *)(stg + ml * EST + nl);
+            if (tok_scale) {
+                const float ts = tsm[ml];
+                v.x *= ts, v.y *= ts, v.z *= ts, v.w *= ts;
+            }
+            const float vv[4] = {v.x, v.y, v.z, v.w};
+            if (splits > 1) {
+                float *dst = ws + ((int64_t)split * Mtot + r0 + ml) * d.N + n;
+                if (v4) *(float4 *)dst = v;
+                else
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+                        if (n + c < d.N) dst[c] = vv[c];
+            } else {
+                uint16_t o[4];
+#pragma unroll
+                for (int c = 0; c < 4; c++) o[c] = f2h(vv[c] + bs[c], d.out_bf16);
+                uint16_t *dst = y + (r0 + ml) * d.N + n;
+                if (v4) *(uint2 *)dst = make_uint2(o[0] | (uint32_t)o[1] << 16, o[2] | (uint32_t)o[3] << 16);
+                else
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+                        if (n + c < d.N) dst[c] = o[c];
+            }
+        }
     }
     if (splits == 1) return;
     /* the last block of this tile to arrive sums the partials in split order (as
