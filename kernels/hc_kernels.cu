@@ -443,30 +443,11 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
  * consecutive entries. A block is 4 warps on 4 consecutive 64-column tiles,
  * 16 * MT tokens and a split of the K tile rows; activations are staged in
  * shared memory 256 k at a time and read with ldmatrix. */
-/* Scale of one token's row xr (K 16-bit values) for per-token quantization
- * (docs/verification.md): from the row's max and min over the block (red:
- * 64 floats of shared memory); every thread gets it. */
-__device__ float token_scale(int act_quant, int in_bf16, const uint16_t *__restrict__ xr, int64_t K, float *red)
+/* The per-token quantization scale (docs/verification.md) from each thread's
+ * max mx and min mn of the token's values: a block-wide reduction (red: 64
+ * floats of shared memory); every thread gets it. */
+__device__ float token_scale_of(int act_quant, float mx, float mn, float *red)
 {
-    float mx = 1e-30f, mn = -1e-30f;
-    if ((K & 7) == 0) { /* 16-byte loads */
-        for (int64_t c = threadIdx.x; c < K / 8; c += blockDim.x) {
-            const uint4 u = __ldg((const uint4 *)(xr + 8 * c));
-            const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const float v = h2f((uint16_t)(w[i / 2] >> (16 * (i % 2))), in_bf16);
-                mx = fmaxf(mx, v);
-                mn = fminf(mn, v);
-            }
-        }
-    } else {
-        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-            const float v = h2f(xr[k], in_bf16);
-            mx = fmaxf(mx, v);
-            mn = fminf(mn, v);
-        }
-    }
     for (int o = 16; o > 0; o /= 2) {
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
@@ -487,6 +468,39 @@ __device__ float token_scale(int act_quant, int in_bf16, const uint16_t *__restr
     }
     __syncthreads();
     return red[0];
+}
+
+/* max and min of the 8 16-bit values in u into mx, mn */
+__device__ __forceinline__ void range8(uint4 u, int in_bf16, float &mx, float &mn)
+{
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const float v = h2f((uint16_t)(w[i / 2] >> (16 * (i % 2))), in_bf16);
+        mx = fmaxf(mx, v);
+        mn = fminf(mn, v);
+    }
+}
+
+/* the 8 16-bit values of row xr from k0, zero past K: one 16-byte load when K % 8 == 0 */
+__device__ __forceinline__ uint4 ld_chunk8(const uint16_t *__restrict__ xr, int64_t k0, int64_t K, bool vec)
+{
+    if (vec) return k0 < K ? __ldg((const uint4 *)(xr + k0)) : make_uint4(0u, 0u, 0u, 0u);
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        w[i] = (k0 + 2 * i < K ? xr[k0 + 2 * i] : 0u) | (uint32_t)(k0 + 2 * i + 1 < K ? xr[k0 + 2 * i + 1] : 0u) << 16;
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Scale of one token's row xr (K 16-bit values) for per-token quantization:
+ * token_scale_of over the row, read in 16-byte chunks where K % 8 == 0. */
+__device__ float token_scale(int act_quant, int in_bf16, const uint16_t *__restrict__ xr, int64_t K, float *red)
+{
+    float mx = 1e-30f, mn = -1e-30f;
+    const bool vec = (K & 7) == 0;
+    for (int64_t c = threadIdx.x; c < (K + 7) / 8; c += blockDim.x) range8(ld_chunk8(xr, 8 * c, K, vec), in_bf16, mx, mn);
+    return token_scale_of(act_quant, mx, mn, red);
 }
 
 namespace fastw4 {
@@ -1150,55 +1164,83 @@ inline GemvFn gemv_fn(int wf, bool cbf, bool sc, bool tr)
     return nullptr;
 }
 
-/* Per-token quantization for the small-M and wgmma kernels: x (rows, K)
- * 16-bit -> codes (bytes: as fp8 bytes (rows, Kp) in k order, for the fp8
- * wgmma variant; else) as 16-bit values of the compute type (rows, Kp), each 16-k
- * block de-interleaved (position p < 8 holds k = 2p, p >= 8 holds 2 (p - 8) +
- * 1), zero past K; the scale per token. Same arithmetic as act_kernel. Each
- * thread takes 8 consecutive k (one 16-byte load) and writes its 4 even and 4
- * odd codes as two 8-byte stores. */
-__global__ void act16_kernel(int act_quant, int in_bf16, int code_bf16, int bytes, const uint16_t *__restrict__ x,
-                             int64_t K, int64_t Kp, uint16_t *__restrict__ codes, float *__restrict__ scales)
+/* Quantizes one 16-byte chunk c (8 consecutive k, 16-bit values u) of row
+ * `row` with scale s and stores its codes as act16_kernel describes. */
+__device__ __forceinline__ void act16_chunk(int act_quant, int in_bf16, int code_bf16, int bytes, uint4 u, int64_t row,
+                                            int64_t c, int64_t Kp, float s, uint16_t *__restrict__ codes)
 {
-    const int64_t row = blockIdx.x;
+    const int64_t k0 = 8 * c;
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    uint16_t q[8];
+    uint8_t b[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) { /* zero past K quantizes to code 0 */
+        const float t = __fdiv_rn(h2f((uint16_t)(w[i / 2] >> (16 * (i % 2))), in_bf16), s);
+        if (act_quant == HCK_A_E4M3) {
+            const __nv_fp8_e4m3 c4(t);
+            b[i] = c4.__x, q[i] = f2h(float(c4), code_bf16);
+        } else {
+            const __nv_fp8_e5m2 c5(t);
+            b[i] = c5.__x, q[i] = f2h(float(c5), code_bf16);
+        }
+    }
+    if (bytes) { /* the codes themselves, in k order */
+        *(uint2 *)((uint8_t *)codes + row * Kp + k0) = make_uint2(
+            b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24, b[4] | b[5] << 8 | b[6] << 16 | (uint32_t)b[7] << 24);
+        return;
+    }
+    uint16_t *dst = codes + row * Kp + (k0 & ~(int64_t)15) + 4 * ((k0 / 8) % 2);
+    *(uint2 *)dst = make_uint2(q[0] | (uint32_t)q[2] << 16, q[4] | (uint32_t)q[6] << 16);
+    *(uint2 *)(dst + 8) = make_uint2(q[1] | (uint32_t)q[3] << 16, q[5] | (uint32_t)q[7] << 16);
+}
+
+constexpr int ACT_CACHE = 4; /* 16-byte chunks per thread kept in registers between the two passes */
+/* threads of act16_kernel for `rows` tokens of Kp: a chunk each, up to 1024
+ * where the rows alone leave SMs idle, else up to 256 (v20, M = 1024: 1024
+ * threads, two blocks per SM, each a load, a barrier and the arithmetic in
+ * turn, took 27.7 us; 256 threads, 18.1 us) */
+inline int act16_threads(int64_t rows, int64_t Kp)
+{
+    return (int)std::min<int64_t>(rows >= 512 ? 256 : 1024, std::max<int64_t>(32, (Kp / 8 + 31) / 32 * 32));
+}
+
+/* Per-token quantization for the small-M and wgmma kernels, one block per
+ * token: x (rows, K) 16-bit -> codes (bytes: as fp8 bytes (rows, Kp) in k
+ * order, for the fp8 wgmma variant; else) as 16-bit values of the compute type
+ * (rows, Kp), each 16-k block de-interleaved (position p < 8 holds k = 2p, p >=
+ * 8 holds 2 (p - 8) + 1), zero past K; the scale per token. Same arithmetic as
+ * act_kernel. A thread takes 8 consecutive k per chunk (one 16-byte load),
+ * keeps its first ACT_CACHE chunks in registers from the max pass to the
+ * quantization (v20: 1024 threads instead of 256 reading the row twice; M = 128,
+ * K = 8192 took 7.5 us, twice Humming's) and writes 4 even and 4 odd codes as
+ * two 8-byte stores. */
+__global__ void __launch_bounds__(1024) act16_kernel(int act_quant, int in_bf16, int code_bf16, int bytes,
+                                                     const uint16_t *__restrict__ x, int64_t K, int64_t Kp,
+                                                     uint16_t *__restrict__ codes, float *__restrict__ scales)
+{
+    const int64_t row = blockIdx.x, nc = Kp / 8;
     const uint16_t *xr = x + row * K;
     __shared__ float red[64];
-    const float s = token_scale(act_quant, in_bf16, xr, K, red);
-    if (threadIdx.x == 0) scales[row] = s;
     const bool vec = (K & 7) == 0;
-    for (int64_t c = threadIdx.x; c < Kp / 8; c += blockDim.x) {
-        const int64_t k0 = 8 * c;
-        uint16_t v[8], q[8];
-        uint8_t b[8];
-        if (vec && k0 < K) {
-            const uint4 u = __ldg((const uint4 *)(xr + k0));
-            const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    uint4 u[ACT_CACHE];
+    float mx = 1e-30f, mn = -1e-30f; /* the zeros past K change neither */
 #pragma unroll
-            for (int i = 0; i < 8; i++) v[i] = (uint16_t)(w[i / 2] >> (16 * (i % 2)));
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8; i++) v[i] = k0 + i < K ? xr[k0 + i] : 0;
-        }
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            float t = 0.0f;
-            if (k0 + i < K) {
-                t = __fdiv_rn(h2f(v[i], in_bf16), s);
-            }
-            const __nv_fp8_e4m3 c4(t);
-            const __nv_fp8_e5m2 c5(t);
-            b[i] = act_quant == HCK_A_E4M3 ? c4.__x : c5.__x;
-            q[i] = f2h(act_quant == HCK_A_E4M3 ? float(c4) : float(c5), code_bf16);
-        }
-        if (bytes) { /* the codes themselves, in k order */
-            *(uint2 *)((uint8_t *)codes + row * Kp + k0) = make_uint2(
-                b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24, b[4] | b[5] << 8 | b[6] << 16 | (uint32_t)b[7] << 24);
-            continue;
-        }
-        uint16_t *dst = codes + row * Kp + (k0 & ~(int64_t)15) + 4 * ((k0 / 8) % 2);
-        *(uint2 *)dst = make_uint2(q[0] | (uint32_t)q[2] << 16, q[4] | (uint32_t)q[6] << 16);
-        *(uint2 *)(dst + 8) = make_uint2(q[1] | (uint32_t)q[3] << 16, q[5] | (uint32_t)q[7] << 16);
+    for (int i = 0; i < ACT_CACHE; i++) {
+        const int64_t c = threadIdx.x + (int64_t)i * blockDim.x;
+        u[i] = make_uint4(0u, 0u, 0u, 0u);
+        if (c < nc) u[i] = ld_chunk8(xr, 8 * c, K, vec), range8(u[i], in_bf16, mx, mn);
     }
+    for (int64_t c = threadIdx.x + (int64_t)ACT_CACHE * blockDim.x; c < nc; c += blockDim.x)
+        range8(ld_chunk8(xr, 8 * c, K, vec), in_bf16, mx, mn);
+    const float s = token_scale_of(act_quant, mx, mn, red);
+    if (threadIdx.x == 0) scales[row] = s;
+#pragma unroll
+    for (int i = 0; i < ACT_CACHE; i++) {
+        const int64_t c = threadIdx.x + (int64_t)i * blockDim.x;
+        if (c < nc) act16_chunk(act_quant, in_bf16, code_bf16, bytes, u[i], row, c, Kp, s, codes);
+    }
+    for (int64_t c = threadIdx.x + (int64_t)ACT_CACHE * blockDim.x; c < nc; c += blockDim.x)
+        act16_chunk(act_quant, in_bf16, code_bf16, bytes, ld_chunk8(xr, 8 * c, K, vec), row, c, Kp, s, codes);
 }
 }  // namespace small
 
@@ -1871,8 +1913,8 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         const float *ts = nullptr;
         if (pl.wf != small::W_U4A16) { /* per-token codes (de-interleaved) and scales */
             if (rows > 0)
-                small::act16_kernel<<<(unsigned)rows, 256, 0, st>>>(d.act_quant, d.out_bf16, cbf, f8, dx, d.K,
-                                                                   d.Kp, (uint16_t *)dcodes, dscales);
+                small::act16_kernel<<<(unsigned)rows, small::act16_threads(rows, d.Kp), 0, st>>>(
+                    d.act_quant, d.out_bf16, cbf, f8, dx, d.K, d.Kp, (uint16_t *)dcodes, dscales);
             e = cudaGetLastError();
             if (e != cudaSuccess) return e;
             xin = (const uint16_t *)dcodes;
