@@ -46,6 +46,20 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_WG_BOX_CHUNKS(bt, tile_words, wc) ((bt) * (tile_words) / (wc))
 #define HCK_WG_STAGE_WORD(tile, rr, bt, tile_words) (((rr) * (bt) + (tile)) * (tile_words))
 
+/* The wgmma kernel's epilogue staging (v20): a warpgroup's 64-column tile as
+ * fp32 [token][HCK_EPI_STRIDE]. Accumulator c (0-3) of n8 block j of lane
+ * (g = lane / 4, t = lane % 4) of warp w holds token 8 j + 2 t + (c & 1) and
+ * tile column 16 w + g + 8 (c >> 1) (the mma.m16n8k16 C and wgmma D layouts,
+ * weights as rows); HCK_EPI_STAGE_INDEX is the float it is staged at. The
+ * stride puts a warp's 32 lanes on 32 banks. Each of the 128 threads then
+ * reads 4 consecutive columns 4 (tid % 16) of tokens tid / 16 + 8 i
+ * (HCK_EPI_READ_INDEX). Shared by kernels/hc_wgmma.cuh and
+ * tests/test_kernel_fragments.c. */
+#define HCK_EPI_STRIDE 68
+#define HCK_EPI_STAGE_INDEX(j, c, w, g, t) \
+    ((8 * (j) + 2 * (t) + ((c) & 1)) * HCK_EPI_STRIDE + 16 * (w) + (g) + 8 * ((c) >> 1))
+#define HCK_EPI_READ_INDEX(token, col) ((token) * HCK_EPI_STRIDE + (col))
+
 /* The fp8 wgmma variant's decoders (v11), plain C so that
  * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
  * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A

@@ -609,7 +609,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     const float pow2 = G::F8 ? (WF == small::W_FP4A8 ? 64.0f : 512.0f)
                              : WF == small::W_FP4A8 ? 16384.0f : WF == small::W_FP8A8 ? 256.0f : 1.0f;
     const float gscale = pow2 * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
-    constexpr int EST = 68; /* staging row stride (floats): the quad's four tokens on distinct banks */
+    constexpr int EST = HCK_EPI_STRIDE; /* staging row stride (floats): the quad's four tokens on distinct banks */
     static_assert((size_t)NWG * NTOK * (EST + 1) * 4 <= (size_t)S * SST, "the staged tiles fit the ring");
     /* the warpgroup's staging area, then its copy of the token scales (one load
      * per token up front: a load per pass left each thread waiting out one L2
@@ -635,7 +635,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         for (int j = 0; j < NTOK / 8; j++)
 #pragma unroll
             for (int c = 0; c < 4; c++)
-                stg[(8 * j + 2 * tq + (c & 1)) * EST + 16 * warp + gq + 8 * (c >> 1)] = acc[t][4 * j + c] * cs[c >> 1];
+                stg[HCK_EPI_STAGE_INDEX(j, c, warp, gq, tq)] = acc[t][4 * j + c] * cs[c >> 1];
         asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
         const int64_t n = (int64_t)nb * 64 + nl;
         if (nb >= ntiles || n >= d.N) continue;
@@ -644,7 +644,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 #pragma unroll
             for (int c = 0; c < 4; c++) bs[c] = n + c < d.N ? bias_at(p, e, n + c) : 0.0f;
         for (int ml = tl / 16; ml < mrows; ml += 8) {
-            float4 v = *(const float4 *)(stg + ml * EST + nl);
+            float4 v = *(const float4 *)(stg + HCK_EPI_READ_INDEX(ml, nl));
             if (tok_scale) {
                 const float ts = tsm[ml];
                 v.x *= ts, v.y *= ts, v.z *= ts, v.w *= ts;

@@ -402,6 +402,50 @@ static void test_byte_perm(void **st)
     assert_int_equal(hck_byte_perm(0x0C080400u, 0x1C181410u, 0x7654), 0x1C181410u);
 }
 
+/* The wgmma epilogue's staging (HCK_EPI_*, v20), for every token count: each
+ * accumulator register lands on the float of its own (token, column) as the
+ * C / D fragment layouts place them (stated here from the PTX ISA, not from
+ * the macro), every float of the [tokens][64] tile is written once, a warp's
+ * store hits 32 distinct banks, and the 16-byte reads cover every float once
+ * from 16-byte aligned offsets. */
+static void check_epilogue_staging(int ntok)
+{
+    const int floats = ntok * HCK_EPI_STRIDE;
+    unsigned char *seen = calloc((size_t)floats, 1);
+    assert_non_null(seen);
+    for (int w = 0; w < 4; w++)
+        for (int j = 0; j < ntok / 8; j++)
+            for (int c = 0; c < 4; c++) {
+                unsigned banks = 0;
+                for (int lane = 0; lane < 32; lane++) {
+                    const int g = lane / 4, t = lane % 4;
+                    /* m16n8 C / m64nN D: c0, c1 row g, c2, c3 row g + 8; columns 2t, 2t + 1 */
+                    const int token = 8 * j + 2 * t + (c % 2), col = 16 * w + g + (c < 2 ? 0 : 8);
+                    const int at = HCK_EPI_STAGE_INDEX(j, c, w, g, t);
+                    assert_int_equal(at / HCK_EPI_STRIDE, token);
+                    assert_int_equal(at % HCK_EPI_STRIDE, col);
+                    assert_int_equal(seen[at]++, 0);
+                    banks |= 1u << (at % 32);
+                }
+                assert_int_equal(banks, 0xffffffffu);
+            }
+    for (int tid = 0; tid < 128; tid++)
+        for (int token = tid / 16; token < ntok; token += 8) {
+            const int at = HCK_EPI_READ_INDEX(token, 4 * (tid % 16));
+            assert_int_equal(at % 4, 0);
+            for (int q = 0; q < 4; q++) assert_int_equal(seen[at + q]++, 1);
+        }
+    for (int i = 0; i < floats; i++) assert_int_equal(seen[i], i % HCK_EPI_STRIDE < 64 ? 2 : 0);
+    free(seen);
+}
+
+static void test_wgmma_epilogue_staging(void **st)
+{
+    (void)st;
+    static const int ntoks[] = {16, 64, 128, 256}; /* the variants */
+    for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) check_epilogue_staging(ntoks[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,7 +457,7 @@ int main(void)
         cmocka_unit_test(test_wgmma_fp8a8),
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
         cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
-        cmocka_unit_test(test_byte_perm),
+        cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_wgmma_epilogue_staging),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
