@@ -39,8 +39,15 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_MINB
 #define HCK_SYNC_MINB 2
 #endif
+#ifndef HCK_SYNC_KW
+#define HCK_SYNC_KW 1 /* uint4 x 16-bit: warps split a stage by tile and k (v21; 0: by columns) */
+#endif
 #ifndef HCK_SYNC_SMAX
 #define HCK_SYNC_SMAX 8 /* at most this many stages (v9: 10 gained ~1% on the large shapes) */
+#endif
+#ifndef HCK_SYNC_SMAX_U4A16
+#define HCK_SYNC_SMAX_U4A16 6 /* uint4 x 16-bit (KW), v21: 6 stages beat 8 in 10 of 12 M <= 16 cells,
+                               * e.g. 28672 x 8192 M = 1 0.0488 vs 0.0501 ms */
 #endif
 #ifndef HCK_SYNC_RING
 #define HCK_SYNC_RING (96 * 1024) /* ring bytes of the 16-token variant (v9: 2 blocks per SM
@@ -99,7 +106,8 @@ template <int WF, int NTOK, int VAR = V_STD> struct Geo {
     /* stages in flight: 16 tokens fill HCK_SYNC_RING bytes (MINB blocks per SM) */
     static constexpr int SR = HCK_SYNC_RING / SST;
     /* the fp8 variant's 256-token stages are half the size of the 16-bit ones: 8 fit */
-    static constexpr int S = Tok<NTOK>::SYNC ? (SR > HCK_SYNC_SMAX ? HCK_SYNC_SMAX : SR < 4 ? 4 : SR)
+    static constexpr int SMAX = WF == small::W_U4A16 ? HCK_SYNC_SMAX_U4A16 : HCK_SYNC_SMAX;
+    static constexpr int S = Tok<NTOK>::SYNC ? (SR > SMAX ? SMAX : SR < 4 ? 4 : SR)
                            : F8 ? 8 : Tok<NTOK>::S;
     static_assert(!Tok<NTOK>::SYNC || S % 2 == 0, "the unrolled ring turn runs stage pairs");
     /* word offset of warp w's piece of a tile row (spec 4.4 closed forms) */
@@ -372,9 +380,18 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
 
     if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
-    float acc[TPW][NTOK / 2];
+    /* 16 tokens, uint4 x 16-bit (v21): the warpgroup's four warps split a stage by
+     * tile and k (HCK_KW_*: TPW tiles, 4 / TPW warps along k), each taking all 64
+     * columns of its tile. A lane's words of a tile row (lane * 4 + n16 block,
+     * spec 4.4) are then one conflict-free 16-byte load, where a split by columns
+     * took four 4-byte loads, each 4-way bank conflicted, and its scales one
+     * 16-byte load; the epilogue sums the k slices. acc[i]: n16 block i. */
+    constexpr bool KW = Tok<NTOK>::SYNC && WF == small::W_U4A16 && HCK_SYNC_KW;
+    static_assert(!KW || (R == 4 && (TPW == 1 || TPW == 2)), "KW: four tile rows per stage, one or two tiles per warpgroup");
+    constexpr int NACC = KW ? 4 : TPW;
+    float acc[NACC][NTOK / 2];
 #pragma unroll
-    for (int t = 0; t < TPW; t++)
+    for (int t = 0; t < NACC; t++)
 #pragma unroll
         for (int i = 0; i < NTOK / 2; i++) acc[t][i] = 0.0f;
     uint32_t afr[2][TPW][R * (P / 16)][4];
@@ -452,6 +469,42 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
             if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
         }
+    };
+    /* KW: stage buffer b (phase ph) */
+    auto compute_kw = [&](int b, int ph) {
+        mbar_wait(full + 8 * b, ph);
+        const uint8_t *bp = smem + b * SST;
+        const int row0 = HCK_KW_ROW(warp, 0, TPW), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
+        uint32_t sc[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}; /* [n16 block][row half], as pairs */
+        if (!SCALE_C) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64) */
+            const uint4 raw = *(const uint4 *)(bp + XB + BT * WSB + ((two ? row0 / 2 : 0) * BT + tile) * 128 +
+                                               2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
+            uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
+            if (sbf != (int)CBF) /* scales of the other 16-bit type (rare): a branch, not predicated */
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    rw[i] = fastw4::conv16<CBF>(rw[i] & 0xffffu, sbf) | fastw4::conv16<CBF>(rw[i] >> 16, sbf) << 16;
+#pragma unroll
+            for (int i = 0; i < 4; i++) sc[i][0] = __byte_perm(rw[i], 0, 0x1010), sc[i][1] = __byte_perm(rw[i], 0, 0x3232);
+        }
+        const uint32_t *wsm = (const uint32_t *)(bp + XB) + HCK_WG_STAGE_WORD(tile, row0, BT, TB / 4) +
+                              HCK_KW_WORD(lane, 0);
+#pragma unroll
+        for (int r = 0; r < TPW; r++) {
+            const uint4 v = *(const uint4 *)(wsm + HCK_WG_STAGE_WORD(0, r, BT, TB / 4));
+            const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+            uint32_t a[4][1][4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) decode_row<WF, CBF, TR>(&wv[i], sc[i][0], sc[i][1], !SCALE_C, a[i]);
+            uint32_t bx[4];
+            fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, HCK_KW_ROW(warp, r, TPW)));
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                fastw4::mma16816<CBF>(acc[i], a[i][0], bx[0], bx[1]);
+                if (mrows > 8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][0], bx[2], bx[3]);
+            }
+        }
+        if (lane == 0) mbar_arrive(empty + 8 * b);
     };
     /* fp8 (V_F8, v11): a stage's two k32 wgmmas accumulate into tmp, which is
      * promoted into acc (times the group scale) once per stage pair, so fp32 adds
@@ -571,6 +624,15 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             compute8(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
         }
         promote(last_half{});
+    } else if (KW) {
+        for (int k0 = 0; k0 < nst; k0 += S) {
+            const int ph = (k0 / S) & 1;
+#pragma unroll
+            for (int u = 0; u < S; u++) {
+                if (k0 + u >= nst) break;
+                compute_kw(u, ph);
+            }
+        }
     } else if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
         /* a ring turn per iteration: buffer offsets are constants */
         for (int k0 = 0; k0 < nst; k0 += S) {
@@ -616,27 +678,62 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * round trip per token, 9% of the stall samples at M = 1024) */
     float *stg = (float *)smem + wg * NTOK * (EST + 1), *tsm = stg + NTOK * EST;
     const bool v4 = (d.N & 3) == 0 && ((uintptr_t)y & 7) == 0; /* rows of y and ws 8- and 16-byte aligned */
+    /* the channel scale of column n of tile nb (times gscale) */
+    auto chan_scale = [&](int nb, int64_t n) {
+        float cs = gscale;
+        if (SCALE_C && nb < ntiles)
+            cs *= h2f(((const uint16_t *)p.s)[(int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32))], sbf);
+        return cs;
+    };
+    /* KW: tile t's staging area, after the warpgroups' own (the token scales stay put) */
+    auto kw_stage = [&](int t) { return (float *)smem + (NWG + wg * TPW + t) * NTOK * (EST + 1); };
+    static_assert(!KW || (size_t)NWG * (1 + TPW) * NTOK * (EST + 1) * 4 <= (size_t)S * SST, "KW staging fits the ring");
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
+    if (KW) { /* each tile's k slices: the first stores, the others add in turn */
+        const int kslice = warp / TPW, nb = blockIdx.x * BT + wg * TPW + HCK_KW_TILE(warp, TPW);
+        float *kst = kw_stage(HCK_KW_TILE(warp, TPW)), cs[4][2];
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) cs[i][h] = chan_scale(nb, (int64_t)nb * 64 + 16 * i + gq + 8 * h);
+        if (tok_scale)
+            for (int i = tl; i < mrows; i += 128) tsm[i] = tok_scale[r0 + i];
+#pragma unroll
+        for (int pass = 0; pass < 4 / TPW; pass++) {
+            if (kslice == pass)
+#pragma unroll
+                for (int j = 0; j < NTOK / 8; j++)
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            float *dst = kst + HCK_EPI_STAGE_INDEX(j, c, i, gq, tq);
+                            const float v = acc[i][4 * j + c] * cs[i][c >> 1];
+                            *dst = pass ? *dst + v : v;
+                        }
+            asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+        }
+    }
 #pragma unroll
     for (int t = 0; t < TPW; t++) {
         const int nb = blockIdx.x * BT + wg * TPW + t;
-        float cs[2];
+        float *src = stg;
+        if (KW) {
+            src = kw_stage(t);
+        } else {
+            float cs[2];
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int64_t n = (int64_t)nb * 64 + 16 * warp + gq + 8 * h;
-            cs[h] = gscale;
-            if (SCALE_C && nb < ntiles)
-                cs[h] *= h2f(((const uint16_t *)p.s)[(int64_t)e * d.Np + (n / 32) * 32 + inv_perm(32, (int)(n % 32))], sbf);
+            for (int h = 0; h < 2; h++) cs[h] = chan_scale(nb, (int64_t)nb * 64 + 16 * warp + gq + 8 * h);
+            if (t > 0) asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory"); /* tile t - 1 read */
+            else if (tok_scale)
+                for (int i = tl; i < mrows; i += 128) tsm[i] = tok_scale[r0 + i];
+#pragma unroll
+            for (int j = 0; j < NTOK / 8; j++)
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    stg[HCK_EPI_STAGE_INDEX(j, c, warp, gq, tq)] = acc[t][4 * j + c] * cs[c >> 1];
+            asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
         }
-        if (t > 0) asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory"); /* tile t - 1 read */
-        else if (tok_scale)
-            for (int i = tl; i < mrows; i += 128) tsm[i] = tok_scale[r0 + i];
-#pragma unroll
-        for (int j = 0; j < NTOK / 8; j++)
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                stg[HCK_EPI_STAGE_INDEX(j, c, warp, gq, tq)] = acc[t][4 * j + c] * cs[c >> 1];
-        asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
         const int64_t n = (int64_t)nb * 64 + nl;
         if (nb >= ntiles || n >= d.N) continue;
         float bs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -644,7 +741,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 #pragma unroll
             for (int c = 0; c < 4; c++) bs[c] = n + c < d.N ? bias_at(p, e, n + c) : 0.0f;
         for (int ml = tl / 16; ml < mrows; ml += 8) {
-            float4 v = *(const float4 *)(stg + HCK_EPI_READ_INDEX(ml, nl));
+            float4 v = *(const float4 *)(src + HCK_EPI_READ_INDEX(ml, nl));
             if (tok_scale) {
                 const float ts = tsm[ml];
                 v.x *= ts, v.y *= ts, v.z *= ts, v.w *= ts;

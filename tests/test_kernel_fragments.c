@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "hc_layout_ops.h"
 #include "hc_repack.h"
 #include "../kernels/hc_kernels.h"
 
@@ -446,6 +447,73 @@ static void test_wgmma_epilogue_staging(void **st)
     for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) check_epilogue_staging(ntoks[i]);
 }
 
+/* The 16-token uint4 x 16-bit variant's split of a stage (HCK_KW_*, v21): the
+ * four warps of a warpgroup cover its one or two tiles' four rows once; lane words
+ * HCK_KW_WORD(lane, i) of a tile row are a 16-byte load (a quarter warp on 32
+ * distinct banks) whose word i gives the A fragment of n16 block i, every code
+ * of a repacked matrix read once at its (n, k), in both layouts; the 16 bytes
+ * of group scales at HCK_KW_SCALE_ENTRY are those rows' scales after the
+ * library's perm64 (hc_scales_permute). */
+static void check_kw_family(int tr, int tpw)
+{
+    static const int pair[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}}; /* a = {q0, tr ? q1 : q2, tr ? q2 : q1, q3} */
+    tiles_t T = make_tiles(U4A16, tr);
+    int64_t checked = 0, bad = 0;
+    int cover[2][4] = {{0}};
+    for (int w = 0; w < 4; w++)
+        for (int r = 0; r < tpw; r++) cover[HCK_KW_TILE(w, tpw)][HCK_KW_ROW(w, r, tpw)]++;
+    for (int t = 0; t < tpw; t++)
+        for (int rr = 0; rr < 4; rr++) assert_int_equal(cover[t][rr], 1);
+    for (int lane = 0; lane < 32; lane++)
+        for (int i = 0; i < 4; i++) assert_int_equal(HCK_KW_WORD(lane, i), HCK_KW_WORD(lane, 0) + i);
+    for (int q = 0; q < 4; q++) {
+        unsigned banks = 0;
+        for (int lane = 8 * q; lane < 8 * q + 8; lane++)
+            for (int i = 0; i < 4; i++) banks |= 1u << (HCK_KW_WORD(lane, i) % 32);
+        assert_int_equal(banks, 0xffffffffu);
+    }
+    for (int64_t st = 0; st < T.K / 64; st++)
+        for (int64_t nb = 0; nb < T.N / 64; nb++)
+            for (int w = 0; w < 4; w++) {
+                if (HCK_KW_TILE(w, tpw) != nb % tpw) continue; /* tile nb of its warpgroup's tpw */
+                for (int r = 0; r < tpw; r++)
+                    for (int lane = 0; lane < 32; lane++)
+                        for (int i = 0; i < 4; i++)
+                            for (int reg = 0; reg < 4; reg++)
+                                for (int h = 0; h < 2; h++) {
+                                    const int64_t row = 4 * st + HCK_KW_ROW(w, r, tpw);
+                                    const uint32_t word = T.out[row * T.row_words + nb * T.tile_words + HCK_KW_WORD(lane, i)];
+                                    const uint32_t got = (word >> (4 * (pair[tr][reg] + 4 * h))) & 15u;
+                                    const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
+                                    const int64_t k = 16 * row + 2 * (lane % 4) + 8 * (reg / 2) + h;
+                                    bad += got != T.codes[n * T.K + k];
+                                    checked++;
+                                }
+            }
+    assert_int_equal(checked, T.N * T.K);
+    assert_int_equal(bad, 0);
+    uint16_t col[128], perm[128];
+    for (int n = 0; n < 128; n++) col[n] = (uint16_t)n;
+    hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
+    for (int nb = 0; nb < 2; nb++)
+        for (int lane = 0; lane < 32; lane++) {
+            assert_int_equal(HCK_KW_SCALE_ENTRY(lane, 0, 0) % 8, 0); /* 16-byte aligned */
+            for (int i = 0; i < 4; i++)
+                for (int h = 0; h < 2; h++) {
+                    const int at = HCK_KW_SCALE_ENTRY(lane, i, h);
+                    assert_int_equal(at, HCK_KW_SCALE_ENTRY(lane, 0, 0) + 2 * i + h);
+                    assert_int_equal(perm[64 * nb + at], 64 * nb + 16 * i + lane / 4 + 8 * h);
+                }
+        }
+    free(T.codes), free(T.out);
+}
+
+static void test_wgmma_kw(void **st)
+{
+    (void)st;
+    for (int tpw = 1; tpw <= 2; tpw++) check_kw_family(0, tpw), check_kw_family(1, tpw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
         cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
         cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_wgmma_epilogue_staging),
+        cmocka_unit_test(test_wgmma_kw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
