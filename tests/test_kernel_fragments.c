@@ -159,6 +159,10 @@ static void check_family(int fam, int tr)
     free(T.codes), free(T.out);
 }
 
+/* uint4 x 16-bit A register r of a word: nibble pair (i, i + 4) u4a16_pair[tr][r],
+ * a = {q0, tr ? q1 : q2, tr ? q2 : q1, q3} (hopper::decode_row) */
+static const int u4a16_pair[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}};
+
 /* The wgmma kernel (hopper::decode_row) runs y^T = W x^T: warp w of a
  * warpgroup reads its words of a tile row at Geo::piece and builds the A
  * fragment of rows n = 16 w + g (+ 8 for registers 1, 3), k = 2t (+ 8 for
@@ -166,10 +170,8 @@ static void check_family(int fam, int tr)
 static src_t wgmma_source(int fam, int tr, const uint32_t *tile, int w, int lane, int st, int r, int h)
 {
     const int row8 = r % 2, khi = r / 2;
-    if (fam == U4A16) { /* one word; nibble pairs (i, i + 4): a = {q0, tr ? q1 : q2, tr ? q2 : q1, q3} */
-        static const int pair[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}};
-        return (src_t){tile[lane * 4 + w], pair[tr][r] + 4 * h, 4};
-    }
+    if (fam == U4A16) /* one word */
+        return (src_t){tile[lane * 4 + w], u4a16_pair[tr][r] + 4 * h, 4};
     if (fam == U4A8) { /* two words: normal a[st] = {q0[st], q1[st], q0[st+2], q1[st+2]}; tr a[st][r] = q_st[r] */
         const uint32_t *wv = tile + (w / 2) * 128 + lane * 4 + 2 * (w % 2);
         return tr ? (src_t){wv[st], r + 4 * h, 4} : (src_t){wv[row8], st + 2 * khi + 4 * h, 4};
@@ -456,7 +458,6 @@ static void test_wgmma_epilogue_staging(void **st)
  * library's perm64 (hc_scales_permute). */
 static void check_kw_family(int tr, int tpw)
 {
-    static const int pair[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}}; /* a = {q0, tr ? q1 : q2, tr ? q2 : q1, q3} */
     tiles_t T = make_tiles(U4A16, tr);
     int64_t checked = 0, bad = 0;
     int cover[2][4] = {{0}};
@@ -483,7 +484,7 @@ static void check_kw_family(int tr, int tpw)
                                 for (int h = 0; h < 2; h++) {
                                     const int64_t row = 4 * st + HCK_KW_ROW(w, r, tpw);
                                     const uint32_t word = T.out[row * T.row_words + nb * T.tile_words + HCK_KW_WORD(lane, i)];
-                                    const uint32_t got = (word >> (4 * (pair[tr][reg] + 4 * h))) & 15u;
+                                    const uint32_t got = (word >> (4 * (u4a16_pair[tr][reg] + 4 * h))) & 15u;
                                     const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
                                     const int64_t k = 16 * row + 2 * (lane % 4) + 8 * (reg / 2) + h;
                                     bad += got != T.codes[n * T.K + k];
