@@ -38,6 +38,7 @@ struct Dev {
     const float *gl;
     const uint16_t *bias;
     int *counters; /* split-K arrival counters of the small-M kernel (zero between launches) */
+    int cluster_sum; /* wgmma kernel (v22): launched as clusters of its splits, summed in shared memory */
 };
 
 constexpr int BM = 64, BN = 64, THREADS = 128;
@@ -1700,7 +1701,11 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
     const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
-    const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 8 : max_rows <= 128 ? 32 : 64;
+    /* v22: 16-token blocks with more than 8 tokens keep >= 16 pairs (8192^2 M =
+     * 16, W4A16: 4 splits 0.0261 ms, 8 splits 0.0277; at M = 1, 8 splits win,
+     * 0.0220 vs 0.0228) */
+    const int64_t pairs = (d.Kp / 64 + 2) / 2;
+    const int64_t minp = ntok == 16 && max_rows > 8 ? 16 : max_rows <= 32 ? 8 : max_rows <= 128 ? 32 : 64;
     int64_t s = 1;
     while (blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
     return (int)s;
@@ -1763,6 +1768,37 @@ int wg_f8_tokens(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * d.E; /* one 256-token row of blocks */
     const bool idle = blocks < (int64_t)sm_count() && wg_splits(d, wf, max_rows, 256, hopper::V_F8) == 1;
     return idle ? 128 : 256;
+}
+
+/* Whether the wgmma plan sums its splits over a cluster (v22; HCK_WG_CSUM=0/1
+ * overrides): the 16-token uint4 x 16-bit kernel (KW) with two splits, a
+ * cluster of two CTAs per tile group and token block. Measured (flushed, ms,
+ * against partials in global memory): 28672 x 8192 M = 1 0.0488 vs 0.0504, M =
+ * 16 0.0539 vs 0.0565. Clusters of 4 and 8 were slower (8192^2 M = 1, 8
+ * splits: 0.0320 vs 0.0220; 4 splits 0.0272 vs 0.0228). HCK_WG_CSUM=1 takes
+ * 2-8 splits. */
+bool wg_cluster_sum(const Plan &pl)
+{
+    static const char *const env = getenv("HCK_WG_CSUM");
+    const int most = env ? (atoi(env) ? 8 : 1) : 2;
+    return HCK_SYNC_KW && pl.wg == 16 && pl.wf == small::W_U4A16 && pl.splits > 1 && pl.splits <= most;
+}
+
+/* Launches wgmma kernel f as clusters of its pl.splits CTAs along z, which sum
+ * the splits in shared memory (wg_cluster_sum). */
+cudaError_t launch_wg_cluster(hopper::WgFn f, dim3 grid, const Plan &pl, size_t smem, const CUtensorMap &tm,
+                              const CUtensorMap &wm, const Dev &dev, const float *ts, const int64_t *doff,
+                              uint16_t *dy, float *ws, cudaStream_t st)
+{
+    Dev dv = dev;
+    dv.cluster_sum = 1;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)pl.splits;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = dim3((unsigned)hopper::nt_of(pl.wg)), cfg.dynamicSmemBytes = smem;
+    cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
 }
 
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
@@ -1933,6 +1969,7 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg, pl.var);
             dim3 grid((unsigned)((d.Np / 64 + sh.tiles - 1) / sh.tiles),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
+            if (wg_cluster_sum(pl)) return launch_wg_cluster(f, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
             f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();
         }

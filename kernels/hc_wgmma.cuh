@@ -242,6 +242,21 @@ __device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
+/* every non-exited thread of the cluster; orders shared-memory writes before
+ * the barrier with reads of them (in any CTA of the cluster) after it */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+/* the 16 bytes at shared offset saddr of the cluster's CTA `rank` */
+__device__ __forceinline__ float4 ld_cluster_f4(uint32_t saddr, uint32_t rank)
+{
+    float4 v;
+    asm volatile("{\n.reg .b32 r;\nmapa.shared::cluster.u32 r, %4, %5;\n"
+                 "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [r];\n}"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(saddr), "r"(rank) : "memory");
+    return v;
+}
 /* bytes (multiple of 16) global -> shared, completing on bar */
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
 {
@@ -259,6 +274,52 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(dst), "l"(tm), "r"(k0), "r"(row0), "r"(bar) : "memory");
+}
+/* v22: the split-K sum of a cluster of `splits` CTAs (one per split, cluster
+ * rank = split) through distributed shared memory, in place of fp32 partials
+ * in global memory and a last-arriving block. Each CTA has staged its partial
+ * sums of its bt tiles at shared offsets stage0 + 4 t area (fp32, token-major,
+ * HCK_EPI_READ_INDEX; token scales not applied) and passed a cluster barrier;
+ * CTA `split` then sums 1 / splits of the (tile, token, 4 columns) groups over
+ * the ranks in split order (the order split_sum adds), adds the bias and stores
+ * y. The caller passes a cluster barrier before it exits, so that no CTA's
+ * shared memory goes while a peer reads it. At 16 tokens and 8 splits the
+ * partials were 4 MB written and read back through L2 (8192^2, M = 16). */
+__device__ __forceinline__ void cluster_split_sum(const Dev &p, int e, uint32_t stage0, int area, int bt,
+                                                  const float *tsm, uint16_t *__restrict__ y, int64_t r0,
+                                                  int mrows, int nb0, int ntiles, int split, int splits, int tid,
+                                                  int nt)
+{
+    const hck_desc &d = p.d;
+    const bool v4 = (d.N & 3) == 0 && ((uintptr_t)y & 7) == 0;
+    const int total = bt * mrows * 16, g1 = (int)((int64_t)total * (split + 1) / splits);
+    for (int g = (int)((int64_t)total * split / splits) + tid; g < g1; g += nt) {
+        const int t = g / (16 * mrows), ml = (g / 16) % mrows, nl = 4 * (g % 16);
+        const int64_t n = (int64_t)(nb0 + t) * 64 + nl;
+        if (nb0 + t >= ntiles || n >= d.N) continue;
+        const uint32_t a = stage0 + 4u * (uint32_t)(t * area + HCK_EPI_READ_INDEX(ml, nl));
+        float4 q[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) /* every load in flight before the sum */
+            if (r < splits) q[r] = ld_cluster_f4(a, (uint32_t)r);
+        const float ts = tsm ? tsm[ml] : 1.0f;
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            if (r < splits) {
+                if (tsm) q[r].x *= ts, q[r].y *= ts, q[r].z *= ts, q[r].w *= ts;
+                v[0] += q[r].x, v[1] += q[r].y, v[2] += q[r].z, v[3] += q[r].w;
+            }
+        uint16_t o[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) o[c] = f2h(v[c] + (n + c < d.N ? bias_at(p, e, n + c) : 0.0f), d.out_bf16);
+        uint16_t *dst = y + (r0 + ml) * d.N + n;
+        if (v4) *(uint2 *)dst = make_uint2(o[0] | (uint32_t)o[1] << 16, o[2] | (uint32_t)o[3] << 16);
+        else
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                if (n + c < d.N) dst[c] = o[c];
+    }
 }
 #endif
 
@@ -714,6 +775,14 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
         }
     }
+    if (KW && p.cluster_sum && splits > 1) { /* v22: launched as clusters of the splits */
+        cluster_sync();                        /* every split's tiles staged */
+        cluster_split_sum(p, e, sbase + 4u * (uint32_t)(NWG * NTOK * (EST + 1)), NTOK * (EST + 1), BT,
+                          tok_scale ? tsm : nullptr, y, r0, mrows, blockIdx.x * BT, ntiles, split, splits, tid,
+                          NWG * 128);
+        cluster_sync(); /* the peers are done reading this CTA's tiles */
+        return;
+    }
 #pragma unroll
     for (int t = 0; t < TPW; t++) {
         const int nb = blockIdx.x * BT + wg * TPW + t;
@@ -779,7 +848,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (!s_last) return;
     __threadfence();
     /* four groups per thread where registers allow (16 and 64 tokens: 2-3 blocks
-     * per SM, they spilled with four) */
+     * per SM, they spilled with four; v22: 8 loads in flight instead of 4 at 16
+     * tokens, 8 splits, changed nothing, 8192^2 M = 16 0.0277 ms either way) */
     split_sum<Tok<NTOK>::BIG ? 4 : 1>(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 64, Mtot * d.N, splits, tid, NWG * 128);
     if (tid == 0) *ctr = 0;
 #endif
