@@ -74,6 +74,17 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
     ((8 * (j) + 2 * (t) + ((c) & 1)) * HCK_EPI_STRIDE + 16 * (w) + (g) + 8 * ((c) >> 1))
 #define HCK_EPI_READ_INDEX(token, col) ((token) * HCK_EPI_STRIDE + (col))
 
+/* The split sum over a cluster (v22): a CTA's bt staged tiles hold total =
+ * bt x mrows x 16 groups of 4 columns; group g is tile HCK_CSUM_TILE, token
+ * HCK_CSUM_TOKEN and tile column HCK_CSUM_COL (+ 0..3, at HCK_EPI_READ_INDEX of
+ * that tile's staging area), and the cluster's CTA `split` of `splits` sums
+ * groups [HCK_CSUM_BEGIN(split), HCK_CSUM_BEGIN(split + 1)). Shared by
+ * kernels/hc_wgmma.cuh and tests/test_kernel_fragments.c. */
+#define HCK_CSUM_BEGIN(total, split, splits) ((int)((int64_t)(total) * (split) / (splits)))
+#define HCK_CSUM_TILE(g, mrows) ((g) / (16 * (mrows)))
+#define HCK_CSUM_TOKEN(g, mrows) ((g) / 16 % (mrows))
+#define HCK_CSUM_COL(g) (4 * ((g) % 16))
+
 /* The fp8 wgmma variant's decoders (v11), plain C so that
  * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
  * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A

@@ -280,8 +280,9 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
  * in global memory and a last-arriving block. Each CTA has staged its partial
  * sums of its bt tiles at shared offsets stage0 + 4 t area (fp32, token-major,
  * HCK_EPI_READ_INDEX; token scales not applied) and passed a cluster barrier;
- * CTA `split` then sums 1 / splits of the (tile, token, 4 columns) groups over
- * the ranks in split order (the order split_sum adds), adds the bias and stores
+ * CTA `split` then sums 1 / splits of the (tile, token, 4 columns) groups
+ * (HCK_CSUM_*) over the ranks in split order (the order split_sum adds), adds
+ * the bias and stores
  * y. The caller passes a cluster barrier before it exits, so that no CTA's
  * shared memory goes while a peer reads it. At 16 tokens and 8 splits the
  * partials were 4 MB written and read back through L2 (8192^2, M = 16). */
@@ -292,9 +293,9 @@ __device__ __forceinline__ void cluster_split_sum(const Dev &p, int e, uint32_t 
 {
     const hck_desc &d = p.d;
     const bool v4 = (d.N & 3) == 0 && ((uintptr_t)y & 7) == 0;
-    const int total = bt * mrows * 16, g1 = (int)((int64_t)total * (split + 1) / splits);
-    for (int g = (int)((int64_t)total * split / splits) + tid; g < g1; g += nt) {
-        const int t = g / (16 * mrows), ml = (g / 16) % mrows, nl = 4 * (g % 16);
+    const int total = bt * mrows * 16, g1 = HCK_CSUM_BEGIN(total, split + 1, splits);
+    for (int g = HCK_CSUM_BEGIN(total, split, splits) + tid; g < g1; g += nt) {
+        const int t = HCK_CSUM_TILE(g, mrows), ml = HCK_CSUM_TOKEN(g, mrows), nl = HCK_CSUM_COL(g);
         const int64_t n = (int64_t)(nb0 + t) * 64 + nl;
         if (nb0 + t >= ntiles || n >= d.N) continue;
         const uint32_t a = stage0 + 4u * (uint32_t)(t * area + HCK_EPI_READ_INDEX(ml, nl));

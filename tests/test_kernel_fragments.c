@@ -515,6 +515,34 @@ static void test_wgmma_kw(void **st)
     for (int tpw = 1; tpw <= 2; tpw++) check_kw_family(0, tpw), check_kw_family(1, tpw);
 }
 
+/* The split sum over a cluster (HCK_CSUM_*, v22): for 1-4 tiles per CTA, 1-16
+ * tokens and 2-8 splits, the CTAs' ranges of groups partition the groups, and
+ * the groups cover each (tile, token, column) of the staged tiles once (where
+ * each is staged: test_wgmma_epilogue_staging). */
+static void test_wgmma_cluster_sum(void **st)
+{
+    (void)st;
+    for (int bt = 1; bt <= 4; bt++)
+        for (int mrows = 1; mrows <= 16; mrows++)
+            for (int splits = 2; splits <= 8; splits++) {
+                const int total = bt * mrows * 16;
+                int seen[4][16][64] = {{{0}}};
+                assert_int_equal(HCK_CSUM_BEGIN(total, 0, splits), 0);
+                assert_int_equal(HCK_CSUM_BEGIN(total, splits, splits), total);
+                for (int s = 0; s < splits; s++) {
+                    assert_true(HCK_CSUM_BEGIN(total, s, splits) <= HCK_CSUM_BEGIN(total, s + 1, splits));
+                    for (int g = HCK_CSUM_BEGIN(total, s, splits); g < HCK_CSUM_BEGIN(total, s + 1, splits); g++) {
+                        const int t = HCK_CSUM_TILE(g, mrows), tok = HCK_CSUM_TOKEN(g, mrows), col = HCK_CSUM_COL(g);
+                        assert_true(t < bt && tok < mrows && col % 4 == 0 && col < 64);
+                        for (int c = 0; c < 4; c++) seen[t][tok][col + c]++;
+                    }
+                }
+                for (int t = 0; t < bt; t++)
+                    for (int tok = 0; tok < mrows; tok++)
+                        for (int col = 0; col < 64; col++) assert_int_equal(seen[t][tok][col], 1);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,7 +555,7 @@ int main(void)
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
         cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
         cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_wgmma_epilogue_staging),
-        cmocka_unit_test(test_wgmma_kw),
+        cmocka_unit_test(test_wgmma_kw),         cmocka_unit_test(test_wgmma_cluster_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
