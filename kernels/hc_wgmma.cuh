@@ -282,10 +282,9 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
  * HCK_EPI_READ_INDEX; token scales not applied) and passed a cluster barrier;
  * CTA `split` then sums 1 / splits of the (tile, token, 4 columns) groups
  * (HCK_CSUM_*) over the ranks in split order (the order split_sum adds), adds
- * the bias and stores
- * y. The caller passes a cluster barrier before it exits, so that no CTA's
- * shared memory goes while a peer reads it. At 16 tokens and 8 splits the
- * partials were 4 MB written and read back through L2 (8192^2, M = 16). */
+ * the bias and stores y. The caller passes a cluster barrier before it exits,
+ * so that no CTA's shared memory goes while a peer reads it. The host takes
+ * it for two splits only (wg_cluster_sum). */
 __device__ __forceinline__ void cluster_split_sum(const Dev &p, int e, uint32_t stage0, int area, int bt,
                                                   const float *tsm, uint16_t *__restrict__ y, int64_t r0,
                                                   int mrows, int nb0, int ntiles, int split, int splits, int tid,
