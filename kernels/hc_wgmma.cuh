@@ -275,6 +275,20 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                  ::"r"(dst), "l"(tm), "r"(k0), "r"(row0), "r"(bar) : "memory");
 }
+/* One token's 16-bit outputs at columns n .. n + 3 from value(c) (an
+ * expression of c), at dst: one 8-byte store where rows are 8-byte aligned
+ * (v4), else columns < d.N one by one. A statement macro, not a function: the
+ * epilogue and the cluster sum keep the code the device tests ran. Uses n,
+ * d and v4 of the caller. */
+#define HCK_STORE_OUT4(dst_expr, value_c)                                                           \
+    do {                                                                                            \
+        uint16_t o_[4];                                                                             \
+        _Pragma("unroll") for (int c = 0; c < 4; c++) o_[c] = f2h(value_c, d.out_bf16);             \
+        uint16_t *dst_ = (dst_expr);                                                                \
+        if (v4) *(uint2 *)dst_ = make_uint2(o_[0] | (uint32_t)o_[1] << 16, o_[2] | (uint32_t)o_[3] << 16); \
+        else                                                                                        \
+            _Pragma("unroll") for (int c = 0; c < 4; c++) if (n + c < d.N) dst_[c] = o_[c];         \
+    } while (0)
 /* v22: the split-K sum of a cluster of `splits` CTAs (one per split, cluster
  * rank = split) through distributed shared memory, in place of fp32 partials
  * in global memory and a last-arriving block. Each CTA has staged its partial
@@ -310,15 +324,7 @@ __device__ __forceinline__ void cluster_split_sum(const Dev &p, int e, uint32_t 
                 if (tsm) q[r].x *= ts, q[r].y *= ts, q[r].z *= ts, q[r].w *= ts;
                 v[0] += q[r].x, v[1] += q[r].y, v[2] += q[r].z, v[3] += q[r].w;
             }
-        uint16_t o[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) o[c] = f2h(v[c] + (n + c < d.N ? bias_at(p, e, n + c) : 0.0f), d.out_bf16);
-        uint16_t *dst = y + (r0 + ml) * d.N + n;
-        if (v4) *(uint2 *)dst = make_uint2(o[0] | (uint32_t)o[1] << 16, o[2] | (uint32_t)o[3] << 16);
-        else
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                if (n + c < d.N) dst[c] = o[c];
+        HCK_STORE_OUT4(y + (r0 + ml) * d.N + n, v[c] + (n + c < d.N ? bias_at(p, e, n + c) : 0.0f));
     }
 }
 #endif
@@ -824,15 +830,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                     for (int c = 0; c < 4; c++)
                         if (n + c < d.N) dst[c] = vv[c];
             } else {
-                uint16_t o[4];
-#pragma unroll
-                for (int c = 0; c < 4; c++) o[c] = f2h(vv[c] + bs[c], d.out_bf16);
-                uint16_t *dst = y + (r0 + ml) * d.N + n;
-                if (v4) *(uint2 *)dst = make_uint2(o[0] | (uint32_t)o[1] << 16, o[2] | (uint32_t)o[3] << 16);
-                else
-#pragma unroll
-                    for (int c = 0; c < 4; c++)
-                        if (n + c < d.N) dst[c] = o[c];
+                HCK_STORE_OUT4(y + (r0 + ml) * d.N + n, vv[c] + bs[c]);
             }
         }
     }
