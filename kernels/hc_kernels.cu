@@ -30,6 +30,9 @@ extern "C" {
 
 namespace {
 
+/* How a split wgmma launch sums its splits' partials (Dev::sum_mode). */
+enum { HCK_SUM_LAST = 0, HCK_SUM_CLUSTER = 1, HCK_SUM_COOP = 2 };
+
 struct Dev {
     hck_desc d;
     const uint32_t *w;
@@ -38,7 +41,7 @@ struct Dev {
     const float *gl;
     const uint16_t *bias;
     int *counters; /* split-K arrival counters of the small-M kernel (zero between launches) */
-    int cluster_sum; /* wgmma kernel (v22): launched as clusters of its splits, summed in shared memory */
+    int sum_mode;  /* wgmma kernel's split sum: HCK_SUM_LAST, _CLUSTER (v22) or _COOP (v23) */
 };
 
 constexpr int BM = 64, BN = 64, THREADS = 128;
@@ -1796,21 +1799,55 @@ bool wg_cluster_sum(const Plan &pl)
     return HCK_SYNC_KW && pl.wg == 16 && pl.wf == small::W_U4A16 && pl.splits > 1 && pl.splits <= most;
 }
 
-/* Launches wgmma kernel f as clusters of its pl.splits CTAs along z, which sum
- * the splits in shared memory (wg_cluster_sum). */
-cudaError_t launch_wg_cluster(hopper::WgFn f, dim3 grid, const Plan &pl, size_t smem, const CUtensorMap &tm,
-                              const CUtensorMap &wm, const Dev &dev, const float *ts, const int64_t *doff,
-                              uint16_t *dy, float *ws, cudaStream_t st)
+/* Whether the wgmma plan's splits share the split sum (v23): a cooperative
+ * launch, so that every split can wait for all the others' partials and then
+ * sum 1 / splits of the tile group's columns, instead of the last one summing
+ * them all; from HCK_COOP_MIN (default 8) tokens per expert, where the last
+ * block's sum costs more than the wait, and only for a grid of `ctas` that
+ * kernel f (smem bytes) can hold resident at once. HCK_WG_COOP=0/1 overrides
+ * the token rule (2: the cooperative launch with the last block's sum, to time
+ * the launch alone). Measured (8192^2, clean L2, ms, last block / shared):
+ * M = 1 0.0190 / 0.0200, M = 6 0.0206 / 0.0206, M = 8 0.0209 / 0.0208, M = 12
+ * 0.0235 / 0.0220, M = 16 0.0245 / 0.0221. */
+int wg_coop_sum(const Plan &pl, int64_t max_rows, hopper::WgFn f, size_t smem, int64_t ctas)
+{
+    static const char *const env = getenv("HCK_WG_COOP"), *const least = getenv("HCK_COOP_MIN");
+    if (pl.splits < 2 || ctas > (int64_t)sm_count() * blocks_per_sm((const void *)f, hopper::nt_of(pl.wg), smem, 0))
+        return 0;
+    if (env) return atoi(env);
+    return max_rows >= (least ? atoll(least) : 8);
+}
+
+/* Launches wgmma kernel f with the split sum `mode`: HCK_SUM_CLUSTER as
+ * clusters of its pl.splits CTAs along z (wg_cluster_sum), HCK_SUM_COOP as a
+ * cooperative launch (wg_coop_sum; -HCK_SUM_COOP: cooperative, but the last
+ * block sums); a grid too large to be resident at once falls back to the
+ * last-block sum. */
+cudaError_t launch_wg_ex(hopper::WgFn f, int mode, dim3 grid, const Plan &pl, size_t smem, const CUtensorMap &tm,
+                         const CUtensorMap &wm, const Dev &dev, const float *ts, const int64_t *doff, uint16_t *dy,
+                         float *ws, cudaStream_t st)
 {
     Dev dv = dev;
-    dv.cluster_sum = 1;
+    dv.sum_mode = mode < 0 ? HCK_SUM_LAST : mode; /* -HCK_SUM_COOP: the launch without the shared sum */
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)pl.splits;
+    if (mode == HCK_SUM_CLUSTER) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)pl.splits;
+    } else {
+        attr[0].id = cudaLaunchAttributeCooperative;
+        attr[0].val.cooperative = 1;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid, cfg.blockDim = dim3((unsigned)hopper::nt_of(pl.wg)), cfg.dynamicSmemBytes = smem;
     cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
+    cudaError_t e = cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
+    if (e == cudaErrorCooperativeLaunchTooLarge) {
+        (void)cudaGetLastError();
+        dv.sum_mode = HCK_SUM_LAST;
+        f<<<grid, hopper::nt_of(pl.wg), smem, st>>>(tm, wm, dv, ts, doff, dy, pl.splits, ws);
+        e = cudaGetLastError();
+    }
+    return e;
 }
 
 Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
@@ -1981,7 +2018,11 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg, pl.var);
             dim3 grid((unsigned)((d.Np / 64 + sh.tiles - 1) / sh.tiles),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
-            if (wg_cluster_sum(pl)) return launch_wg_cluster(f, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
+            if (wg_cluster_sum(pl))
+                return launch_wg_ex(f, HCK_SUM_CLUSTER, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
+            if (const int coop = wg_coop_sum(pl, max_rows, f, sh.smem, (int64_t)grid.x * grid.y * grid.z))
+                return launch_wg_ex(f, coop == 2 ? -HCK_SUM_COOP : HCK_SUM_COOP, grid, pl, sh.smem, tm, wm, L->dev, ts,
+                                    doff, dy, ws, st);
             f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();
         }

@@ -85,6 +85,15 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_CSUM_TOKEN(g, mrows) ((g) / 16 % (mrows))
 #define HCK_CSUM_COL(g) (4 * ((g) % 16))
 
+/* The split sum of a cooperative launch (v23): split `split` sums column quads
+ * [HCK_CSUM_BEGIN(q, split), HCK_CSUM_BEGIN(q, split + 1)) of every token row
+ * (q = 16 per tile). Each split adds 1 to the tile group's counter when its
+ * partials are stored, waits until HCK_COOP_ALL_IN, sums, adds 1 again, and
+ * the split whose second add returns HCK_COOP_LAST_OUT zeroes the counter for
+ * the next launch (no split still waits then). */
+#define HCK_COOP_ALL_IN(seen, splits) ((seen) >= (splits))
+#define HCK_COOP_LAST_OUT(old, splits) ((old) == 2 * (splits) - 1)
+
 /* The fp8 wgmma variant's decoders (v11), plain C so that
  * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
  * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A

@@ -289,6 +289,32 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
         else                                                                                        \
             _Pragma("unroll") for (int c = 0; c < 4; c++) if (n + c < d.N) dst_[c] = o_[c];         \
     } while (0)
+/* The split sum of a cooperative launch (HCK_SUM_COOP; the protocol at
+ * HCK_COOP_ALL_IN in hc_kernels.h): this split's partials are stored and
+ * fenced; it counts itself in at ctr, waits for all `splits`, sums its share
+ * of each token row's q column quads from c0 (split_sum: in split order, plus
+ * the bias) and counts itself out. Waiting is safe only when the whole grid is
+ * resident, which the cooperative launch guarantees. */
+template <int U>
+__device__ __forceinline__ void coop_split_sum(const Dev &p, int e, const float *ws, uint16_t *__restrict__ y,
+                                               int64_t r0, int mrows, int64_t c0, int q, int64_t stride, int *ctr,
+                                               int split, int splits, int tid, int nt)
+{
+    if (tid == 0) {
+        atomicAdd(ctr, 1);
+        int seen;
+        do {
+            asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(ctr) : "memory");
+            if (!HCK_COOP_ALL_IN(seen, splits)) __nanosleep(32);
+        } while (!HCK_COOP_ALL_IN(seen, splits));
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(nt) : "memory");
+    __threadfence();
+    const int qb = HCK_CSUM_BEGIN(q, split, splits), qe = HCK_CSUM_BEGIN(q, split + 1, splits);
+    split_sum<U>(p, e, ws, y, r0, mrows, c0 + 4 * qb, 4 * (qe - qb), stride, splits, tid, nt);
+    if (tid == 0 && HCK_COOP_LAST_OUT(atomicAdd(ctr, 1), splits)) atomicExch(ctr, 0);
+}
+
 /* v22: the split-K sum of a cluster of `splits` CTAs (one per split, cluster
  * rank = split) through distributed shared memory, in place of fp32 partials
  * in global memory and a last-arriving block. Each CTA has staged its partial
@@ -781,7 +807,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
         }
     }
-    if (KW && p.cluster_sum && splits > 1) { /* v22: launched as clusters of the splits */
+    if (KW && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) { /* v22: launched as clusters of the splits */
         cluster_sync();                        /* every split's tiles staged */
         cluster_split_sum(p, e, sbase + 4u * (uint32_t)(NWG * NTOK * (EST + 1)), NTOK * (EST + 1), BT,
                           tok_scale ? tsm : nullptr, y, r0, mrows, blockIdx.x * BT, ntiles, split, splits, tid,
@@ -841,6 +867,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     __threadfence();
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
     int *ctr = p.counters + ((int64_t)e * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    if (p.sum_mode == HCK_SUM_COOP) { /* v23: every split resident; each sums a share of the columns */
+        coop_split_sum<Tok<NTOK>::BIG ? 4 : 1>(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16,
+                                                Mtot * d.N, ctr, split, splits, tid, NWG * 128);
+        return;
+    }
     if (tid == 0) s_last = atomicAdd(ctr, 1) == splits - 1;
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
     if (!s_last) return;

@@ -543,6 +543,38 @@ static void test_wgmma_cluster_sum(void **st)
             }
 }
 
+/* The cooperative split sum (v23): the splits' column shares partition each
+ * token row, and the counter protocol lets no split sum before all are in and
+ * leaves the counter zero, whatever order the splits run in. */
+static void test_wgmma_coop_sum(void **st)
+{
+    (void)st;
+    uint32_t rng = 12345u;
+    for (int bt = 1; bt <= 4; bt++)
+        for (int splits = 2; splits <= 8; splits++) {
+            const int q = 16 * bt;
+            int seen[64] = {0};
+            for (int s = 0; s < splits; s++)
+                for (int g = HCK_CSUM_BEGIN(q, s, splits); g < HCK_CSUM_BEGIN(q, s + 1, splits); g++) seen[g]++;
+            for (int g = 0; g < q; g++) assert_int_equal(seen[g], 1);
+            for (int trial = 0; trial < 50; trial++) { /* random interleavings of in / wait / out */
+                int ctr = 0, state[8] = {0}, arrived = 0, resets = 0, done = 0;
+                while (done < splits) {
+                    rng = rng * 1664525u + 1013904223u;
+                    const int s = (int)(rng >> 16) % splits;
+                    if (state[s] == 0) ctr++, arrived++, state[s] = 1;
+                    else if (state[s] == 1 && HCK_COOP_ALL_IN(ctr, splits)) assert_int_equal(arrived, splits), state[s] = 2;
+                    else if (state[s] == 2) {
+                        if (HCK_COOP_LAST_OUT(ctr++, splits)) ctr = 0, resets++;
+                        state[s] = 3, done++;
+                    }
+                }
+                assert_int_equal(ctr, 0);
+                assert_int_equal(resets, 1);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -556,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
         cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_wgmma_epilogue_staging),
         cmocka_unit_test(test_wgmma_kw),         cmocka_unit_test(test_wgmma_cluster_sum),
+        cmocka_unit_test(test_wgmma_coop_sum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
