@@ -1,13 +1,14 @@
 """Reference timings on the same GPU run as our kernels (bench/run_bench.sh):
 cuBLAS fp16 through PyTorch, and the real Humming library (humming-kernels
 wheel, carried to the device; never committed). One line per cell:
-  REF cublas fp16 N= K= M= median X ms eager Y ms noflush Z ms
-  REF humming FORMAT N= K= M= median X ms eager Y ms noflush Z ms first W ms
+  REF cublas fp16 N= K= M= median X ms eager Y ms noflush Z ms clean C ms
+  REF humming FORMAT N= K= M= median X ms eager Y ms noflush Z ms first W ms clean C ms
 `median` is the replay of the call captured as a CUDA graph (no Python or
 launch gaps), `eager` the plain `layer(x)` call, both triton.testing.do_bench
 medians, which zero a 256 MB buffer before each call (L2 flushed, as our
 HCK_TIME_FLUSH=1); `noflush` the median of back-to-back graph replays (as our
-default timing). `first` is the first call of a (format, shape), which
+default timing); `clean` the median of graph replays each after a read of a
+256 MB buffer (L2 full but clean, as our HCK_TIME_FLUSH=2). `first` is the first call of a (format, shape), which
 compiles Humming's kernel (`newM` for a later token count). argv[1]: time
 budget in seconds for the Humming part (cells past it are listed as skipped);
 argv[2] (optional): "all" for every format on every shape. Environment:
@@ -66,13 +67,32 @@ def graph_noflush(fn, iters=100):
     return t[len(t) // 2]
 
 
+def graph_clean(fn, iters=100):
+    """median of replays of fn's graph, each after a read (a sum) of a 256 MB
+    buffer outside its event pair: L2 full of clean lines, as after another
+    layer's weight reads (our HCK_TIME_FLUSH=2)."""
+    g = graph_of(fn)
+    buf = torch.ones(64 << 20, dtype=torch.int32, device=dev)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for a, b in ev:
+        buf.sum()
+        a.record()
+        g.replay()
+        b.record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in ev)
+    del buf
+    return t[len(t) // 2]
+
+
 torch.manual_seed(0)
 for N, K in shapes:
     w = torch.randn(N, K, device=dev, dtype=torch.float16) * 0.02
     for M in Ms:
         x = torch.randn(M, K, device=dev, dtype=torch.float16)
         print(f"REF cublas fp16 N={N} K={K} M={M} median {graph_med(lambda: x @ w.t()):.4f} ms "
-              f"eager {med(lambda: x @ w.t()):.4f} ms noflush {graph_noflush(lambda: x @ w.t()):.4f} ms", flush=True)
+              f"eager {med(lambda: x @ w.t()):.4f} ms noflush {graph_noflush(lambda: x @ w.t()):.4f} ms "
+              f"clean {graph_clean(lambda: x @ w.t()):.4f} ms", flush=True)
     del w
 
 try:
@@ -119,11 +139,12 @@ for name, wc, adt in cells:
                 try:
                     gm = f"{graph_med(lambda: layer(x)):.4f}"
                     gn = f"{graph_noflush(lambda: layer(x)):.4f}"
+                    gc = f"{graph_clean(lambda: layer(x)):.4f}"
                 except Exception as e:  # noqa: BLE001
-                    gm = gn = "nan"
+                    gm = gn = gc = "nan"
                     print(f"REF humming {name} N={N} K={K} M={M} graph capture failed: {e!r}"[:300])
                 print(f"REF humming {name} N={N} K={K} M={M} median {gm} ms eager {eager:.4f} ms "
-                      f"noflush {gn} ms {tag} {first:.1f} ms", flush=True)
+                      f"noflush {gn} ms {tag} {first:.1f} ms clean {gc} ms", flush=True)
             except Exception as e:  # noqa: BLE001
                 print(f"REF humming {name} N={N} K={K} M={M} FAILED: {e!r}"[:400], flush=True)
         del layer
