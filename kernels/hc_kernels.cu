@@ -1790,8 +1790,9 @@ int wg_f8_tokens(const hck_desc &d, int wf, int64_t max_rows, int ntok)
  * cluster of two CTAs per tile group and token block. Measured (flushed, ms,
  * against partials in global memory): 28672 x 8192 M = 1 0.0488 vs 0.0504, M =
  * 16 0.0539 vs 0.0565. Clusters of 4 and 8 were slower (8192^2 M = 1, 8
- * splits: 0.0320 vs 0.0220; 4 splits 0.0272 vs 0.0228). HCK_WG_CSUM=1 takes
- * 2-8 splits. */
+ * splits: 0.0320 vs 0.0220; 4 splits 0.0272 vs 0.0228). It also beats the
+ * cooperative shared sum at two splits (v23, M = 16: 0.0526 vs 0.0542 ms, L2
+ * clean), so it goes first. HCK_WG_CSUM=1 takes 2-8 splits. */
 bool wg_cluster_sum(const Plan &pl)
 {
     static const char *const env = getenv("HCK_WG_CSUM");
