@@ -292,6 +292,22 @@ static int bench_ms(int *ms, int cap)
     return n;
 }
 
+/* HC_BENCH_BIAS=0 / 1: the timed layer has no bias / a bias (default: as
+ * make_pre drew it, on about half the layers). Humming is timed with none
+ * (bench/bench_ref.py), and a bias costs the epilogue a load. */
+static int bench_bias(hc_layer_tensors *pre, int64_t N)
+{
+    const char *env = getenv("HC_BENCH_BIAS");
+    if (env == NULL) return 0;
+    hc_tensor_free(&pre->bias);
+    memset(&pre->bias, 0, sizeof pre->bias);
+    if (atoi(env) == 0) return 0;
+    if (hc_tensor_alloc(&pre->bias, HC_DT_F16, 1, &N, NULL) != HC_OK) return -1;
+    uint16_t *bb = pre->bias.data;
+    for (int64_t i = 0; i < N; i++) bb[i] = hc_f32_to_f16((float)grand());
+    return 0;
+}
+
 /* Benchmark shapes: our kernel's median time per (format, N, K, M). */
 static void bench(int simt)
 {
@@ -324,7 +340,7 @@ static void bench(int simt)
             hc_layer_tensors pre, post;
             memset(&post, 0, sizeof post);
             if (hc_layer_plan(&c, 0, 1, N, K, &m, &err) != HC_OK ||
-                make_pre(&t, &c, 0, 1, N, K, &pre, &err) != 0 ||
+                make_pre(&t, &c, 0, 1, N, K, &pre, &err) != 0 || bench_bias(&pre, N) != 0 ||
                 hc_layer_transform(&c, &m, &pre, &post, &err) != HC_OK) {
                 printf("BENCH %s %lldx%lld: setup failed: %s\n", f[i].name, (long long)N,
                        (long long)K, err.msg);
