@@ -42,7 +42,7 @@ KERNELS    := $(if $(NVCC),$(KERNELS_SO),kernels-skip)
 .PHONY: all deps test asan valgrind demo bench clean kernels-skip fuzz fuzz-build fuzz-deps
 all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(KERNELS)
 
-$(KERNELS_SO): kernels/hc_kernels.cu kernels/hc_wgmma.cuh kernels/hc_kernels.h
+$(KERNELS_SO): kernels/hc_kernels.cu kernels/hc_wgmma.cuh kernels/hc_timeline.cuh kernels/hc_kernels.h
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $@"
 	@$(NVCC) $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -o $@ kernels/hc_kernels.cu

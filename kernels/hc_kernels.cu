@@ -2252,6 +2252,9 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
     }
     std::sort(t.begin(), t.end());
     *median_ms = t.empty() ? 0.0f : t[t.size() / 2];
+#ifdef HCK_TIMELINE
+    hopper::timeline_report(); /* the last timed launch (kernels/hc_timeline.cuh) */
+#endif
     rc = 0;
 fail:
     if (gx) cudaGraphExecDestroy(gx);

@@ -14,7 +14,8 @@
  * wgmma N; 16 multiplies with mma.sync), plus a
  * producer: from 128 tokens a warpgroup that hands its registers to the
  * consumers (setmaxnreg; with a lone producer warp, a scheduler holding 3 warps
- * caps every thread at 168 registers, too few for n256), below one warp. K runs in stages of 64, S buffers deep: one producer thread loads a
+ * caps every thread at 168 registers, too few for n256), below one warp. K runs in stages of 64, S buffers deep: one producer thread (with 16 tokens,
+ * lane 0 of each of two producer warps, alternating stages, v25) loads a
  * stage with a TMA copy of the activations (128-byte swizzled as the wgmma
  * descriptor expects; zero past the tensor's edge), a TMA copy of the stage's
  * tile rows of the block's tiles (3-D weight map) and a bulk copy per scale group,
@@ -27,6 +28,7 @@
  * one bulk copy per tile row kept the producer at ~0.85 us per stage. */
 namespace hopper {
 constexpr int NWG = 2; /* consumer warpgroups */
+#include "hc_timeline.cuh"
 /* The 16-token variant's shape (v9; -D overrides for diagnostic builds): tiles
  * per warpgroup with 4-bit weights, main loop unrolled by a ring turn (buffer
  * offsets become constants), blocks per SM the registers must allow, stages. */
@@ -38,6 +40,9 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #endif
 #ifndef HCK_SYNC_MINB
 #define HCK_SYNC_MINB 2
+#endif
+#ifndef HCK_SYNC_NPW
+#define HCK_SYNC_NPW 2 /* producer warps (v25): warp w issues stages w, w + NPW, ... */
 #endif
 #ifndef HCK_SYNC_KW
 #define HCK_SYNC_KW 1 /* uint4 x 16-bit: warps split a stage by tile and k (v21; 0: by columns) */
@@ -64,14 +69,16 @@ constexpr int NWG = 2; /* consumer warpgroups */
 template <int NTOK> struct Tok {
     static constexpr bool BIG = NTOK >= 128;
     static constexpr int S = NTOK == 256 ? 5 : 8, XB = NTOK * 128;
-    static constexpr int NT = NWG * 128 + (BIG ? 128 : 32), MINB = BIG ? 1 : NTOK == 16 ? HCK_SYNC_MINB : 2;
+    /* producer warps of which lane 0 issues copies: 16 tokens, HCK_SYNC_NPW (v25) */
+    static constexpr int NPW = NTOK == 16 ? HCK_SYNC_NPW : 1;
+    static constexpr int NT = NWG * 128 + (BIG ? 128 : 32 * NPW), MINB = BIG ? 1 : NTOK == 16 ? HCK_SYNC_MINB : 2;
     /* 16 tokens: mma.sync m16n8k16 instead of wgmma (the A fragments and the
      * accumulators have the same layout; measured, v8: 28672 x 8192 M = 16 79.7 ->
      * 75.7 us, 8192 x 28672 70.2 -> 68.4) */
     static constexpr bool SYNC = NTOK == 16;
 };
 /* threads of the variant for ntok tokens */
-inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : Tok<64>::NT; }
+inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : ntok == 16 ? Tok<16>::NT : Tok<64>::NT; }
 
 /* Variants of a (format, tokens) kernel: standard; wide (two tiles per
  * warpgroup, 4-bit weights, 128 tokens); fp8 (e4m3 x e4m3 wgmma k32 for the
@@ -427,6 +434,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     const int64_t r0 = offsets[e] + (int64_t)blockIdx.y * NTOK, r1 = offsets[e + 1];
     if (r0 >= r1) return;
     const int mrows = (int)min((int64_t)NTOK, r1 - r0);
+    HCK_TL_BEGIN();
     /* an even stage count: the consumer loop runs stage pairs with no branch between
      * the wgmmas (a conditional second stage makes ptxas serialize them); a stage
      * past K reads zero activations */
@@ -445,17 +453,23 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
     __syncthreads();
 
-    if (wg == NWG) { /* producer: gives its registers to the consumers; one lane issues every copy */
+    if (wg == NWG) { /* producer: gives its registers to the consumers; lane 0 of each producer warp issues */
         if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-        if (tid != NWG * 128) return;
+        /* with 16 tokens, warp pw issues stages pw, pw + NPW, ...: one thread's issue
+         * path took ~90% of a stage's time (v25, clock64: it waited on `empty` 10%) */
+        constexpr int NPW = Tok<NTOK>::NPW;
+        static_assert(S % NPW == 0, "each ring buffer has one producer");
+        const int pw = (tid - NWG * 128) / 32;
+        if (tid % 32 != 0 || pw >= NPW) return;
         const int gs = (int)d.group_size, ngs = !SCALE_C && gs == 32 ? 2 : 1; /* groups per stage */
         const int spg = SCALE_C || gs < 64 ? 1 : gs / 64;                     /* stages per group */
         constexpr uint32_t SCB = G::SBYTE ? 64 : 128;                         /* scale bytes per group and tile */
         const int nb0 = blockIdx.x * BT, ntl = min(BT, ntiles - nb0);         /* the block's valid tiles */
         const uint32_t bytes = XB + R * BT * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
-        for (int i = 0; i < nst; i++) { /* i: buffer use, st: stage of K */
+        HCK_TL_WAITS(pwait);
+        for (int i = pw; i < nst; i += NPW) { /* i: buffer use, st: stage of K */
             const int b = i % S, st = sa + i;
-            if (i >= S) mbar_wait(empty + 8 * b, ((i / S) - 1) & 1);
+            HCK_TL_TIMED_WAIT(pwait, if (i >= S) mbar_wait(empty + 8 * b, ((i / S) - 1) & 1));
             const uint32_t buf = sbase + b * SST, bar = full + 8 * b;
             mbar_expect(bar, bytes);
             tma_box(buf, &tm, st * 64, (int)r0, bar);
@@ -469,10 +483,12 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                               p.s + ((e * d.G + g) * d.Np + (int64_t)nb0 * 64) * (G::SBYTE ? 1 : 2), ntl * SCB, bar);
                 }
         }
+        HCK_TL_SAVE(pwait, 0, pw == 0);
         return;
     }
 
     if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
+    HCK_TL_EXIT_GUARD();
     /* 16 tokens, uint4 x 16-bit (v21): the warpgroup's four warps split a stage by
      * tile and k (HCK_KW_*: TPW tiles, 4 / TPW warps along k), each taking all 64
      * columns of its tile. A lane's words of a tile row (lane * 4 + n16 block,
@@ -564,8 +580,9 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         }
     };
     /* KW: stage buffer b (phase ph) */
+    HCK_TL_WAITS(cwait);
     auto compute_kw = [&](int b, int ph) {
-        mbar_wait(full + 8 * b, ph);
+        HCK_TL_TIMED_WAIT(cwait, mbar_wait(full + 8 * b, ph));
         const uint8_t *bp = smem + b * SST;
         const int row0 = HCK_KW_ROW(warp, 0, TPW), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
         uint32_t sc[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}; /* [n16 block][row half], as pairs */
@@ -718,6 +735,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         }
         promote(last_half{});
     } else if (KW) {
+        HCK_TL_FIRST_STAGE(full);
         for (int k0 = 0; k0 < nst; k0 += S) {
             const int ph = (k0 / S) & 1;
 #pragma unroll
@@ -743,6 +761,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             compute(kt + 1, 1, (kt + 1) % S, ((kt + 1) / S) & 1);
         }
     }
+    HCK_TL_STAMP(TL_LOOP);
+    HCK_TL_SAVE(cwait, 2, tid == 0);
     if (!Tok<NTOK>::SYNC && !G::F8) {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
@@ -807,8 +827,10 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
         }
     }
+    HCK_TL_STAMP(TL_STAGED);
     if (KW && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) { /* v22: launched as clusters of the splits */
         cluster_sync();                        /* every split's tiles staged */
+        HCK_TL_STAMP(TL_SYNCED);
         cluster_split_sum(p, e, sbase + 4u * (uint32_t)(NWG * NTOK * (EST + 1)), NTOK * (EST + 1), BT,
                           tok_scale ? tsm : nullptr, y, r0, mrows, blockIdx.x * BT, ntiles, split, splits, tid,
                           NWG * 128);
@@ -866,6 +888,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     __shared__ int s_last;
     __threadfence();
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
+    HCK_TL_STAMP(TL_FENCED);
     int *ctr = p.counters + ((int64_t)e * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
     if (p.sum_mode == HCK_SUM_COOP) { /* v23: every split resident; each sums a share of the columns */
         coop_split_sum<Tok<NTOK>::BIG ? 4 : 1>(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16,
@@ -874,6 +897,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
     if (tid == 0) s_last = atomicAdd(ctr, 1) == splits - 1;
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
+    HCK_TL_STAMP(TL_SYNCED);
     if (!s_last) return;
     __threadfence();
     /* four groups per thread where registers allow (16 and 64 tokens: 2-3 blocks
