@@ -31,7 +31,7 @@ extern "C" {
 namespace {
 
 /* How a split wgmma launch sums its splits' partials (Dev::sum_mode). */
-enum { HCK_SUM_LAST = 0, HCK_SUM_CLUSTER = 1, HCK_SUM_COOP = 2 };
+enum { HCK_SUM_LAST = 0, HCK_SUM_CLUSTER = 1, HCK_SUM_COOP = 2, HCK_SUM_POLL = 3 };
 
 struct Dev {
     hck_desc d;
@@ -41,7 +41,7 @@ struct Dev {
     const float *gl;
     const uint16_t *bias;
     int *counters; /* split-K arrival counters of the small-M kernel (zero between launches) */
-    int sum_mode;  /* wgmma kernel's split sum: HCK_SUM_LAST, _CLUSTER (v22) or _COOP (v23) */
+    int sum_mode;  /* wgmma kernel's split sum: HCK_SUM_LAST, _CLUSTER (v22), _COOP (v23) or _POLL (v47) */
 };
 
 constexpr int BM = 64, BN = 64, THREADS = 128;
@@ -1323,6 +1323,25 @@ __global__ void random_kernel(uint16_t *x, int64_t n, int bf16, uint32_t seed)
     }
 }
 
+__global__ void fill_kernel(uint32_t *p, int64_t n, uint32_t v)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+/* A split workspace of `bytes` (0: none, *ws = nullptr) with every float
+ * HCK_WS_EMPTY, as the polled split sum needs it between launches (its
+ * launches leave it so); the caller frees *ws with cudaFree. */
+cudaError_t ws_alloc(float **ws, size_t bytes)
+{
+    *ws = nullptr;
+    if (bytes == 0) return cudaSuccess;
+    cudaError_t e = cudaMalloc((void **)ws, bytes);
+    if (e != cudaSuccess) return e;
+    fill_kernel<<<256, 256>>>((uint32_t *)*ws, (int64_t)(bytes / 4), HCK_WS_EMPTY);
+    return cudaGetLastError();
+}
+
 #define CK(call)                                                                              \
     do {                                                                                      \
         cudaError_t e_ = (call);                                                              \
@@ -1800,7 +1819,10 @@ bool wg_cluster_sum(const Plan &pl)
     return HCK_SYNC_KW && pl.wg == 16 && pl.wf == small::W_U4A16 && pl.splits > 1 && pl.splits <= most;
 }
 
-/* Whether the wgmma plan's splits share the split sum (v23): a cooperative
+/* The split sum of a wgmma plan's launch: 0 (the last block sums), or, as a
+ * cooperative launch, HCK_SUM_COOP / HCK_SUM_POLL / -HCK_SUM_COOP.
+ *
+ * Whether the wgmma plan's splits share the split sum (v23): a cooperative
  * launch, so that every split can wait for all the others' partials and then
  * sum 1 / splits of the tile group's columns, instead of the last one summing
  * them all; from HCK_COOP_MIN (default 8) tokens per expert, where the last
@@ -1809,14 +1831,23 @@ bool wg_cluster_sum(const Plan &pl)
  * the token rule (2: the cooperative launch with the last block's sum, to time
  * the launch alone). Measured (8192^2, clean L2, ms, last block / shared):
  * M = 1 0.0190 / 0.0200, M = 6 0.0206 / 0.0206, M = 8 0.0209 / 0.0208, M = 12
- * 0.0235 / 0.0220, M = 16 0.0245 / 0.0221. */
-int wg_coop_sum(const Plan &pl, int64_t max_rows, hopper::WgFn f, size_t smem, int64_t ctas)
+ * 0.0235 / 0.0220, M = 16 0.0245 / 0.0221.
+ * v47: where it is shared, at 16 and 64 tokens with rows of whole float4s and
+ * at most 8 splits, the polled sum (HCK_SUM_POLL; HCK_WG_POLL=0: off) takes the
+ * counter's place. Measured (W4A16, clean L2, ms, polled / counter): 8192^2 M
+ * = 8 0.0206 / 0.0212, M = 16 0.0217 / 0.0222, M = 32 0.0325 / 0.0333; W4A8
+ * 8192^2 M = 16 0.0282 / 0.0290; below 8 tokens the last block's sum stays
+ * faster (M = 1 0.0191-0.0193 against 0.0196-0.0198 polled). */
+int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgFn f, size_t smem, int64_t ctas)
 {
     static const char *const env = getenv("HCK_WG_COOP"), *const least = getenv("HCK_COOP_MIN");
+    static const char *const poll = getenv("HCK_WG_POLL");
     if (pl.splits < 2 || ctas > (int64_t)sm_count() * blocks_per_sm((const void *)f, hopper::nt_of(pl.wg), smem, 0))
         return 0;
-    if (env) return atoi(env);
-    return max_rows >= (least ? atoll(least) : 8);
+    if (env) return atoi(env) == 2 ? -HCK_SUM_COOP : atoi(env) ? HCK_SUM_COOP : 0;
+    if (max_rows < (least ? atoll(least) : 8)) return 0;
+    const bool polled = pl.wg <= 64 && d.N % 4 == 0 && pl.splits <= 8 && (poll == nullptr || atoi(poll) != 0);
+    return polled ? HCK_SUM_POLL : HCK_SUM_COOP;
 }
 
 /* Launches wgmma kernel f with the split sum `mode`: HCK_SUM_CLUSTER as
@@ -1976,6 +2007,11 @@ cudaError_t weight_tensor_map(CUtensorMap *tm, const hck_desc &d, const uint32_t
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+/* Enqueues layer L on `rows` tokens of dx (expert offsets doff, at most
+ * max_rows per expert) into dy on stream st. ws: the plan's split workspace
+ * (ws_bytes), from ws_alloc and used by this layer's plan only (the polled sum
+ * needs it empty; a launch of another plan may leave partials in it); nullptr:
+ * no splits. */
 cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const int64_t *doff,
                    int64_t max_rows, float *dcodes, float *dscales, uint16_t *dy, int simt,
                    float *ws, cudaStream_t st)
@@ -2021,9 +2057,8 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
             if (wg_cluster_sum(pl))
                 return launch_wg_ex(f, HCK_SUM_CLUSTER, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
-            if (const int coop = wg_coop_sum(pl, max_rows, f, sh.smem, (int64_t)grid.x * grid.y * grid.z))
-                return launch_wg_ex(f, coop == 2 ? -HCK_SUM_COOP : HCK_SUM_COOP, grid, pl, sh.smem, tm, wm, L->dev, ts,
-                                    doff, dy, ws, st);
+            if (const int mode = wg_coop_sum(pl, d, max_rows, f, sh.smem, (int64_t)grid.x * grid.y * grid.z))
+                return launch_wg_ex(f, mode, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
             f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();
         }
@@ -2122,7 +2157,7 @@ extern "C" int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows,
     CK(cudaMalloc((void **)&doff, off.size() * 8));
     {
         const size_t wb = ws_bytes(make_plan(d, max_rows, simt, 1), rows, d.N);
-        if (wb) CK(cudaMalloc((void **)&ws, wb));
+        CK(ws_alloc(&ws, wb));
     }
     CK(cudaMemcpy(dx, x, xb, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(doff, off.data(), off.size() * 8, cudaMemcpyHostToDevice));
@@ -2202,7 +2237,7 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
     if (flush_bytes) CK(cudaMemset(flush, 0, flush_bytes));
     {
         const size_t wb = ws_bytes(make_plan(d, rows, simt, 1), rows, d.N);
-        if (wb) CK(cudaMalloc((void **)&ws, wb));
+        CK(ws_alloc(&ws, wb));
     }
     random_kernel<<<1024, 256>>>(dx, rows * d.K, d.out_bf16, 12345u);
     CK(cudaGetLastError());

@@ -94,6 +94,16 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_COOP_ALL_IN(seen, splits) ((seen) >= (splits))
 #define HCK_COOP_LAST_OUT(old, splits) ((old) == 2 * (splits) - 1)
 
+/* The polled split sum (v47): every float of the workspace holds HCK_WS_EMPTY
+ * between launches; a split stores its partials, each split polls its share of
+ * the other splits' partials until no float of it is HCK_WS_EMPTY, sums and
+ * writes HCK_WS_EMPTY back. A signalling NaN with a payload: arithmetic only
+ * makes quiet NaNs, so no partial sum can take this value (the quiet bit,
+ * HCK_NAN_QUIET, is clear). Shared by kernels/hc_wgmma.cuh and
+ * tests/test_kernel_fragments.c. */
+#define HCK_WS_EMPTY 0x7FB0DEADu
+#define HCK_NAN_QUIET 0x00400000u
+
 /* The fp8 wgmma variant's decoders (v11), plain C so that
  * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
  * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A

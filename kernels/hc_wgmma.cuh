@@ -322,6 +322,70 @@ __device__ __forceinline__ void coop_split_sum(const Dev &p, int e, const float 
     if (tid == 0 && HCK_COOP_LAST_OUT(atomicAdd(ctr, 1), splits)) atomicExch(ctr, 0);
 }
 
+/* 16 bytes at gpu scope, relaxed: the polled split sum's partials (a weak
+ * access would race with the pollers in the memory model) */
+__device__ __forceinline__ float4 ld_relaxed_f4(const float *src)
+{
+    float4 v;
+    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(src) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_relaxed_f4(float *dst, float4 v)
+{
+    asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1, %2, %3, %4};"
+                 ::"l"(dst), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+__device__ __forceinline__ bool ws_empty4(float4 v)
+{
+    return __float_as_uint(v.x) == HCK_WS_EMPTY || __float_as_uint(v.y) == HCK_WS_EMPTY ||
+           __float_as_uint(v.z) == HCK_WS_EMPTY || __float_as_uint(v.w) == HCK_WS_EMPTY;
+}
+/* The polled split sum (v47, HCK_SUM_POLL, protocol at HCK_WS_EMPTY; a
+ * cooperative launch, every split resident; rows 4-column aligned): this
+ * split's share of each token row's q column quads from c0 (HCK_CSUM_BEGIN),
+ * polled in every split's plane (stride floats apart) until all of it has
+ * arrived, summed in split order plus the bias (as split_sum), written to y;
+ * the share is then emptied for the next launch. No fence, counter or barrier:
+ * a partial's arrival is its own signal. A poll that has not ended after about
+ * a second traps (a lost partial would otherwise hang the GPU). */
+__device__ __forceinline__ void poll_split_sum(const Dev &p, int e, float *ws, uint16_t *__restrict__ y,
+                                               int64_t r0, int mrows, int64_t c0, int q, int64_t stride,
+                                               int split, int splits, int tid, int nt)
+{
+    const hck_desc &d = p.d;
+    const bool v4 = true; /* HCK_STORE_OUT4 */
+    const int qb = HCK_CSUM_BEGIN(q, split, splits), nq = HCK_CSUM_BEGIN(q, split + 1, splits) - qb;
+    const float e4 = __uint_as_float(HCK_WS_EMPTY);
+    for (int g = tid; g < mrows * nq; g += nt) {
+        const int64_t row = r0 + g / nq, n = c0 + 4 * (qb + g % nq);
+        if (n >= d.N) continue;
+        float *src = ws + row * d.N + n;
+        float4 t[8];
+        unsigned pending = (1u << splits) - 1u;
+        for (int spin = 0; pending; spin++) {
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if (pending >> j & 1u) {
+                    t[j] = ld_relaxed_f4(src + j * stride);
+                    if (!ws_empty4(t[j])) pending &= ~(1u << j);
+                }
+            if (pending) {
+                if (spin > (1 << 24)) __trap();
+                __nanosleep(32);
+            }
+        }
+        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < 8; j++) /* in split order */
+            if (j < splits) v[0] += t[j].x, v[1] += t[j].y, v[2] += t[j].z, v[3] += t[j].w;
+        HCK_STORE_OUT4(y + row * d.N + n, v[c] + bias_at(p, e, n + c));
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (j < splits) st_relaxed_f4(src + j * stride, make_float4(e4, e4, e4, e4));
+    }
+}
+
 /* v22: the split-K sum of a cluster of `splits` CTAs (one per split, cluster
  * rank = split) through distributed shared memory, in place of fp32 partials
  * in global memory and a last-arriving block. Each CTA has staged its partial
@@ -872,7 +936,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             const float vv[4] = {v.x, v.y, v.z, v.w};
             if (splits > 1) {
                 float *dst = ws + ((int64_t)split * Mtot + r0 + ml) * d.N + n;
-                if (v4) *(float4 *)dst = v;
+                if (!Tok<NTOK>::BIG && p.sum_mode == HCK_SUM_POLL) st_relaxed_f4(dst, v); /* v4 */
+                else if (v4) *(float4 *)dst = v;
                 else
 #pragma unroll
                     for (int c = 0; c < 4; c++)
@@ -883,6 +948,12 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         }
     }
     if (splits == 1) return;
+    if (!Tok<NTOK>::BIG && p.sum_mode == HCK_SUM_POLL) { /* v47: no fence, no counter (128 and 256 tokens
+                                                            * spilled with it) */
+        poll_split_sum(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16, Mtot * d.N, split, splits,
+                       tid, NWG * 128);
+        return;
+    }
     /* the last block of this tile to arrive sums the partials in split order (as
      * the small-M kernel; the producer warpgroup has left: a named barrier) */
     __shared__ int s_last;

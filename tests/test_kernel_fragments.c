@@ -575,6 +575,77 @@ static void test_wgmma_coop_sum(void **st)
         }
 }
 
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* The polled split sum's empty marker (v47): a NaN with the quiet bit clear,
+ * so that no arithmetic result (IEEE makes quiet NaNs, also from a signalling
+ * operand) can equal it; a partial equal to it would make a poller wait
+ * forever. Then the protocol: in any interleaving of the splits' stores and
+ * polls, a split sums its share only when every split's value has arrived, in
+ * split order, and leaves the workspace empty. */
+static void test_ws_empty_marker(void **st)
+{
+    (void)st;
+    const uint32_t m = HCK_WS_EMPTY;
+    assert_int_equal(m & 0x7f800000u, 0x7f800000u);
+    assert_int_equal(m & HCK_NAN_QUIET, 0);
+    assert_true((m & 0x007fffffu) != 0);
+    float e;
+    memcpy(&e, &m, 4);
+    volatile float snan = e, zero = 0.0f, inf = INFINITY, one = 1.0f;
+    const float made[] = {snan * one, snan + zero, fmaf(snan, one, zero), zero * inf, inf - inf, -(inf - inf),
+                          sqrtf(-one), snan * inf};
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        assert_true(isnan(made[i]));
+        assert_int_equal(f32_bits(made[i]) & HCK_NAN_QUIET, HCK_NAN_QUIET);
+        assert_true(f32_bits(made[i]) != m);
+    }
+    uint32_t rng = 777u;
+    for (int splits = 2; splits <= 8; splits++) {
+        enum { Q = 12 };
+        uint32_t ws[8][Q];
+        for (int s = 0; s < splits; s++)
+            for (int g = 0; g < Q; g++) ws[s][g] = m;
+        for (int trial = 0; trial < 40; trial++) {
+            int stored[8] = {0}, summed[8] = {0}, done = 0;
+            while (done < splits) {
+                rng = rng * 1664525u + 1013904223u;
+                const int s = (int)(rng >> 16) % splits;
+                if (!stored[s]) { /* split s stores its partials (value s + g / 16) */
+                    for (int g = 0; g < Q; g++) ws[s][g] = f32_bits((float)s + (float)g / 16.0f);
+                    stored[s] = 1;
+                    continue;
+                }
+                if (summed[s]) continue;
+                const int g0 = HCK_CSUM_BEGIN(Q, s, splits), g1 = HCK_CSUM_BEGIN(Q, s + 1, splits);
+                int ready = 1;
+                for (int g = g0; g < g1; g++)
+                    for (int j = 0; j < splits; j++) ready &= ws[j][g] != m;
+                if (!ready) continue;
+                for (int j = 0; j < splits; j++) assert_true(stored[j]);
+                for (int g = g0; g < g1; g++) {
+                    float v = 0.0f, want = 0.0f;
+                    for (int j = 0; j < splits; j++) {
+                        float x;
+                        memcpy(&x, &ws[j][g], 4);
+                        v += x, want += (float)j + (float)g / 16.0f;
+                        ws[j][g] = m;
+                    }
+                    assert_true(v == want);
+                }
+                summed[s] = 1, done++;
+            }
+            for (int s = 0; s < splits; s++)
+                for (int g = 0; g < Q; g++) assert_int_equal(ws[s][g], m);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,7 +659,7 @@ int main(void)
         cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
         cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_wgmma_epilogue_staging),
         cmocka_unit_test(test_wgmma_kw),         cmocka_unit_test(test_wgmma_cluster_sum),
-        cmocka_unit_test(test_wgmma_coop_sum),
+        cmocka_unit_test(test_wgmma_coop_sum),   cmocka_unit_test(test_ws_empty_marker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
