@@ -1,9 +1,12 @@
 """The side-by-side table of bench/run_bench.sh: ours / Humming and ours /
-cuBLAS fp16 per cell, timed two ways on both sides. `flush`: a 256 MB buffer
-zeroed before each timed call (triton's do_bench; our HCK_TIME_FLUSH=1), the
-method of the issue's reference figures; `no flush`: back-to-back CUDA-graph
-replays (our default; bench_ref.py's `noflush`). Arguments: ours.txt (no
-flush), ours_flush.txt, ref.txt (bench_ref.py). Markdown on stdout."""
+cuBLAS fp16 per cell, timed two ways on both sides. `clean`: a read of a 256 MB
+buffer before each timed call, L2 full of clean lines as after another layer
+(our HCK_TIME_FLUSH=2, bench_ref.py's `clean`); `flush`: a 256 MB buffer zeroed
+before each call (triton's do_bench, the method of the issue's reference
+figures; our HCK_TIME_FLUSH=1), which leaves L2 dirty. Back-to-back replays
+are not compared: 8192^2's 4-bit weights (33.5 MB) stay in the 50 MB L2 there.
+Arguments: ours_clean.txt, ours_flush.txt, ref.txt (bench_ref.py). Markdown
+on stdout."""
 import re
 import sys
 
@@ -17,40 +20,44 @@ def ours_times(path):
     return t
 
 
+def clean_time(line):
+    m = re.search(r" clean ([\d.]+) ms", line)
+    return float(m[1]) if m else None
+
+
 def ref_times(path):
-    cub, cubn, hum, humn, first = {}, {}, {}, {}, {}
+    cub, cubc, hum, humc, first = {}, {}, {}, {}, {}
     for line in open(path):
-        m = re.match(r"REF cublas fp16 N=(\d+) K=(\d+) M=(\d+) median ([\d.]+) ms eager [\d.]+ ms"
-                     r"(?: noflush ([\d.]+) ms)?", line)
+        m = re.match(r"REF cublas fp16 N=(\d+) K=(\d+) M=(\d+) median ([\d.]+) ms", line)
         if m:
             k = (int(m[1]), int(m[2]), int(m[3]))
             cub[k] = float(m[4])
-            if m[5]:
-                cubn[k] = float(m[5])
+            cubc[k] = clean_time(line)
         m = re.match(r"REF humming (.+?) N=(\d+) K=(\d+) M=(\d+) median ([\d.na]+) ms eager ([\d.]+) ms"
                      r"(?: noflush ([\d.na]+) ms)? (first|newM) ([\d.]+)", line)
         if m:
             k = (m[1].strip(), int(m[2]), int(m[3]), int(m[4]))
             hum[k] = float(m[5]) if m[5] != "nan" else float(m[6])
-            if m[7] and m[7] != "nan":
-                humn[k] = float(m[7])
+            humc[k] = clean_time(line)
             if m[8] == "first":
                 first[k[:3]] = float(m[9])
-    return cub, cubn, hum, humn, first
+    return cub, cubc, hum, humc, first
 
 
 def main():
     ours, oursf = ours_times(sys.argv[1]), ours_times(sys.argv[2])
-    cub, cubn, hum, humn, first = ref_times(sys.argv[3])
+    cub, cubc, hum, humc, first = ref_times(sys.argv[3])
     f = lambda v: "%.4f" % v if v else "-"
     r = lambda a, b: "%.2f" % (a / b) if a and b else "-"
-    print("| format | N x K | M | ours ms (flush / no flush) | Humming ms (flush / no flush) | "
-          "ours/Humming flush | ours/Humming no flush | cuBLAS fp16 ms (flush) | ours/cuBLAS flush |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| format | N x K | M | ours ms (clean / flush) | Humming ms (clean / flush) | "
+          "ours/Humming clean | ours/Humming flush | cuBLAS fp16 ms (clean / flush) | ours/cuBLAS clean | "
+          "ours/cuBLAS flush |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for k in sorted(set(ours) | set(oursf)):
-        o, of, h, hn, c = ours.get(k), oursf.get(k), hum.get(k), humn.get(k), cub.get(k[1:])
-        print(f"| {k[0]} | {k[1]}x{k[2]} | {k[3]} | {f(of)} / {f(o)} | {f(h)} / {f(hn)} | "
-              f"{r(of, h)} | {r(o, hn)} | {f(c)} | {r(of, c)} |")
+        o, of, h, hc = ours.get(k), oursf.get(k), hum.get(k), humc.get(k)
+        c, cc = cub.get(k[1:]), cubc.get(k[1:])
+        print(f"| {k[0]} | {k[1]}x{k[2]} | {k[3]} | {f(o)} / {f(of)} | {f(hc)} / {f(h)} | "
+              f"{r(o, hc)} | {r(of, h)} | {f(cc)} / {f(c)} | {r(o, cc)} | {r(of, c)} |")
     print()
     print("Humming first call (compiles its kernel), ms:",
           ", ".join(f"{k[0]} {k[1]}x{k[2]} {v:.0f}" for k, v in sorted(first.items())))
