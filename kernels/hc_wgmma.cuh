@@ -523,8 +523,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
          * path took ~90% of a stage's time (v25, clock64: it waited on `empty` 10%) */
         constexpr int NPW = Tok<NTOK>::NPW;
         static_assert(S % NPW == 0, "each ring buffer has one producer");
-        const int pw = (tid - NWG * 128) / 32;
-        if (tid % 32 != 0 || pw >= NPW) return;
+        /* NPW = 1 keeps the one-thread form: v45's general form changed the 64- to
+         * 256-token kernels' SASS and cost them 8-13% (v48, 8192^2 M = 128 0.0499
+         * vs 0.0452 ms, MXFP4 x fp8 M = 1024 0.1828 vs 0.1614) */
+        const int pw = NPW == 1 ? 0 : (tid - NWG * 128) / 32;
+        if (NPW == 1 ? tid != NWG * 128 : tid % 32 != 0 || pw >= NPW) return;
         const int gs = (int)d.group_size, ngs = !SCALE_C && gs == 32 ? 2 : 1; /* groups per stage */
         const int spg = SCALE_C || gs < 64 ? 1 : gs / 64;                     /* stages per group */
         constexpr uint32_t SCB = G::SBYTE ? 64 : 128;                         /* scale bytes per group and tile */
