@@ -347,8 +347,8 @@ __device__ __forceinline__ bool ws_empty4(float4 v)
  * polled in every split's plane (stride floats apart) until all of it has
  * arrived, summed in split order plus the bias (as split_sum), written to y;
  * the share is then emptied for the next launch. No fence, counter or barrier:
- * a partial's arrival is its own signal. A poll that has not ended after about
- * a second traps (a lost partial would otherwise hang the GPU). */
+ * a partial's arrival is its own signal. A poll that has not ended after 2^24
+ * rounds (seconds) traps (a lost partial would otherwise hang the GPU). */
 __device__ __forceinline__ void poll_split_sum(const Dev &p, int e, float *ws, uint16_t *__restrict__ y,
                                                int64_t r0, int mrows, int64_t c0, int q, int64_t stride,
                                                int split, int splits, int tid, int nt)
