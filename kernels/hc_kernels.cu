@@ -42,6 +42,7 @@ struct Dev {
     const uint16_t *bias;
     int *counters; /* split-K arrival counters of the small-M kernel (zero between launches) */
     int sum_mode;  /* wgmma kernel's split sum: HCK_SUM_LAST, _CLUSTER (v22), _COOP (v23) or _POLL (v47) */
+    int pdl;       /* wgmma kernel launched as act16_kernel's programmatic dependent (v50) */
 };
 
 constexpr int BM = 64, BN = 64, THREADS = 128;
@@ -1223,6 +1224,11 @@ __global__ void __launch_bounds__(1024) act16_kernel(int act_quant, int in_bf16,
                                                      uint16_t *__restrict__ codes, float *__restrict__ scales)
 {
     const int64_t row = blockIdx.x, nc = Kp / 8;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* the wgmma kernel after this one may start (its weights do not depend on
+     * these codes; it waits for this grid before it reads them) */
+    asm volatile("griddepcontrol.launch_dependents;");
+#endif
     const uint16_t *xr = x + row * K;
     __shared__ float red[64];
     const bool vec = (K & 7) == 0;
@@ -1816,7 +1822,10 @@ bool wg_cluster_sum(const Plan &pl)
 {
     static const char *const env = getenv("HCK_WG_CSUM");
     const int most = env ? (atoi(env) ? 8 : 1) : 2;
-    return HCK_SYNC_KW && pl.wg == 16 && pl.wf == small::W_U4A16 && pl.splits > 1 && pl.splits <= most;
+    /* v51: 128 and 256 tokens with one tile per warpgroup, two splits */
+    const bool big = pl.wg >= 128 && (pl.var == hopper::V_STD || pl.var == hopper::V_F8);
+    return pl.splits > 1 && pl.splits <= most &&
+           ((HCK_SYNC_KW && pl.wg == 16 && pl.wf == small::W_U4A16) || big);
 }
 
 /* The split sum of a wgmma plan's launch: 0 (the last block sums), or, as a
@@ -1853,31 +1862,50 @@ int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgF
 /* Launches wgmma kernel f with the split sum `mode`: HCK_SUM_CLUSTER as
  * clusters of its pl.splits CTAs along z (wg_cluster_sum), HCK_SUM_COOP as a
  * cooperative launch (wg_coop_sum; -HCK_SUM_COOP: cooperative, but the last
- * block sums); a grid too large to be resident at once falls back to the
- * last-block sum. */
-cudaError_t launch_wg_ex(hopper::WgFn f, int mode, dim3 grid, const Plan &pl, size_t smem, const CUtensorMap &tm,
-                         const CUtensorMap &wm, const Dev &dev, const float *ts, const int64_t *doff, uint16_t *dy,
-                         float *ws, cudaStream_t st)
+ * block sums), HCK_SUM_LAST as a plain launch; a grid too large to be resident
+ * at once falls back to the last-block sum. pdl: the launch may overlap
+ * act16_kernel before it in the stream (programmatic dependent launch, v50;
+ * the kernel waits for it before reading its output; HCK_PDL=0: off); where
+ * the attribute is refused, the launch goes without it. */
+cudaError_t launch_wg_ex(hopper::WgFn f, int mode, bool pdl, dim3 grid, const Plan &pl, size_t smem,
+                         const CUtensorMap &tm, const CUtensorMap &wm, const Dev &dev, const float *ts,
+                         const int64_t *doff, uint16_t *dy, float *ws, cudaStream_t st)
 {
+    static const char *const pdl_env = getenv("HCK_PDL"); /* diagnostics */
+    pdl = pdl && (pdl_env == nullptr || atoi(pdl_env) != 0);
     Dev dv = dev;
     dv.sum_mode = mode < 0 ? HCK_SUM_LAST : mode; /* -HCK_SUM_COOP: the launch without the shared sum */
-    cudaLaunchAttribute attr[1];
+    dv.pdl = pdl;
+    cudaLaunchAttribute attr[2];
+    unsigned na = 0;
     if (mode == HCK_SUM_CLUSTER) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = (unsigned)pl.splits;
-    } else {
-        attr[0].id = cudaLaunchAttributeCooperative;
-        attr[0].val.cooperative = 1;
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = 1, attr[na].val.clusterDim.y = 1, attr[na].val.clusterDim.z = (unsigned)pl.splits;
+        na++;
+    } else if (mode != HCK_SUM_LAST) {
+        attr[na].id = cudaLaunchAttributeCooperative;
+        attr[na].val.cooperative = 1;
+        na++;
+    }
+    if (pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na].val.programmaticStreamSerializationAllowed = 1;
+        na++;
     }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid, cfg.blockDim = dim3((unsigned)hopper::nt_of(pl.wg)), cfg.dynamicSmemBytes = smem;
-    cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = 1;
+    cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = na;
     cudaError_t e = cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
+    if (e != cudaSuccess && pdl && e != cudaErrorCooperativeLaunchTooLarge) { /* refused: without it */
+        (void)cudaGetLastError();
+        cfg.numAttrs = na - 1, dv.pdl = 0;
+        e = cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
+    }
     if (e == cudaErrorCooperativeLaunchTooLarge) {
         (void)cudaGetLastError();
         dv.sum_mode = HCK_SUM_LAST;
-        f<<<grid, hopper::nt_of(pl.wg), smem, st>>>(tm, wm, dv, ts, doff, dy, pl.splits, ws);
-        e = cudaGetLastError();
+        cfg.attrs = pdl ? &attr[na - 1] : nullptr, cfg.numAttrs = pdl ? 1 : 0;
+        e = cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
     }
     return e;
 }
@@ -2055,10 +2083,14 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             const hopper::WgShape sh = hopper::wg_shape(pl.wf, pl.wg, pl.var);
             dim3 grid((unsigned)((d.Np / 64 + sh.tiles - 1) / sh.tiles),
                       (unsigned)((max_rows + pl.wg - 1) / pl.wg), (unsigned)(d.E * pl.splits));
+            const bool pdl = pl.wf != small::W_U4A16 && rows > 0; /* after act16_kernel */
             if (wg_cluster_sum(pl))
-                return launch_wg_ex(f, HCK_SUM_CLUSTER, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
+                return launch_wg_ex(f, HCK_SUM_CLUSTER, pdl, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
+            /* not with a cooperative launch: v50, PDL made the polled sum's M = 16 cells
+             * 1.5-2 us slower (W4A8 8192^2 0.0283 -> 0.0308 ms), where M = 1 gained */
             if (const int mode = wg_coop_sum(pl, d, max_rows, f, sh.smem, (int64_t)grid.x * grid.y * grid.z))
-                return launch_wg_ex(f, mode, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
+                return launch_wg_ex(f, mode, false, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
+            if (pdl) return launch_wg_ex(f, HCK_SUM_LAST, pdl, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
             f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
             return cudaGetLastError();
         }

@@ -44,6 +44,9 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_NPW
 #define HCK_SYNC_NPW 2 /* producer warps (v25): warp w issues stages w, w + NPW, ... */
 #endif
+#ifndef HCK_BIG_NPW
+#define HCK_BIG_NPW 2 /* producer warps issuing in the 128/256-token uint4 variants (of their four; v50) */
+#endif
 #ifndef HCK_SYNC_KW
 #define HCK_SYNC_KW 1 /* uint4 x 16-bit: warps split a stage by tile and k (v21; 0: by columns) */
 #endif
@@ -264,6 +267,11 @@ __device__ __forceinline__ float4 ld_cluster_f4(uint32_t saddr, uint32_t rank)
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(saddr), "r"(rank) : "memory");
     return v;
 }
+/* Programmatic dependent launch: waits until the grid this one depends on
+ * (act16_kernel, which writes the activation codes and token scales) has
+ * finished and its writes are visible; returns at once in a launch without the
+ * attribute. */
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 /* bytes (multiple of 16) global -> shared, completing on bar */
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
 {
@@ -521,7 +529,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         /* with 16 tokens, warp pw issues stages pw, pw + NPW, ...: one thread's issue
          * path took ~90% of a stage's time (v25, clock64: it waited on `empty` 10%) */
-        constexpr int NPW = Tok<NTOK>::NPW;
+        /* 128/256 tokens (v50): two for uint4 weights (8192^2 M = 128, W4A16 0.0453 ->
+         * 0.0408 ms, W4A8 0.0511 -> 0.0443); MXFP4 and fp8 weights did not gain
+         * (+0-4%), so they keep one */
+        constexpr bool BIG2 = WF == small::W_U4A16 || WF == small::W_U4A8;
+        constexpr int NPW = !Tok<NTOK>::BIG ? Tok<NTOK>::NPW : BIG2 && S % HCK_BIG_NPW == 0 ? HCK_BIG_NPW : 1;
         static_assert(S % NPW == 0, "each ring buffer has one producer");
         /* NPW = 1 keeps the one-thread form: v45's general form changed the 64- to
          * 256-token kernels' SASS and cost them 8-13% (v48, 8192^2 M = 128 0.0499
@@ -533,15 +545,9 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         constexpr uint32_t SCB = G::SBYTE ? 64 : 128;                         /* scale bytes per group and tile */
         const int nb0 = blockIdx.x * BT, ntl = min(BT, ntiles - nb0);         /* the block's valid tiles */
         const uint32_t bytes = XB + R * BT * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
-        HCK_TL_WAITS(pwait);
-        for (int i = pw; i < nst; i += NPW) { /* i: buffer use, st: stage of K */
-            const int b = i % S, st = sa + i;
-            HCK_TL_TIMED_WAIT(pwait, if (i >= S) mbar_wait(empty + 8 * b, ((i / S) - 1) & 1));
-            const uint32_t buf = sbase + b * SST, bar = full + 8 * b;
-            mbar_expect(bar, bytes);
-            tma_box(buf, &tm, st * 64, (int)r0, bar);
-            /* the stage's R tile rows of the BT tiles; zero past the weight tensor, and
-             * rows past this expert's K meet zero activations */
+        /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
+         * weight tensor, and rows past this expert's K meet zero activations */
+        auto wg_load_weights = [&](uint32_t buf, uint32_t bar, int st) {
             tma_box3(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar);
             if (!SCALE_C)
                 for (int j = 0; j < ngs; j++) { /* the valid tiles' entries are contiguous */
@@ -549,12 +555,36 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                     bulk_copy(buf + XB + BT * WSB + j * BT * SCB,
                               p.s + ((e * d.G + g) * d.Np + (int64_t)nb0 * 64) * (G::SBYTE ? 1 : 2), ntl * SCB, bar);
                 }
+        };
+        HCK_TL_WAITS(pwait);
+        /* 8-bit activations come from act16_kernel; launched as its programmatic
+         * dependent (v50), the first S stages' weights and scales are requested
+         * before the wait for it, their activations after. Otherwise the stages
+         * go in order (v50: weights first cost the M = 16 cells 1.5-3 us) */
+        const bool weights_first = WF != small::W_U4A16 && p.pdl;
+        if (weights_first) {
+            for (int i = pw; i < nst && i < S; i += NPW) {
+                const uint32_t buf = sbase + i * SST, bar = full + 8 * i;
+                mbar_expect(bar, bytes);
+                wg_load_weights(buf, bar, sa + i);
+            }
+            griddep_wait();
+            for (int i = pw; i < nst && i < S; i += NPW) tma_box(sbase + i * SST, &tm, (sa + i) * 64, (int)r0, full + 8 * i);
+        }
+        for (int i = pw + (weights_first ? S : 0); i < nst; i += NPW) { /* i: buffer use, st: stage of K */
+            const int b = i % S, st = sa + i;
+            HCK_TL_TIMED_WAIT(pwait, if (i >= S) mbar_wait(empty + 8 * b, ((i / S) - 1) & 1));
+            const uint32_t buf = sbase + b * SST, bar = full + 8 * b;
+            mbar_expect(bar, bytes);
+            tma_box(buf, &tm, st * 64, (int)r0, bar);
+            wg_load_weights(buf, bar, st);
         }
         HCK_TL_SAVE(pwait, 0, pw == 0);
         return;
     }
 
     if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
+    if (WF != small::W_U4A16 && p.pdl) griddep_wait(); /* act16_kernel's token scales (the epilogue reads them) */
     HCK_TL_EXIT_GUARD();
     /* 16 tokens, uint4 x 16-bit (v21): the warpgroup's four warps split a stage by
      * tile and k (HCK_KW_*: TPW tiles, 4 / TPW warps along k), each taking all 64
@@ -895,6 +925,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         }
     }
     HCK_TL_STAMP(TL_STAGED);
+    /* 128 and 256 tokens, one tile per warpgroup (v51): with two splits the
+     * block's two tiles stay staged (warpgroup w's at its own area) and the
+     * splits sum over the cluster as KW does, in place of partials in global
+     * memory (8192^2 M = 128: 13 us from the loop's end to the exit, timeline) */
+    constexpr bool BIG_CSUM = Tok<NTOK>::BIG && TPW == 1 && !KW;
     if (KW && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) { /* v22: launched as clusters of the splits */
         cluster_sync();                        /* every split's tiles staged */
         HCK_TL_STAMP(TL_SYNCED);
@@ -923,6 +958,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                 for (int c = 0; c < 4; c++)
                     stg[HCK_EPI_STAGE_INDEX(j, c, warp, gq, tq)] = acc[t][4 * j + c] * cs[c >> 1];
             asm volatile("bar.sync %0, 128;" ::"r"(2 + wg) : "memory");
+            if (BIG_CSUM && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) break; /* summed below */
         }
         const int64_t n = (int64_t)nb * 64 + nl;
         if (nb >= ntiles || n >= d.N) continue;
@@ -949,6 +985,13 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                 HCK_STORE_OUT4(y + (r0 + ml) * d.N + n, vv[c] + bs[c]);
             }
         }
+    }
+    if (BIG_CSUM && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) {
+        cluster_sync(); /* every split's tiles staged */
+        cluster_split_sum(p, e, sbase, NTOK * (EST + 1), BT, tok_scale ? (const float *)smem + NTOK * EST : nullptr,
+                          y, r0, mrows, blockIdx.x * BT, ntiles, split, splits, tid, NWG * 128);
+        cluster_sync(); /* the peers are done reading this CTA's tiles */
+        return;
     }
     if (splits == 1) return;
     if (!Tok<NTOK>::BIG && p.sum_mode == HCK_SUM_POLL) { /* v47: no fence, no counter (128 and 256 tokens

@@ -515,18 +515,22 @@ static void test_wgmma_kw(void **st)
     for (int tpw = 1; tpw <= 2; tpw++) check_kw_family(0, tpw), check_kw_family(1, tpw);
 }
 
-/* The split sum over a cluster (HCK_CSUM_*, v22): for 1-4 tiles per CTA, 1-16
- * tokens and 2-8 splits, the CTAs' ranges of groups partition the groups, and
- * the groups cover each (tile, token, column) of the staged tiles once (where
- * each is staged: test_wgmma_epilogue_staging). */
+/* The split sum over a cluster (HCK_CSUM_*, v22; 128 and 256 tokens since v51):
+ * for 1-4 tiles per CTA, 1-16 tokens and the 128/256-token blocks' counts, and
+ * 2-8 splits, the CTAs' shares cover every staged (tile, token, column) exactly
+ * once, and each read lies in its tile's staging rows, clear of the token
+ * scales kept after them (NTOK * EST floats into the area). */
 static void test_wgmma_cluster_sum(void **st)
 {
     (void)st;
+    static const int big[] = {17, 31, 64, 100, 127, 128, 129, 200, 255, 256};
+    static int seen[4][256][64];
     for (int bt = 1; bt <= 4; bt++)
-        for (int mrows = 1; mrows <= 16; mrows++)
+        for (int mi = 0; mi < 16 + (int)(sizeof big / sizeof big[0]); mi++)
             for (int splits = 2; splits <= 8; splits++) {
+                const int mrows = mi < 16 ? mi + 1 : big[mi - 16], ntok = mrows <= 16 ? 16 : mrows <= 128 ? 128 : 256;
                 const int total = bt * mrows * 16;
-                int seen[4][16][64] = {{{0}}};
+                memset(seen, 0, sizeof seen);
                 assert_int_equal(HCK_CSUM_BEGIN(total, 0, splits), 0);
                 assert_int_equal(HCK_CSUM_BEGIN(total, splits, splits), total);
                 for (int s = 0; s < splits; s++) {
@@ -534,6 +538,7 @@ static void test_wgmma_cluster_sum(void **st)
                     for (int g = HCK_CSUM_BEGIN(total, s, splits); g < HCK_CSUM_BEGIN(total, s + 1, splits); g++) {
                         const int t = HCK_CSUM_TILE(g, mrows), tok = HCK_CSUM_TOKEN(g, mrows), col = HCK_CSUM_COL(g);
                         assert_true(t < bt && tok < mrows && col % 4 == 0 && col < 64);
+                        assert_true(HCK_EPI_READ_INDEX(tok, col) + 3 < ntok * HCK_EPI_STRIDE);
                         for (int c = 0; c < 4; c++) seen[t][tok][col + c]++;
                     }
                 }
