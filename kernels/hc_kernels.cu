@@ -2090,9 +2090,7 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
              * 1.5-2 us slower (W4A8 8192^2 0.0283 -> 0.0308 ms), where M = 1 gained */
             if (const int mode = wg_coop_sum(pl, d, max_rows, f, sh.smem, (int64_t)grid.x * grid.y * grid.z))
                 return launch_wg_ex(f, mode, false, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
-            if (pdl) return launch_wg_ex(f, HCK_SUM_LAST, pdl, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
-            f<<<grid, hopper::nt_of(pl.wg), sh.smem, st>>>(tm, wm, L->dev, ts, doff, dy, pl.splits, ws);
-            return cudaGetLastError();
+            return launch_wg_ex(f, HCK_SUM_LAST, pdl, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
         }
         small::GemvFn f = small::gemv_fn(pl.wf, cbf, d.scale_perm == 32, d.transposed);
         if (f == nullptr) return cudaErrorInvalidValue;
