@@ -1825,7 +1825,7 @@ bool wg_cluster_sum(const Plan &pl)
     /* v51: 128 and 256 tokens with one tile per warpgroup, two splits */
     const bool big = pl.wg >= 128 && (pl.var == hopper::V_STD || pl.var == hopper::V_F8);
     return pl.splits > 1 && pl.splits <= most &&
-           ((HCK_SYNC_KW && pl.wg == 16 && pl.wf == small::W_U4A16) || big);
+           ((pl.wg == 16 && hopper::sync_kw(pl.wf)) || big);
 }
 
 /* The split sum of a wgmma plan's launch: 0 (the last block sums), or, as a

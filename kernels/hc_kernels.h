@@ -46,18 +46,20 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_WG_BOX_CHUNKS(bt, tile_words, wc) ((bt) * (tile_words) / (wc))
 #define HCK_WG_STAGE_WORD(tile, rr, bt, tile_words) (((rr) * (bt) + (tile)) * (tile_words))
 
-/* The wgmma kernel's 16-token uint4 x 16-bit variant (v21, "KW"): with tpw
- * tiles per warpgroup, warp w takes tile HCK_KW_TILE(w, tpw) of them and, of a
- * stage's four tile rows, rows HCK_KW_ROW(w, r, tpw) for r < tpw (k step s =
- * that row), all 64 columns of each: lane `lane` loads the 4 words at
- * HCK_KW_WORD(lane, 0) of a tile row, word i the A fragment of n16 block i
- * (rows 16 i + lane / 4, + 8), and 16 bytes of the tile's perm64 group scales
- * from entry HCK_KW_SCALE_ENTRY(lane, 0, 0): entry (i, h) is the scale of row
- * 16 i + lane / 4 + 8 h. Shared by kernels/hc_wgmma.cuh and
+/* The wgmma kernel's 16-token 4-bit variants that split a stage by tile and k
+ * ("KW": uint4 x 16-bit since v21, uint4 and fp4 x 8-bit since v56): with tpw
+ * tiles per warpgroup and `rows` tile rows per stage (4 of k16, or 2 of k32),
+ * warp w takes tile HCK_KW_TILE(w, tpw) of them and rows HCK_KW_ROW(w, r, tpw,
+ * rows) for r < rows x tpw / 4, all 64 columns of each. A lane's words of n16
+ * block i (rows 16 i + lane / 4, + 8) of a tile row start at HCK_KW_WORD(lane,
+ * i, rw), rw = 1 or 2 words per block (the spec 4.4 pieces): the blocks' words
+ * are one or two 16-byte loads. 16 bytes (8 entries) of the tile's perm64 group
+ * scales from entry HCK_KW_SCALE_ENTRY(lane, 0, 0): entry (i, h) is the scale of
+ * row 16 i + lane / 4 + 8 h. Shared by kernels/hc_wgmma.cuh and
  * tests/test_kernel_fragments.c. */
 #define HCK_KW_TILE(w, tpw) ((w) % (tpw))
-#define HCK_KW_ROW(w, r, tpw) ((w) / (tpw) * (tpw) + (r))
-#define HCK_KW_WORD(lane, i) (4 * (lane) + (i))
+#define HCK_KW_ROW(w, r, tpw, rows) ((w) / (tpw) * ((rows) * (tpw) / 4) + (r))
+#define HCK_KW_WORD(lane, i, rw) ((i) * (rw) / 4 * 128 + 4 * (lane) + (i) * (rw) % 4)
 #define HCK_KW_SCALE_ENTRY(lane, i, h) (8 * ((lane) / 4) + 2 * (i) + (h))
 
 /* The wgmma kernel's epilogue staging (v20): a warpgroup's 64-column tile as

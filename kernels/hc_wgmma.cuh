@@ -50,6 +50,9 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_KW
 #define HCK_SYNC_KW 1 /* uint4 x 16-bit: warps split a stage by tile and k (v21; 0: by columns) */
 #endif
+#ifndef HCK_SYNC_KW8
+#define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (v56; 0: by columns) */
+#endif
 #ifndef HCK_SYNC_SMAX
 #define HCK_SYNC_SMAX 8 /* at most this many stages (v9: 10 gained ~1% on the large shapes) */
 #endif
@@ -91,6 +94,13 @@ inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : ntok == 16 ? To
 enum { V_STD = 0, V_WIDE = 1, V_F8 = 2, V_F8W = 3, V_COUNT = 4 };
 /* whether variant v runs on the e4m3 tensor cores (activations as bytes) */
 inline constexpr bool var_f8(int v) { return v == V_F8 || v == V_F8W; }
+/* whether the 16-token kernels of format wf split a stage by tile and k (KW):
+ * the 4-bit formats with two tiles per warpgroup (uint4 x 16-bit also with one) */
+__host__ __device__ inline constexpr bool sync_kw(int wf)
+{
+    return HCK_SYNC_KW && (wf == small::W_U4A16 ||
+                           (HCK_SYNC_KW8 && HCK_SYNC_TPW == 2 && (wf == small::W_U4A8 || wf == small::W_FP4A8)));
+}
 
 template <int WF, int NTOK, int VAR = V_STD> struct Geo {
     using F = small::Fmt<WF>;
@@ -586,14 +596,17 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
     if (WF != small::W_U4A16 && p.pdl) griddep_wait(); /* act16_kernel's token scales (the epilogue reads them) */
     HCK_TL_EXIT_GUARD();
-    /* 16 tokens, uint4 x 16-bit (v21): the warpgroup's four warps split a stage by
-     * tile and k (HCK_KW_*: TPW tiles, 4 / TPW warps along k), each taking all 64
-     * columns of its tile. A lane's words of a tile row (lane * 4 + n16 block,
-     * spec 4.4) are then one conflict-free 16-byte load, where a split by columns
-     * took four 4-byte loads, each 4-way bank conflicted, and its scales one
-     * 16-byte load; the epilogue sums the k slices. acc[i]: n16 block i. */
-    constexpr bool KW = Tok<NTOK>::SYNC && WF == small::W_U4A16 && HCK_SYNC_KW;
-    static_assert(!KW || (R == 4 && (TPW == 1 || TPW == 2)), "KW: four tile rows per stage, one or two tiles per warpgroup");
+    /* 16 tokens, 4-bit weights (KW: uint4 x 16-bit v21, uint4 and fp4 x 8-bit v56):
+     * the warpgroup's four warps split a stage by tile and k (HCK_KW_*: TPW tiles,
+     * 4 / TPW warps along k), each taking all 64 columns of its tile. A lane's
+     * words of a tile row (spec 4.4) are then one or two conflict-free 16-byte
+     * loads, where a split by columns took four 4-byte (or 8-byte) loads, bank
+     * conflicted, and its scales one 16-byte load; the epilogue sums the k
+     * slices. acc[i]: n16 block i. */
+    constexpr bool KW = Tok<NTOK>::SYNC && sync_kw(WF);
+    constexpr int KRW = KW ? R * TPW / 4 : 1; /* KW: tile rows per warp and stage */
+    static_assert(!KW || ((R == 4 || R == 2) && R * TPW % 4 == 0 && KRW * P <= 32 && G::RW <= 2),
+                  "KW: four k16 or two k32 tile rows per stage, split evenly; a warp's rows in one k32 group");
     constexpr int NACC = KW ? 4 : TPW;
     float acc[NACC][NTOK / 2];
 #pragma unroll
@@ -681,34 +694,54 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     auto compute_kw = [&](int b, int ph) {
         HCK_TL_TIMED_WAIT(cwait, mbar_wait(full + 8 * b, ph));
         const uint8_t *bp = smem + b * SST;
-        const int row0 = HCK_KW_ROW(warp, 0, TPW), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
+        const int row0 = HCK_KW_ROW(warp, 0, TPW, R), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
         uint32_t sc[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}; /* [n16 block][row half], as pairs */
-        if (!SCALE_C) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64) */
-            const uint4 raw = *(const uint4 *)(bp + XB + BT * WSB + ((two ? row0 / 2 : 0) * BT + tile) * 128 +
-                                               2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
-            uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
-            if (sbf != (int)CBF) /* scales of the other 16-bit type (rare): a branch, not predicated */
+        if (!SCALE_C) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64); the
+                         * warp's rows lie in one group of 32 k */
+            const uint8_t *sg = bp + XB + BT * WSB + ((two ? row0 * P / 32 : 0) * BT + tile) * (G::SBYTE ? 64 : 128);
+            if constexpr (G::SBYTE) { /* e8m0 bytes e as fp16 powers of two, (e + 15) << 10 in both
+                                          * halves as compute(): byte pair 0x00ee00ee times 1024 plus
+                                          * 15 << 10 per half (the halves cannot overlap, e < 256) */
+                const uint2 raw = *(const uint2 *)(sg + HCK_KW_SCALE_ENTRY(lane, 0, 0));
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    rw[i] = fastw4::conv16<CBF>(rw[i] & 0xffffu, sbf) | fastw4::conv16<CBF>(rw[i] >> 16, sbf) << 16;
 #pragma unroll
-            for (int i = 0; i < 4; i++) sc[i][0] = __byte_perm(rw[i], 0, 0x1010), sc[i][1] = __byte_perm(rw[i], 0, 0x3232);
+                    for (int h = 0; h < 2; h++)
+                        sc[i][h] = __byte_perm(i < 2 ? raw.x : raw.y, 0, 0x4040u + 0x0101u * (2 * (i % 2) + h)) * 1024u +
+                                   0x3c003c00u;
+            } else {
+                const uint4 raw = *(const uint4 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
+                uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
+                if (sbf != (int)CBF) /* scales of the other 16-bit type (rare): a branch, not predicated */
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        rw[i] = fastw4::conv16<CBF>(rw[i] & 0xffffu, sbf) | fastw4::conv16<CBF>(rw[i] >> 16, sbf) << 16;
+#pragma unroll
+                for (int i = 0; i < 4; i++) sc[i][0] = __byte_perm(rw[i], 0, 0x1010), sc[i][1] = __byte_perm(rw[i], 0, 0x3232);
+            }
         }
         const uint32_t *wsm = (const uint32_t *)(bp + XB) + HCK_WG_STAGE_WORD(tile, row0, BT, TB / 4) +
-                              HCK_KW_WORD(lane, 0);
+                              HCK_KW_WORD(lane, 0, G::RW);
 #pragma unroll
-        for (int r = 0; r < TPW; r++) {
-            const uint4 v = *(const uint4 *)(wsm + HCK_WG_STAGE_WORD(0, r, BT, TB / 4));
-            const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
-            uint32_t a[4][1][4];
+        for (int r = 0; r < KRW; r++) {
+            uint32_t wv[4 * G::RW]; /* n16 block i: words G::RW i + {0, 1} */
 #pragma unroll
-            for (int i = 0; i < 4; i++) decode_row<WF, CBF, TR>(&wv[i], sc[i][0], sc[i][1], !SCALE_C, a[i]);
-            uint32_t bx[4];
-            fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, HCK_KW_ROW(warp, r, TPW)));
+            for (int q = 0; q < G::RW; q++) {
+                const uint4 v = *(const uint4 *)(wsm + HCK_WG_STAGE_WORD(0, r, BT, TB / 4) + HCK_KW_WORD(0, 4 * q / G::RW, G::RW));
+                wv[4 * q] = v.x, wv[4 * q + 1] = v.y, wv[4 * q + 2] = v.z, wv[4 * q + 3] = v.w;
+            }
+            uint32_t a[4][P / 16][4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                fastw4::mma16816<CBF>(acc[i], a[i][0], bx[0], bx[1]);
-                if (mrows > 8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][0], bx[2], bx[3]);
+            for (int i = 0; i < 4; i++) decode_row<WF, CBF, TR>(&wv[G::RW * i], sc[i][0], sc[i][1], !SCALE_C, a[i]);
+#pragma unroll
+            for (int s = 0; s < P / 16; s++) { /* k16 step s of the row */
+                uint32_t bx[4];
+                fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, HCK_KW_ROW(warp, r, TPW, R) * (P / 16) + s));
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    fastw4::mma16816<CBF>(acc[i], a[i][s], bx[0], bx[1]);
+                    if (mrows > 8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][s], bx[2], bx[3]);
+                }
             }
         }
         if (lane == 0) mbar_arrive(empty + 8 * b);

@@ -167,19 +167,25 @@ static const int u4a16_pair[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}};
  * warpgroup reads its words of a tile row at Geo::piece and builds the A
  * fragment of rows n = 16 w + g (+ 8 for registers 1, 3), k = 2t (+ 8 for
  * registers 2, 3) of each step. Source of register r, half h: */
-static src_t wgmma_source(int fam, int tr, const uint32_t *tile, int w, int lane, int st, int r, int h)
+static src_t wgmma_source_at(int fam, int tr, const uint32_t *wv, int st, int r, int h)
 {
     const int row8 = r % 2, khi = r / 2;
     if (fam == U4A16) /* one word */
-        return (src_t){tile[lane * 4 + w], u4a16_pair[tr][r] + 4 * h, 4};
-    if (fam == U4A8) { /* two words: normal a[st] = {q0[st], q1[st], q0[st+2], q1[st+2]}; tr a[st][r] = q_st[r] */
-        const uint32_t *wv = tile + (w / 2) * 128 + lane * 4 + 2 * (w % 2);
+        return (src_t){wv[0], u4a16_pair[tr][r] + 4 * h, 4};
+    if (fam == U4A8) /* two words: normal a[st] = {q0[st], q1[st], q0[st+2], q1[st+2]}; tr a[st][r] = q_st[r] */
         return tr ? (src_t){wv[st], r + 4 * h, 4} : (src_t){wv[row8], st + 2 * khi + 4 * h, 4};
-    }
     /* four words: u = wv[tr ? 2 st : st], v = wv[tr ? 2 st + 1 : 2 + st]; a = {u0, v0, u1, v1} of byte pairs */
-    const uint32_t *wv = tile + (w / 2) * 256 + lane * 8 + (w % 2) * 4;
     const int wi = row8 == 0 ? (tr ? 2 * st : st) : (tr ? 2 * st + 1 : 2 + st);
     return (src_t){wv[wi], khi + 2 * h, 8};
+}
+
+/* the same for warp w's piece of a tile row (spec 4.4 closed forms, Geo::piece) */
+static src_t wgmma_source(int fam, int tr, const uint32_t *tile, int w, int lane, int st, int r, int h)
+{
+    const int64_t at = fam == U4A16 ? lane * 4 + w
+                     : fam == U4A8  ? (w / 2) * 128 + lane * 4 + 2 * (w % 2)
+                                    : (w / 2) * 256 + lane * 8 + (w % 2) * 4;
+    return wgmma_source_at(fam, tr, tile + at, st, r, h);
 }
 
 static void check_wgmma_family(int fam, int tr)
@@ -449,47 +455,58 @@ static void test_wgmma_epilogue_staging(void **st)
     for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) check_epilogue_staging(ntoks[i]);
 }
 
-/* The 16-token uint4 x 16-bit variant's split of a stage (HCK_KW_*, v21): the
- * four warps of a warpgroup cover its one or two tiles' four rows once; lane words
- * HCK_KW_WORD(lane, i) of a tile row are a 16-byte load (a quarter warp on 32
- * distinct banks) whose word i gives the A fragment of n16 block i, every code
- * of a repacked matrix read once at its (n, k), in both layouts; the 16 bytes
- * of group scales at HCK_KW_SCALE_ENTRY are those rows' scales after the
+/* The 16-token 4-bit variants' split of a stage (HCK_KW_*: uint4 x 16-bit v21,
+ * uint4 and fp4 x 8-bit v56): the four warps of a warpgroup cover its one or
+ * two tiles' rows once; a lane's words of n16 block i of a tile row,
+ * HCK_KW_WORD(lane, i, rw), lie in one or two 16-byte loads (a quarter warp on
+ * 32 distinct banks each) and give that block's A fragments, every code of a
+ * repacked matrix read once at its (n, k), in both layouts; the 16 bytes of
+ * group scales at HCK_KW_SCALE_ENTRY are those rows' scales after the
  * library's perm64 (hc_scales_permute). */
-static void check_kw_family(int tr, int tpw)
+static void check_kw_family(int fam, int tr, int tpw)
 {
-    tiles_t T = make_tiles(U4A16, tr);
+    tiles_t T = make_tiles(fam, tr);
+    const int rows = 64 / T.P, rw = fam == U4A16 ? 1 : 2, krw = rows * tpw / 4;
     int64_t checked = 0, bad = 0;
     int cover[2][4] = {{0}};
     for (int w = 0; w < 4; w++)
-        for (int r = 0; r < tpw; r++) cover[HCK_KW_TILE(w, tpw)][HCK_KW_ROW(w, r, tpw)]++;
+        for (int r = 0; r < krw; r++) cover[HCK_KW_TILE(w, tpw)][HCK_KW_ROW(w, r, tpw, rows)]++;
     for (int t = 0; t < tpw; t++)
-        for (int rr = 0; rr < 4; rr++) assert_int_equal(cover[t][rr], 1);
-    for (int lane = 0; lane < 32; lane++)
-        for (int i = 0; i < 4; i++) assert_int_equal(HCK_KW_WORD(lane, i), HCK_KW_WORD(lane, 0) + i);
-    for (int q = 0; q < 4; q++) {
-        unsigned banks = 0;
-        for (int lane = 8 * q; lane < 8 * q + 8; lane++)
-            for (int i = 0; i < 4; i++) banks |= 1u << (HCK_KW_WORD(lane, i) % 32);
-        assert_int_equal(banks, 0xffffffffu);
+        for (int rr = 0; rr < rows; rr++) assert_int_equal(cover[t][rr], 1);
+    for (int q = 0; q < rw; q++) { /* load q: blocks 4 q / rw ..., 16-byte aligned, conflict free */
+        const int i0 = 4 * q / rw;
+        for (int lane = 0; lane < 32; lane++) {
+            assert_int_equal(HCK_KW_WORD(lane, i0, rw) % 4, 0);
+            for (int i = i0; i < i0 + 4 / rw; i++)
+                assert_int_equal(HCK_KW_WORD(lane, i, rw), HCK_KW_WORD(lane, i0, rw) + (i - i0) * rw);
+        }
+        for (int qw = 0; qw < 4; qw++) {
+            unsigned banks = 0;
+            for (int lane = 8 * qw; lane < 8 * qw + 8; lane++)
+                for (int j = 0; j < 4; j++) banks |= 1u << ((HCK_KW_WORD(lane, i0, rw) + j) % 32);
+            assert_int_equal(banks, 0xffffffffu);
+        }
     }
     for (int64_t st = 0; st < T.K / 64; st++)
         for (int64_t nb = 0; nb < T.N / 64; nb++)
             for (int w = 0; w < 4; w++) {
                 if (HCK_KW_TILE(w, tpw) != nb % tpw) continue; /* tile nb of its warpgroup's tpw */
-                for (int r = 0; r < tpw; r++)
+                for (int r = 0; r < krw; r++) {
+                    const int64_t row = rows * st + HCK_KW_ROW(w, r, tpw, rows);
+                    const uint32_t *tile = T.out + row * T.row_words + nb * T.tile_words;
                     for (int lane = 0; lane < 32; lane++)
                         for (int i = 0; i < 4; i++)
-                            for (int reg = 0; reg < 4; reg++)
-                                for (int h = 0; h < 2; h++) {
-                                    const int64_t row = 4 * st + HCK_KW_ROW(w, r, tpw);
-                                    const uint32_t word = T.out[row * T.row_words + nb * T.tile_words + HCK_KW_WORD(lane, i)];
-                                    const uint32_t got = (word >> (4 * (u4a16_pair[tr][reg] + 4 * h))) & 15u;
-                                    const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
-                                    const int64_t k = 16 * row + 2 * (lane % 4) + 8 * (reg / 2) + h;
-                                    bad += got != T.codes[n * T.K + k];
-                                    checked++;
-                                }
+                            for (int s = 0; s < T.P / 16; s++)
+                                for (int reg = 0; reg < 4; reg++)
+                                    for (int h = 0; h < 2; h++) {
+                                        const src_t src = wgmma_source_at(fam, tr, tile + HCK_KW_WORD(lane, i, rw), s, reg, h);
+                                        const uint32_t got = (src.word >> (src.field * src.width)) & ((1u << src.width) - 1);
+                                        const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
+                                        const int64_t k = T.P * row + 16 * s + real_k(fam, 2 * (lane % 4) + 8 * (reg / 2) + h);
+                                        bad += got != T.codes[n * T.K + k];
+                                        checked++;
+                                    }
+                }
             }
     assert_int_equal(checked, T.N * T.K);
     assert_int_equal(bad, 0);
@@ -498,7 +515,7 @@ static void check_kw_family(int tr, int tpw)
     hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
     for (int nb = 0; nb < 2; nb++)
         for (int lane = 0; lane < 32; lane++) {
-            assert_int_equal(HCK_KW_SCALE_ENTRY(lane, 0, 0) % 8, 0); /* 16-byte aligned */
+            assert_int_equal(HCK_KW_SCALE_ENTRY(lane, 0, 0) % 8, 0); /* 16-byte aligned (8 bytes for e8m0) */
             for (int i = 0; i < 4; i++)
                 for (int h = 0; h < 2; h++) {
                     const int at = HCK_KW_SCALE_ENTRY(lane, i, h);
@@ -512,7 +529,10 @@ static void check_kw_family(int tr, int tpw)
 static void test_wgmma_kw(void **st)
 {
     (void)st;
-    for (int tpw = 1; tpw <= 2; tpw++) check_kw_family(0, tpw), check_kw_family(1, tpw);
+    for (int tr = 0; tr < 2; tr++) {
+        for (int tpw = 1; tpw <= 2; tpw++) check_kw_family(U4A16, tr, tpw);
+        check_kw_family(U4A8, tr, 2); /* uint4 and fp4 x 8-bit: two tiles per warpgroup only */
+    }
 }
 
 /* The split sum over a cluster (HCK_CSUM_*, v22; 128 and 256 tokens since v51):
