@@ -53,9 +53,9 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
  * rows) for r < rows x tpw / 4, all 64 columns of each. A lane's words of n16
  * block i (rows 16 i + lane / 4, + 8) of a tile row start at HCK_KW_WORD(lane,
  * i, rw), rw = 1 or 2 words per block (the spec 4.4 pieces): the blocks' words
- * are one or two 16-byte loads. 16 bytes (8 entries) of the tile's perm64 group
- * scales from entry HCK_KW_SCALE_ENTRY(lane, 0, 0): entry (i, h) is the scale of
- * row 16 i + lane / 4 + 8 h. Shared by kernels/hc_wgmma.cuh and
+ * are one or two 16-byte loads. 8 entries of the tile's perm64 group scales (16
+ * bytes, or 8 e8m0 bytes) from entry HCK_KW_SCALE_ENTRY(lane, 0, 0): entry (i, h)
+ * is the scale of row 16 i + lane / 4 + 8 h. Shared by kernels/hc_wgmma.cuh and
  * tests/test_kernel_fragments.c. */
 #define HCK_KW_TILE(w, tpw) ((w) % (tpw))
 #define HCK_KW_ROW(w, r, tpw, rows) ((w) / (tpw) * ((rows) * (tpw) / 4) + (r))
