@@ -632,14 +632,14 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                     if (j == 1 && !two) break;
                     const int i = 8 * gq + 2 * warp; /* entries of n8 blocks 2w, 2w + 1 (perm64) */
                     const uint8_t *sg = bp + XB + BT * WSB + (j * BT + tile) * (G::SBYTE ? 64 : 128);
-                    uint32_t s0, s1;
-                    if (G::SBYTE) {
-                        s0 = ((uint32_t)sg[i] + 15u) << 10, s1 = ((uint32_t)sg[i + 1] + 15u) << 10;
+                    if (G::SBYTE) { /* entries i, i + 1: one 2-byte load (i is even) */
+                        const uint32_t raw = *(const uint16_t *)(sg + i);
+                        sc[j][0] = hck_e8m0_pair(raw, 0), sc[j][1] = hck_e8m0_pair(raw, 1);
                     } else {
                         const uint32_t raw = *(const uint32_t *)(sg + 2 * i);
-                        s0 = fastw4::conv16<CBF>(raw & 0xffffu, sbf), s1 = fastw4::conv16<CBF>(raw >> 16, sbf);
+                        const uint32_t s0 = fastw4::conv16<CBF>(raw & 0xffffu, sbf), s1 = fastw4::conv16<CBF>(raw >> 16, sbf);
+                        sc[j][0] = s0 | s0 << 16, sc[j][1] = s1 | s1 << 16;
                     }
-                    sc[j][0] = s0 | s0 << 16, sc[j][1] = s1 | s1 << 16;
                 }
             /* the stage word of the tile's row rr: HCK_WG_STAGE_WORD(tile, rr), split into
              * the tile's base and the row's step */
@@ -699,16 +699,12 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         if (!SCALE_C) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64); the
                          * warp's rows lie in one group of 32 k */
             const uint8_t *sg = bp + XB + BT * WSB + ((two ? row0 * P / 32 : 0) * BT + tile) * (G::SBYTE ? 64 : 128);
-            if constexpr (G::SBYTE) { /* e8m0 bytes e as fp16 powers of two, (e + 15) << 10 in both
-                                          * halves as compute(): byte pair 0x00ee00ee times 1024 plus
-                                          * 15 << 10 per half (the halves cannot overlap, e < 256) */
+            if constexpr (G::SBYTE) { /* 8 e8m0 bytes: entry (i, h) is byte 2 (i % 2) + h of word i / 2 */
                 const uint2 raw = *(const uint2 *)(sg + HCK_KW_SCALE_ENTRY(lane, 0, 0));
 #pragma unroll
                 for (int i = 0; i < 4; i++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++)
-                        sc[i][h] = __byte_perm(i < 2 ? raw.x : raw.y, 0, 0x4040u + 0x0101u * (2 * (i % 2) + h)) * 1024u +
-                                   0x3c003c00u;
+                    for (int h = 0; h < 2; h++) sc[i][h] = hck_e8m0_pair(i < 2 ? raw.x : raw.y, 2 * (i % 2) + h);
             } else {
                 const uint4 raw = *(const uint4 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
                 uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};

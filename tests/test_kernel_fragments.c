@@ -411,6 +411,25 @@ static void test_byte_perm(void **st)
     assert_int_equal(hck_byte_perm(0x0C080400u, 0x1C181410u, 0x7654), 0x1C181410u);
 }
 
+/* hck_e8m0_pair, the MXFP4 kernels' scale pairs, against the shift-and-or
+ * form the kernels had before v57, for every byte value in every byte
+ * position, the other bytes set; where the exponent fits (e <= 15) each half
+ * is the fp16 power of two 2^e */
+static void test_e8m0_pair(void **st)
+{
+    (void)st;
+    for (uint32_t e = 0; e < 256; e++)
+        for (int k = 0; k < 4; k++) {
+            const uint32_t raw = (0xA5C3E1F7u & ~(0xffu << (8 * k))) | e << (8 * k);
+            const uint32_t want = ((e + 15) << 10) | ((e + 15) << 26);
+            assert_int_equal(hck_e8m0_pair(raw, k), want);
+            if (e <= 15) {
+                assert_int_equal(hck_e8m0_pair(raw, k) & 0xffffu, (e + 15) << 10);
+                assert_int_equal(hck_e8m0_pair(raw, k) >> 16, (e + 15) << 10);
+            }
+        }
+}
+
 /* The wgmma epilogue's staging (HCK_EPI_*, v20), for every token count: each
  * accumulator register lands on the float of its own (token, column) as the
  * C / D fragment layouts place them (stated here from the PTX ISA, not from
@@ -682,7 +701,8 @@ int main(void)
         cmocka_unit_test(test_wgmma_fp8a8),
         cmocka_unit_test(test_u4a8_int2fp_inverse), cmocka_unit_test(test_fp_placement),
         cmocka_unit_test(test_f8_fragment_u4),   cmocka_unit_test(test_f8_fragment_mxfp4),
-        cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_wgmma_epilogue_staging),
+        cmocka_unit_test(test_byte_perm),        cmocka_unit_test(test_e8m0_pair),
+        cmocka_unit_test(test_wgmma_epilogue_staging),
         cmocka_unit_test(test_wgmma_kw),         cmocka_unit_test(test_wgmma_cluster_sum),
         cmocka_unit_test(test_wgmma_coop_sum),   cmocka_unit_test(test_ws_empty_marker),
     };
