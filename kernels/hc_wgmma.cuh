@@ -53,6 +53,9 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #ifndef HCK_SYNC_KW8
 #define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (v56; 0: by columns) */
 #endif
+#ifndef HCK_SYNC_EVICT_FIRST
+#define HCK_SYNC_EVICT_FIRST 1 /* 16 tokens: the weights' TMA copies tagged L2 evict-first (v62) */
+#endif
 #ifndef HCK_SYNC_SMAX
 #define HCK_SYNC_SMAX 8 /* at most this many stages (v9: 10 gained ~1% on the large shapes) */
 #endif
@@ -293,6 +296,20 @@ __device__ __forceinline__ void tma_box3(uint32_t dst, const CUtensorMap *tm, in
 {
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
                  ::"r"(dst), "l"(tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+/* tma_box3 with an L2 cache policy (createpolicy) */
+__device__ __forceinline__ void tma_box3_hint(uint32_t dst, const CUtensorMap *tm, int c0, int c1, int c2, uint32_t bar,
+                                              uint64_t pol)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, %4}], [%5], %6;"
+                 ::"r"(dst), "l"(tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(pol) : "memory");
+}
+/* an L2 policy that evicts the lines it tags first */
+__device__ __forceinline__ uint64_t l2_evict_first()
+{
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
 }
 /* the (64 k x NTOK rows) box at (k0, row0) of the activation tensor map */
 __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int k0, int row0, uint32_t bar)
@@ -557,8 +574,16 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         const uint32_t bytes = XB + R * BT * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
         /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
          * weight tensor, and rows past this expert's K meet zero activations */
+        /* 16 tokens read each weight byte once: tagged evict-first, so that they
+         * replace each other in L2 rather than lines others still need or dirty
+         * lines that would be written back meanwhile (v62) */
+        constexpr bool EVICT_FIRST = Tok<NTOK>::SYNC && HCK_SYNC_EVICT_FIRST;
+        const uint64_t pol = EVICT_FIRST ? l2_evict_first() : 0;
         auto wg_load_weights = [&](uint32_t buf, uint32_t bar, int st) {
-            tma_box3(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar);
+            if (EVICT_FIRST)
+                tma_box3_hint(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar, pol);
+            else
+                tma_box3(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar);
             if (!SCALE_C)
                 for (int j = 0; j < ngs; j++) { /* the valid tiles' entries are contiguous */
                     const int64_t g = min((int64_t)(ngs == 2 ? 2 * st + j : st / spg), d.G - 1);
