@@ -572,13 +572,13 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         constexpr uint32_t SCB = G::SBYTE ? 64 : 128;                         /* scale bytes per group and tile */
         const int nb0 = blockIdx.x * BT, ntl = min(BT, ntiles - nb0);         /* the block's valid tiles */
         const uint32_t bytes = XB + R * BT * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
-        /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
-         * weight tensor, and rows past this expert's K meet zero activations */
-        /* 16 tokens read each weight byte once: tagged evict-first, so that they
-         * replace each other in L2 rather than lines others still need or dirty
-         * lines that would be written back meanwhile (v62) */
+        /* 16 tokens read each weight byte once (one token block per expert): tagged
+         * evict-first, the weight lines replace each other in L2 rather than lines
+         * others still need or dirty lines that must be written back first (v62) */
         constexpr bool EVICT_FIRST = Tok<NTOK>::SYNC && HCK_SYNC_EVICT_FIRST;
         const uint64_t pol = EVICT_FIRST ? l2_evict_first() : 0;
+        /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
+         * weight tensor, and rows past this expert's K meet zero activations */
         auto wg_load_weights = [&](uint32_t buf, uint32_t bar, int st) {
             if (EVICT_FIRST)
                 tma_box3_hint(buf + XB, &wm, 0, nb0 * G::F::TILE_WORDS / G::WC, e * rows + st * R, bar, pol);
