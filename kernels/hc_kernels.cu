@@ -2283,6 +2283,11 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, fl
         CK(cudaEventSynchronize(e1));
         CK(cudaEventElapsedTime(first_ms, e0, e1));
         for (int i = 0; i < 3; i++) CK(launch(L, dx, rows, doff, rows, dc, ds, dy, simt, ws, 0));
+        /* st below does not wait for the legacy stream: without this, a warm-up
+         * launch could still run beside the first replays on the same
+         * workspace, where two instances of a polled split sum (HCK_WS_EMPTY)
+         * take each other's partials and one polls until it traps */
+        CK(cudaDeviceSynchronize());
         /* default: the launch sequence captured once as a CUDA graph and its
          * replays timed (no host launch gaps, as the Humming reference is
          * timed in bench/bench_ref.py); HCK_TIME_STREAM=1: plain launches. */
