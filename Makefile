@@ -35,17 +35,25 @@ NVCC_ARCH  ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_86,code=
               -gencode=arch=compute_89,code=sm_89 -gencode=arch=compute_90a,code=sm_90a \
               -gencode=arch=compute_100,code=sm_100 -gencode=arch=compute_120,code=sm_120 \
               -gencode=arch=compute_120,code=compute_120
-NVCC_FLAGS ?= --threads 0 -O3 -std=c++17 -Xcompiler -fPIC -shared -cudart static -lineinfo
+NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -lineinfo
+# Compiled with one job per architecture (--threads 0), linked without: in one
+# parallel step, the device links of all architectures wrote one
+# registration file (..._dlink.reg.c) at once, and a build failed reading it.
+KERNELS_O  := $(BUILD)/obj/kernels/hc_kernels.o
 KERNELS_SO := $(BUILD)/libhc_kernels.so
 KERNELS    := $(if $(NVCC),$(KERNELS_SO),kernels-skip)
 
 .PHONY: all deps test asan valgrind demo bench clean kernels-skip fuzz fuzz-build fuzz-deps
 all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(KERNELS)
 
-$(KERNELS_SO): kernels/hc_kernels.cu kernels/hc_wgmma.cuh kernels/hc_timeline.cuh kernels/hc_kernels.h
+$(KERNELS_O): kernels/hc_kernels.cu kernels/hc_wgmma.cuh kernels/hc_timeline.cuh kernels/hc_kernels.h
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $@"
-	@$(NVCC) $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -o $@ kernels/hc_kernels.cu
+	@$(NVCC) --threads 0 $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -c -o $@ kernels/hc_kernels.cu
+
+$(KERNELS_SO): $(KERNELS_O)
+	@echo "  NVLD    $@"
+	@$(NVCC) -shared -cudart static $(NVCC_ARCH) -o $@ $<
 
 kernels-skip:
 	@echo "NOTICE: nvcc not found: GPU kernels (libhc_kernels.so) not built; GPU verification falls back to the CPU"
