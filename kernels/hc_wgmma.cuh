@@ -307,18 +307,12 @@ __device__ __forceinline__ void tma_box3_hint(uint32_t dst, const CUtensorMap *t
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, %4}], [%5], %6;"
                  ::"r"(dst), "l"(tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(pol) : "memory");
 }
-/* an L2 policy that evicts the lines it tags first */
-__device__ __forceinline__ uint64_t l2_evict_first()
+/* an L2 policy for the lines a copy tags: evicted first, or as untagged lines are */
+__device__ __forceinline__ uint64_t l2_policy(bool evict_first)
 {
     uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    return pol;
-}
-/* an L2 policy that evicts the lines it tags as untagged lines are */
-__device__ __forceinline__ uint64_t l2_evict_normal()
-{
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
+    if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
     return pol;
 }
 /* the (64 k x NTOK rows) box at (k0, row0) of the activation tensor map */
@@ -589,7 +583,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
          * faster on average at M = 64 / 128, clean unchanged); with more, the
          * token blocks share the weight lines, so they keep the normal policy */
         constexpr bool EVICT_FIRST = (Tok<NTOK>::SYNC && HCK_SYNC_EVICT_FIRST) || (!Tok<NTOK>::SYNC && HCK_BIG_EVICT_FIRST);
-        const uint64_t pol = !EVICT_FIRST ? 0 : Tok<NTOK>::SYNC || gridDim.y == 1 ? l2_evict_first() : l2_evict_normal();
+        const uint64_t pol = EVICT_FIRST ? l2_policy(Tok<NTOK>::SYNC || gridDim.y == 1) : 0;
         /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
          * weight tensor, and rows past this expert's K meet zero activations */
         auto wg_load_weights = [&](uint32_t buf, uint32_t bar, int st) {
