@@ -582,7 +582,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
          * 64-256 tokens do where the grid has one token block (v65; flushed 0.7%
          * faster on average at M = 64 / 128, clean unchanged); with more, the
          * token blocks share the weight lines, so they keep the normal policy */
-        constexpr bool EVICT_FIRST = (Tok<NTOK>::SYNC && HCK_SYNC_EVICT_FIRST) || (!Tok<NTOK>::SYNC && HCK_BIG_EVICT_FIRST);
+        constexpr bool EVICT_FIRST = Tok<NTOK>::SYNC ? HCK_SYNC_EVICT_FIRST : HCK_BIG_EVICT_FIRST;
         const uint64_t pol = EVICT_FIRST ? l2_policy(Tok<NTOK>::SYNC || gridDim.y == 1) : 0;
         /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
          * weight tensor, and rows past this expert's K meet zero activations */
