@@ -91,6 +91,42 @@ inline void timeline_loop_report(const std::vector<const unsigned long long *> &
             en1.size(), tl_q(en1, .5), en2.size(), tl_q(en2, .5), tl_q(post, .5), tl_q(post, 1));
 }
 
+/* host: blocks sharing an SM in pairs: how the one that started first and the
+ * other fare (loop time from the first stage), and loop ends by launch order
+ * in eighths of the grid (whether a block's place in the grid sets its pace) */
+inline void timeline_pair_report(const std::vector<const unsigned long long *> &b, unsigned long long s0)
+{
+    const unsigned long long *sm_first[1024] = {nullptr}, *sm_second[1024] = {nullptr};
+    int per_sm[1024] = {0};
+    for (auto r : b) per_sm[r[TL_SM] & 1023]++;
+    for (auto r : b) {
+        const int m = (int)(r[TL_SM] & 1023);
+        if (per_sm[m] != 2) continue;
+        if (!sm_first[m]) sm_first[m] = r;
+        else sm_second[m] = r;
+    }
+    std::vector<double> d_first, d_second, gap, pair_end;
+    for (int m = 0; m < 1024; m++) {
+        if (!sm_first[m] || !sm_second[m]) continue;
+        const unsigned long long *a = sm_first[m], *c = sm_second[m];
+        if (c[TL_START] < a[TL_START]) std::swap(a, c);
+        d_first.push_back((a[TL_LOOP] - a[TL_FIRST]) / 1e3), d_second.push_back((c[TL_LOOP] - c[TL_FIRST]) / 1e3);
+        gap.push_back(((double)c[TL_LOOP] - (double)a[TL_LOOP]) / 1e3);
+        pair_end.push_back((std::max(a[TL_LOOP], c[TL_LOOP]) - s0) / 1e3);
+    }
+    fprintf(stderr, "TIMELINE pairs %zu: loop time first-started p10/50/90 %.2f %.2f %.2f, second %.2f %.2f %.2f; "
+            "end second - first p10/50/90 %.2f %.2f %.2f; pair end p50/100 %.2f %.2f\n", d_first.size(),
+            tl_q(d_first, .1), tl_q(d_first, .5), tl_q(d_first, .9), tl_q(d_second, .1), tl_q(d_second, .5),
+            tl_q(d_second, .9), tl_q(gap, .1), tl_q(gap, .5), tl_q(gap, .9), tl_q(pair_end, .5), tl_q(pair_end, 1));
+    std::vector<double> by[8];
+    unsigned long long nmax = 0;
+    for (auto r : b) nmax = std::max(nmax, r[TL_LIN] + 1);
+    for (auto r : b) by[std::min<unsigned long long>(7, r[TL_LIN] * 8 / nmax)].push_back((r[TL_LOOP] - s0) / 1e3);
+    fprintf(stderr, "TIMELINE loop end p50 by eighth of the grid:");
+    for (auto &v : by) fprintf(stderr, " %.2f", tl_q(v, .5));
+    fprintf(stderr, "\n");
+}
+
 /* host: the stamps of the block that exited last, and the barrier wait shares */
 inline void timeline_tail_report(const std::vector<const unsigned long long *> &b, unsigned long long s0,
                                  const long long (*tc)[4])
@@ -127,6 +163,7 @@ inline void timeline_report()
         if (r[TL_START] + 100000 > smax && r[TL_LOOP] > r[TL_START]) b.push_back(r), s0 = std::min(s0, r[TL_START]);
     if (b.empty()) return;
     timeline_loop_report(b, s0);
+    timeline_pair_report(b, s0);
     timeline_tail_report(b, s0, tc);
 }
 #else
