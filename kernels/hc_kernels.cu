@@ -1738,7 +1738,7 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
     const bool cbf8 = cbf && !hopper::var_f8(var);
     const void *f = (const void *)hopper::wg_fn(wf, cbf8, d.scale_perm == 32, d.transposed, ntok, var);
     const hopper::WgShape sh = hopper::wg_shape(wf, ntok, var);
-    const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok), sh.smem, 1);
+    const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok, var), sh.smem, 1);
     const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
     /* v22: 8192^2 M = 16 ran 4 splits faster than 8 only when timed after a
@@ -1749,6 +1749,26 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
     int64_t s = 1;
     while (blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
     return (int)s;
+}
+
+/* The 16-token variant (v67) for layers of format wf with at most max_rows
+ * tokens per expert: lo8 where no block has more than 8 tokens (the mma of
+ * tokens 8-15 left out; M = 1, clean L2: W4A8 and MXFP4 x fp8 1-5% faster,
+ * W4A16 0-1%, W8A8 unchanged, so it has none), quad (four consumer
+ * warpgroups, one block per SM; uint4 x 16-bit) where each split runs at
+ * least 2048 k: with lo8, 28672 x 8192 M = 1 0.0411 vs 0.0426 ms, M = 16
+ * 0.0466 vs 0.0474; at 8192^2 (1024 k per split) it lost 1-4%.
+ * HCK_WG_LO8=0 / HCK_WG_QUAD=0/1 override. */
+int wg_sync_var(const hck_desc &d, int wf, int64_t max_rows)
+{
+    static const char *const lo8_env = getenv("HCK_WG_LO8"), *const quad_env = getenv("HCK_WG_QUAD");
+    const bool cbf = d.out_bf16 && wf <= small::W_U4A8, sc = d.scale_perm == 32;
+    const bool lo8 = max_rows <= 8 && (lo8_env == nullptr || atoi(lo8_env) != 0) &&
+                     hopper::wg_fn(wf, cbf, sc, d.transposed, 16, hopper::V_LO8) != nullptr;
+    bool quad = false;
+    if (hopper::wg_fn(wf, cbf, sc, d.transposed, 16, hopper::V_QUAD) != nullptr)
+        quad = quad_env ? atoi(quad_env) != 0 : d.Kp / wg_splits(d, wf, max_rows, 16, hopper::V_QUAD) >= 2048;
+    return quad ? (lo8 ? hopper::V_QUAD_LO8 : hopper::V_QUAD) : lo8 ? hopper::V_LO8 : hopper::V_STD;
 }
 
 /* Whether 128-token blocks take two tiles per warpgroup (HCK_WG_WIDE=0/1
@@ -1851,7 +1871,7 @@ int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgF
 {
     static const char *const env = getenv("HCK_WG_COOP"), *const least = getenv("HCK_COOP_MIN");
     static const char *const poll = getenv("HCK_WG_POLL");
-    if (pl.splits < 2 || ctas > (int64_t)sm_count() * blocks_per_sm((const void *)f, hopper::nt_of(pl.wg), smem, 0))
+    if (pl.splits < 2 || ctas > (int64_t)sm_count() * blocks_per_sm((const void *)f, hopper::nt_of(pl.wg, pl.var), smem, 0))
         return 0;
     if (env) return atoi(env) == 2 ? -HCK_SUM_COOP : atoi(env) ? HCK_SUM_COOP : 0;
     if (max_rows < (least ? atoll(least) : 8)) return 0;
@@ -1893,7 +1913,7 @@ cudaError_t launch_wg_ex(hopper::WgFn f, int mode, bool pdl, dim3 grid, const Pl
         na++;
     }
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid, cfg.blockDim = dim3((unsigned)hopper::nt_of(pl.wg)), cfg.dynamicSmemBytes = smem;
+    cfg.gridDim = grid, cfg.blockDim = dim3((unsigned)hopper::nt_of(pl.wg, pl.var)), cfg.dynamicSmemBytes = smem;
     cfg.stream = st, cfg.attrs = attr, cfg.numAttrs = na;
     cudaError_t e = cudaLaunchKernelEx(&cfg, f, tm, wm, dv, ts, doff, dy, pl.splits, ws);
     if (e != cudaSuccess && pdl && e != cudaErrorCooperativeLaunchTooLarge) { /* refused: without it */
@@ -1921,6 +1941,8 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
         if (wg_f8(d, wf, max_rows, pl.wg)) pl.wg = wg_f8_tokens(d, wf, max_rows, pl.wg), pl.var = hopper::V_F8;
         else if (wg_wide(d, wf, max_rows, pl.wg)) /* v19: the fp8 formats' wide form is the fp8 one */
             pl.var = wg_f8_format(d, wf) && !getenv("HCK_WG_F8") ? hopper::V_F8W : hopper::V_WIDE;
+        else if (pl.wg == 16)
+            pl.var = wg_sync_var(d, wf, max_rows);
         pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.var) : 1;
         return pl;
     }
@@ -2052,7 +2074,7 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
         static const char *const wname[4] = {"w4a16", "w4a8", "mxfp4a8", "w8a8fp8"};
         if (trace)
             fprintf(stderr, "HCK %s %s ntok=%d%s splits=%d smem=%zu E=%d N=%lld K=%lld rows=%lld bf16=%d tr=%d perm=%d gs=%lld\n",
-                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, pl.var == hopper::V_F8 ? "f8" : pl.var == hopper::V_F8W ? "f8w" : pl.var ? "w" : "", pl.splits, pl.smem, d.E, (long long)d.N,
+                    pl.wg ? "wgmma" : "small", wname[pl.wf], pl.wg, hopper::var_name(pl.var), pl.splits, pl.smem, d.E, (long long)d.N,
                     (long long)d.K, (long long)rows, d.out_bf16, d.transposed, d.scale_perm,
                     (long long)d.group_size);
         if (max_rows == 0) return cudaSuccess;

@@ -27,7 +27,6 @@
  * through cp.async spent ~220 instructions per warp and stage on addressing;
  * one bulk copy per tile row kept the producer at ~0.85 us per stage. */
 namespace hopper {
-constexpr int NWG = 2; /* consumer warpgroups */
 #include "hc_timeline.cuh"
 /* The 16-token variant's shape (v9; -D overrides for diagnostic builds): tiles
  * per warpgroup with 4-bit weights, main loop unrolled by a ring turn (buffer
@@ -73,7 +72,7 @@ constexpr int NWG = 2; /* consumer warpgroups */
 #endif
 
 /* Tokens per block (16, 64, 128 or 256, the wgmma N): stages in flight (16: Geo::S),
- * activation bytes per stage, threads, blocks per SM the registers must allow.
+ * activation bytes per stage, producer warps (threads and blocks per SM: Blk).
  * Up to 64 tokens the accumulators are few: one producer warp, no register
  * hand-over, and several blocks per SM keep more weight bytes in flight
  * (memory-bound there); from 128 tokens a producer warpgroup gives its
@@ -83,23 +82,46 @@ template <int NTOK> struct Tok {
     static constexpr int S = NTOK == 256 ? 5 : 8, XB = NTOK * 128;
     /* producer warps of which lane 0 issues copies: 16 tokens, HCK_SYNC_NPW (v25) */
     static constexpr int NPW = NTOK == 16 ? HCK_SYNC_NPW : 1;
-    static constexpr int NT = NWG * 128 + (BIG ? 128 : 32 * NPW), MINB = BIG ? 1 : NTOK == 16 ? HCK_SYNC_MINB : 2;
     /* 16 tokens: mma.sync m16n8k16 instead of wgmma (the A fragments and the
      * accumulators have the same layout; measured, v8: 28672 x 8192 M = 16 79.7 ->
      * 75.7 us, 8192 x 28672 70.2 -> 68.4) */
     static constexpr bool SYNC = NTOK == 16;
 };
-/* threads of the variant for ntok tokens */
-inline int nt_of(int ntok) { return ntok >= 128 ? Tok<128>::NT : ntok == 16 ? Tok<16>::NT : Tok<64>::NT; }
-
 /* Variants of a (format, tokens) kernel: standard; wide (two tiles per
  * warpgroup, 4-bit weights, 128 tokens); fp8 (e4m3 x e4m3 wgmma k32 for the
  * fp8-activation 4-bit formats, 128 or 256 tokens, v11, v18); fp8 wide (the
- * fp8 variant with two tiles per warpgroup, 128 tokens, v19). The host picks
- * (wg_wide, wg_f8). */
-enum { V_STD = 0, V_WIDE = 1, V_F8 = 2, V_F8W = 3, V_COUNT = 4 };
+ * fp8 variant with two tiles per warpgroup, 128 tokens, v19); at 16 tokens
+ * (v67): lo8 (every block has at most 8 tokens: no mma for tokens 8-15),
+ * quad (uint4 x 16-bit: four consumer warpgroups, one block per SM) and
+ * both. The host picks (wg_wide, wg_f8, wg_sync_var). */
+enum { V_STD = 0, V_WIDE = 1, V_F8 = 2, V_F8W = 3, V_LO8 = 4, V_QUAD = 5, V_QUAD_LO8 = 6, V_COUNT = 7 };
 /* whether variant v runs on the e4m3 tensor cores (activations as bytes) */
 inline constexpr bool var_f8(int v) { return v == V_F8 || v == V_F8W; }
+/* variant v's suffix in traces (ntok=16lo8) */
+inline const char *var_name(int v)
+{
+    static const char *const names[V_COUNT] = {"", "w", "f8", "f8w", "lo8", "quad", "quadlo8"};
+    return v >= 0 && v < V_COUNT ? names[v] : "?";
+}
+/* whether variant v's blocks hold at most 8 tokens, or four consumer warpgroups */
+__host__ __device__ inline constexpr bool var_lo8(int v) { return v == V_LO8 || v == V_QUAD_LO8; }
+__host__ __device__ inline constexpr bool var_quad(int v) { return v == V_QUAD || v == V_QUAD_LO8; }
+/* A block of variant VAR for NTOK tokens: consumer warpgroups, threads, blocks
+ * per SM the registers must allow. The quad variant's one block per SM has
+ * the 16 consumer warps of two standard ones, but they share one ring: the
+ * two blocks of an SM did not progress alike, the one launched first ended
+ * its loop 1.5 us (p50) before the other at 8192^2 M = 1 (timeline, v67) */
+template <int NTOK, int VAR> struct Blk {
+    static constexpr int NWG = var_quad(VAR) ? 4 : 2;
+    static constexpr int NT = NWG * 128 + (Tok<NTOK>::BIG ? 128 : 32 * Tok<NTOK>::NPW);
+    static constexpr int MINB = Tok<NTOK>::BIG || var_quad(VAR) ? 1 : NTOK == 16 ? HCK_SYNC_MINB : 2;
+};
+/* threads of the variant var for ntok tokens */
+inline int nt_of(int ntok, int var)
+{
+    return ntok >= 128 ? Blk<128, V_STD>::NT : ntok == 64 ? Blk<64, V_STD>::NT
+         : var_quad(var) ? Blk<16, V_QUAD>::NT : Blk<16, V_STD>::NT;
+}
 /* whether the 16-token kernels of format wf split a stage by tile and k (KW):
  * the 4-bit formats with two tiles per warpgroup (uint4 x 16-bit also with one) */
 __host__ __device__ inline constexpr bool sync_kw(int wf)
@@ -123,14 +145,15 @@ template <int WF, int NTOK, int VAR = V_STD> struct Geo {
      * share one activation stage, halving the activation bytes read through L2 per
      * weight byte, but the grid has half the blocks (the host picks, wg_wide) */
     static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : VAR == V_WIDE || VAR == V_F8W ? 2 : 1;
-    static constexpr int BT = NWG * TPW;                 /* tiles per block */
+    static constexpr int BT = Blk<NTOK, VAR>::NWG * TPW; /* tiles per block */
     /* fp8: the activations are e4m3 bytes in k order, 64-byte rows (64-byte swizzle) */
     static constexpr bool F8 = var_f8(VAR);
     static constexpr int XB = F8 ? NTOK * 64 : Tok<NTOK>::XB;
     /* stage stride: activations, BT tiles' rows, BT x 256 bytes of scales (two groups at most) */
     static constexpr int SST = (XB + BT * (WSB + 256) + 1023) / 1024 * 1024;
-    /* stages in flight: 16 tokens fill HCK_SYNC_RING bytes (MINB blocks per SM) */
-    static constexpr int SR = HCK_SYNC_RING / SST;
+    /* stages in flight: 16 tokens fill HCK_SYNC_RING bytes (MINB blocks per SM; the
+     * quad variant's one block twice that) */
+    static constexpr int SR = HCK_SYNC_RING * (var_quad(VAR) ? 2 : 1) / SST;
     /* the fp8 variant's 256-token stages are half the size of the 16-bit ones: 8 fit */
     static constexpr int SMAX = WF == small::W_U4A16 ? HCK_SYNC_SMAX_U4A16 : HCK_SYNC_SMAX;
     static constexpr int S = Tok<NTOK>::SYNC ? (SR > SMAX ? SMAX : SR < 4 ? 4 : SR)
@@ -523,20 +546,21 @@ __device__ __forceinline__ void decode_row(const uint32_t *wv, uint32_t s0, uint
  * swizzle (V_F8: e4m3 bytes in k order, 64-byte swizzle). Group scales need
  * group_size % 64 == 0 (V_F8: % 128). */
 template <int WF, bool CBF, bool SCALE_C, bool TR, int NTOK, int VAR>
-__global__ void __launch_bounds__(Tok<NTOK>::NT, Tok<NTOK>::MINB)
+__global__ void __launch_bounds__(Blk<NTOK, VAR>::NT, Blk<NTOK, VAR>::MINB)
 wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtensorMap wm, Dev p, const float *__restrict__ tok_scale,
           const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
 #if defined(HCK_WGMMA)
     using G = Geo<WF, NTOK, VAR>;
     constexpr int P = G::P, R = G::R, TB = G::TB, WSB = G::WSB, SST = G::SST, S = G::S, XB = G::XB;
-    constexpr int TPW = G::TPW, BT = G::BT;
+    constexpr int TPW = G::TPW, BT = G::BT, NWG = Blk<NTOK, VAR>::NWG;
     const hck_desc &d = p.d;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4, lane = tid % 32, gq = lane / 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
     const int64_t r0 = offsets[e] + (int64_t)blockIdx.y * NTOK, r1 = offsets[e + 1];
     if (r0 >= r1) return;
     const int mrows = (int)min((int64_t)NTOK, r1 - r0);
+    const bool hi8 = !var_lo8(VAR) && mrows > 8; /* 16 tokens: the mma of tokens 8-15 */
     HCK_TL_BEGIN();
     /* an even stage count: the consumer loop runs stage pairs with no branch between
      * the wgmmas (a conditional second stage makes ptxas serialize them); a stage
@@ -704,7 +728,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 #pragma unroll
                 for (int t = 0; t < TPW; t++) {
                     fastw4::mma16816<CBF>(acc[t], afr[par][t][s], bx[0], bx[1]);
-                    if (mrows > 8) fastw4::mma16816<CBF>(acc[t] + 4, afr[par][t][s], bx[2], bx[3]);
+                    if (hi8) fastw4::mma16816<CBF>(acc[t] + 4, afr[par][t][s], bx[2], bx[3]);
                 }
             }
             if (lane == 0) mbar_arrive(empty + 8 * b);
@@ -768,7 +792,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     fastw4::mma16816<CBF>(acc[i], a[i][s], bx[0], bx[1]);
-                    if (mrows > 8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][s], bx[2], bx[3]);
+                    if (hi8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][s], bx[2], bx[3]);
                 }
             }
         }
@@ -1106,22 +1130,30 @@ inline WgFn wg_fn_of(bool cbf, bool sc, bool tr)
 template <int NTOK, int V>
 inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
 {
-    switch (wf) {
-    case small::W_U4A16:
-        if constexpr (var_f8(V)) return nullptr;
-        else return wg_fn_of<small::W_U4A16, NTOK, V>(cbf, sc, tr);
-    case small::W_U4A8:
-        if constexpr (var_f8(V)) return cbf ? nullptr : wg_fn_sc_tr<small::W_U4A8, false, NTOK, V>(sc, tr);
-        else return wg_fn_of<small::W_U4A8, NTOK, V>(cbf, sc, tr);
-    case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, V>;
-    case small::W_FP8A8: return cbf || V != V_STD ? nullptr : wg_fn_sc_tr<small::W_FP8A8, false, NTOK, V_STD>(sc, tr);
+    if constexpr (var_quad(V)) { /* uint4 x 16-bit only */
+        return wf == small::W_U4A16 ? wg_fn_of<small::W_U4A16, NTOK, V>(cbf, sc, tr) : nullptr;
+    } else {
+        switch (wf) {
+        case small::W_U4A16:
+            if constexpr (var_f8(V)) return nullptr;
+            else return wg_fn_of<small::W_U4A16, NTOK, V>(cbf, sc, tr);
+        case small::W_U4A8:
+            if constexpr (var_f8(V)) return cbf ? nullptr : wg_fn_sc_tr<small::W_U4A8, false, NTOK, V>(sc, tr);
+            else return wg_fn_of<small::W_U4A8, NTOK, V>(cbf, sc, tr);
+        case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, V>;
+        case small::W_FP8A8: /* lo8 did not change W8A8 (v67): the standard kernel only */
+            return cbf || V != V_STD ? nullptr : wg_fn_sc_tr<small::W_FP8A8, false, NTOK, V_STD>(sc, tr);
+        }
+        return nullptr;
     }
-    return nullptr;
 }
 inline WgFn wg_fn(int wf, bool cbf, bool sc, bool tr, int ntok, int var)
 {
     switch (ntok) {
-    case 16: return var ? nullptr : wg_fn_n<16, V_STD>(wf, cbf, sc, tr);
+    case 16:
+        return var == V_STD ? wg_fn_n<16, V_STD>(wf, cbf, sc, tr) : var == V_LO8 ? wg_fn_n<16, V_LO8>(wf, cbf, sc, tr)
+             : var == V_QUAD ? wg_fn_n<16, V_QUAD>(wf, cbf, sc, tr)
+             : var == V_QUAD_LO8 ? wg_fn_n<16, V_QUAD_LO8>(wf, cbf, sc, tr) : nullptr;
     case 64: return var ? nullptr : wg_fn_n<64, V_STD>(wf, cbf, sc, tr);
     case 128:
         return var == V_F8 ? wg_fn_n<128, V_F8>(wf, cbf, sc, tr) : var == V_F8W ? wg_fn_n<128, V_F8W>(wf, cbf, sc, tr)
@@ -1149,7 +1181,7 @@ inline WgShape wg_shape_n(int wf)
 inline WgShape wg_shape(int wf, int ntok, int var)
 {
     switch (ntok) {
-    case 16: return wg_shape_n<16, V_STD>(wf);
+    case 16: return var_quad(var) ? wg_shape_n<16, V_QUAD>(wf) : wg_shape_n<16, V_STD>(wf); /* lo8: as std */
     case 64: return wg_shape_n<64, V_STD>(wf);
     case 128:
         return var == V_F8 ? wg_shape_n<128, V_F8>(wf) : var == V_F8W ? wg_shape_n<128, V_F8W>(wf)
