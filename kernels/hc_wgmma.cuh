@@ -52,6 +52,9 @@ namespace hopper {
 #ifndef HCK_BIG_EVICT_FIRST
 #define HCK_BIG_EVICT_FIRST 1 /* 64-256 tokens: weights evict-first where the grid has one token block (v65) */
 #endif
+#ifndef HCK_KW_POST
+#define HCK_KW_POST 1 /* KW, uint4 x 16-bit, <= 8 tokens, group 128: scales after the group's sums (v68) */
+#endif
 #ifndef HCK_SYNC_KW8
 #define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (v56; 0: by columns) */
 #endif
@@ -745,14 +748,24 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
         }
     };
-    /* KW: stage buffer b (phase ph) */
+    /* KW: stage buffer b (phase ph). mode (v68, KW_POST): 0 the group scales
+     * multiply each decoded weight pair; 1 and 2, the first and second stage of a
+     * 128-k group: the codes (exact in 16 bits) go unscaled into the group's
+     * fp32 sums ktmp (stage 1 starts them with C = 0), which stage 2 multiplies
+     * by the group scales into acc, so a word's decode is 9 instructions, not
+     * 13, and the products are not rounded to 16 bits after scaling. Only where
+     * every block has at most 8 tokens: ktmp takes acc's registers of tokens 8-15 */
     HCK_TL_WAITS(cwait);
-    auto compute_kw = [&](int b, int ph) {
+    constexpr bool KW_POST = KW && HCK_KW_POST && var_lo8(VAR) && WF == small::W_U4A16 && !SCALE_C;
+    float ktmp[4][4] = {};
+    auto compute_kw = [&](int b, int ph, auto mode) {
+        constexpr int MODE = decltype(mode)::value;
+        constexpr bool PS = MODE != 0;
         HCK_TL_TIMED_WAIT(cwait, mbar_wait(full + 8 * b, ph));
         const uint8_t *bp = smem + b * SST;
         const int row0 = HCK_KW_ROW(warp, 0, TPW, R), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
         uint32_t sc[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}; /* [n16 block][row half], as pairs */
-        if (!SCALE_C) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64); the
+        if (!SCALE_C && !PS) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64); the
                          * warp's rows lie in one group of 32 k */
             const uint8_t *sg = bp + XB + BT * WSB + ((two ? row0 * P / 32 : 0) * BT + tile) * (G::SBYTE ? 64 : 128);
             if constexpr (G::SBYTE) { /* 8 e8m0 bytes: entry (i, h) is byte 2 (i % 2) + h of word i / 2 */
@@ -784,20 +797,40 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             }
             uint32_t a[4][P / 16][4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) decode_row<WF, CBF, TR>(&wv[G::RW * i], sc[i][0], sc[i][1], !SCALE_C, a[i]);
+            for (int i = 0; i < 4; i++) decode_row<WF, CBF, TR>(&wv[G::RW * i], sc[i][0], sc[i][1], !SCALE_C && !PS, a[i]);
 #pragma unroll
             for (int s = 0; s < P / 16; s++) { /* k16 step s of the row */
                 uint32_t bx[4];
                 fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, HCK_KW_ROW(warp, r, TPW, R) * (P / 16) + s));
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    fastw4::mma16816<CBF>(acc[i], a[i][s], bx[0], bx[1]);
-                    if (hi8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][s], bx[2], bx[3]);
+                    if (MODE == 1 && r == 0 && s == 0) {
+                        fastw4::mma16816_zc<CBF>(ktmp[i], a[i][s], bx[0], bx[1]);
+                    } else if (PS) {
+                        fastw4::mma16816<CBF>(ktmp[i], a[i][s], bx[0], bx[1]);
+                    } else {
+                        fastw4::mma16816<CBF>(acc[i], a[i][s], bx[0], bx[1]);
+                        if (hi8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][s], bx[2], bx[3]);
+                    }
                 }
+            }
+        }
+        if (MODE == 2) { /* the group's scales (rows 16 i + gq and + 8) times its sums, in fp32 */
+            const uint8_t *sg = bp + XB + BT * WSB + tile * 128;
+            const uint4 raw = *(const uint4 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
+            const uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const float s0 = h2f((uint16_t)(rw[i] & 0xffffu), sbf), s1 = h2f((uint16_t)(rw[i] >> 16), sbf);
+                acc[i][0] = fmaf(ktmp[i][0], s0, acc[i][0]), acc[i][1] = fmaf(ktmp[i][1], s0, acc[i][1]);
+                acc[i][2] = fmaf(ktmp[i][2], s1, acc[i][2]), acc[i][3] = fmaf(ktmp[i][3], s1, acc[i][3]);
             }
         }
         if (lane == 0) mbar_arrive(empty + 8 * b);
     };
+    using kw_std = std::integral_constant<int, 0>;
+    using kw_first = std::integral_constant<int, 1>;
+    using kw_second = std::integral_constant<int, 2>;
     /* fp8 (V_F8, v11): a stage's two k32 wgmmas accumulate into tmp, which is
      * promoted into acc (times the group scale) once per stage pair, so fp32 adds
      * every 128 k (the fp8 tensor cores keep fewer accumulator bits); the even stage
@@ -918,14 +951,20 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         promote(last_half{});
     } else if (KW) {
         HCK_TL_FIRST_STAGE(full);
-        for (int k0 = 0; k0 < nst; k0 += S) {
-            const int ph = (k0 / S) & 1;
+        auto kw_ring = [&](auto post) { /* post: a 128-k group per stage pair (sa, nst and S are even) */
+            constexpr bool PO = decltype(post)::value;
+            for (int k0 = 0; k0 < nst; k0 += S) {
+                const int ph = (k0 / S) & 1;
 #pragma unroll
-            for (int u = 0; u < S; u++) {
-                if (k0 + u >= nst) break;
-                compute_kw(u, ph);
+                for (int u = 0; u < S; u += PO ? 2 : 1) {
+                    if (k0 + u >= nst) break;
+                    if constexpr (PO) compute_kw(u, ph, kw_first{}), compute_kw(u + 1, ph, kw_second{});
+                    else compute_kw(u, ph, kw_std{});
+                }
             }
-        }
+        };
+        if (KW_POST && d.group_size == 128) kw_ring(std::integral_constant<bool, KW_POST>{});
+        else kw_ring(std::false_type{});
     } else if (Tok<NTOK>::SYNC && HCK_SYNC_UNROLL) {
         /* a ring turn per iteration: buffer offsets are constants */
         for (int k0 = 0; k0 < nst; k0 += S) {
