@@ -13,7 +13,7 @@ compiles Humming's kernel (`newM` for a later token count). argv[1]: time
 budget in seconds for the Humming part (cells past it are listed as skipped);
 argv[2] (optional): "all" for every format on every shape. Environment:
 HC_REF_MS=a,b,... (these token counts), HC_REF_ONLY=text (formats whose name
-contains text), as the --bench switches of our side."""
+contains text), HC_REF_SHAPES=n (the first n shapes), as the --bench switches of our side."""
 import os, sys, time
 import torch
 import triton
@@ -23,6 +23,8 @@ every = len(sys.argv) > 2 and sys.argv[2] == "all"
 t_start = time.time()
 dev = "cuda"
 shapes = [(8192, 8192), (28672, 8192), (8192, 28672)]
+if os.environ.get("HC_REF_SHAPES"):  # the first n shapes only
+    shapes = shapes[: int(os.environ["HC_REF_SHAPES"])]
 Ms = [int(m) for m in os.environ.get("HC_REF_MS", "1,16,128,1024,4096").split(",")]
 only = os.environ.get("HC_REF_ONLY", "")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device-side correctness run (one call): the GPU sweep (mma and simt kernels),
 # the golden vectors through our kernel, and `--verify gpu` vs `--verify cpu`
-# on the example model. Run from a folder holding build/, lib/ (shared
+# on the example model (its summary printed last). Run from a folder holding build/, lib/ (shared
 # libraries the image may lack), shared/golden and demo/example-humming.
 # Writes logs to $OUT (or ./out) and prints a short summary last.
 set -u
@@ -19,6 +19,10 @@ for v in cpu gpu; do
     cp /tmp/hcv/$v-$tag/humming_report.json "$out/report-$v-$tag.json" 2>/dev/null
   done
 done
+grep -h "^GOLDEN" "$out/golden.txt" | cut -c1-160
+grep -h "FAIL" "$out/sweep.txt" | head -20
+grep -h "SUMMARY\|quantizer" "$out/sweep.txt" "$out/sweep_simt.txt"
+# the --verify comparison last, so that a cut tail keeps it
 python3 - "$out" <<'PY'
 import json, sys, glob, os
 out = sys.argv[1]
@@ -40,6 +44,3 @@ for f in sorted(glob.glob(out + "/report-cpu-*.json")):
           sum(l["status"] == "pass" for l in d["layers"]), "of", len(c["layers"]),
           "max |metric diff|", worst, "worst gpu vs cpu rel err %.3g" % gmax)
 PY
-grep -h "^GOLDEN" "$out/golden.txt"
-grep -h "FAIL" "$out/sweep.txt" | head -20
-grep -h "SUMMARY\|quantizer" "$out/sweep.txt" "$out/sweep_simt.txt"
