@@ -406,6 +406,25 @@ __device__ __forceinline__ bool ws_empty4(float4 v)
     return __float_as_uint(v.x) == HCK_WS_EMPTY || __float_as_uint(v.y) == HCK_WS_EMPTY ||
            __float_as_uint(v.z) == HCK_WS_EMPTY || __float_as_uint(v.w) == HCK_WS_EMPTY;
 }
+/* The lines of this split's share (as poll_split_sum) of every split's plane
+ * into L2, issued when the main loop ends (v69): the share's lines not yet
+ * written this launch sit in DRAM, so the poll's first round waited a DRAM
+ * round trip; the epilogue's staging (about 1.3 us) now hides it. */
+__device__ __forceinline__ void poll_prefetch(const Dev &p, const float *ws, int64_t r0, int mrows, int64_t c0,
+                                              int q, int64_t stride, int split, int splits, int tid, int nt)
+{
+    const int qb = HCK_CSUM_BEGIN(q, split, splits), nq = HCK_CSUM_BEGIN(q, split + 1, splits) - qb;
+    const int64_t f0 = c0 + 4 * qb, f1 = min(c0 + 4 * (qb + nq), p.d.N); /* floats of a row */
+    if (f1 <= f0) return;
+    const int lines = (int)((f1 - f0) / 32) + 2; /* 128-byte lines a row's share may touch, at most */
+    for (int i = tid; i < splits * mrows * lines; i += nt) {
+        const int j = i % splits, row = i / splits % mrows, l = i / (splits * mrows);
+        const float *r = ws + j * stride + (r0 + row) * p.d.N;
+        const uintptr_t a = ((uintptr_t)(r + f0) & ~(uintptr_t)127) + 128u * (uintptr_t)l;
+        if (a < (uintptr_t)(r + f1)) asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+    }
+}
+
 /* The polled split sum (v47, HCK_SUM_POLL, protocol at HCK_WS_EMPTY; a
  * cooperative launch, every split resident; rows 4-column aligned): this
  * split's share of each token row's q column quads from c0 (HCK_CSUM_BEGIN),
@@ -429,12 +448,15 @@ __device__ __forceinline__ void poll_split_sum(const Dev &p, int e, float *ws, u
         float4 t[8];
         unsigned pending = (1u << splits) - 1u;
         for (int spin = 0; pending; spin++) {
+            /* a round's loads all in flight before any test (v69): testing each as it
+             * came made the next load wait for it, 8 L2 round trips per round */
+            const unsigned round = pending;
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                if (pending >> j & 1u) {
-                    t[j] = ld_relaxed_f4(src + j * stride);
-                    if (!ws_empty4(t[j])) pending &= ~(1u << j);
-                }
+                if (round >> j & 1u) t[j] = ld_relaxed_f4(src + j * stride);
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                if ((round >> j & 1u) && !ws_empty4(t[j])) pending &= ~(1u << j);
             if (pending) {
                 if (spin > (1 << 24)) __trap();
                 __nanosleep(32);
@@ -984,6 +1006,10 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
     HCK_TL_STAMP(TL_LOOP);
     HCK_TL_SAVE(cwait, 2, tid == 0);
+    /* v69: before the staging; 16 tokens only (the 64-token kernels spilled with it) */
+    if (Tok<NTOK>::SYNC && p.sum_mode == HCK_SUM_POLL && splits > 1)
+        poll_prefetch(p, ws, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16, offsets[d.E] * d.N, split, splits, tid,
+                      NWG * 128);
     if (!Tok<NTOK>::SYNC && !G::F8) {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
