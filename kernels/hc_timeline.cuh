@@ -6,13 +6,16 @@
  * Each block of a launch stamps %globaltimer at entry, at its first stage, at
  * the end of consumer thread 0's main loop, after the epilogue's staging,
  * after its partial sums are fenced, after the split sum's counter or cluster
- * barrier, and at the exit of consumer thread 0; the producer and consumer
+ * barrier (the polled sum: after the partials' stores and after thread 0's
+ * poll, with its rounds), and at the exit of consumer thread 0; the producer and consumer
  * thread 0 count the clock64 cycles they spend waiting on the ring's
  * barriers. hck_gemm_time prints a summary of the last timed launch
  * (timeline_report, "TIMELINE..." lines on stderr). The arrays are global
  * state, acceptable in a diagnostic build only. */
 #ifdef HCK_TIMELINE
-enum { TL_START, TL_LOOP, TL_SM, TL_LIN, TL_FIRST, TL_EXIT, TL_STAGED, TL_SYNCED, TL_FENCED, TL_N };
+/* TL_GRP: the block's split group (the splits of one output block); TL_SPINS:
+ * consumer thread 0's poll rounds in the polled split sum (v33) */
+enum { TL_START, TL_LOOP, TL_SM, TL_LIN, TL_FIRST, TL_EXIT, TL_STAGED, TL_SYNCED, TL_FENCED, TL_GRP, TL_SPINS, TL_N };
 constexpr unsigned TL_MAX = 8192; /* blocks recorded */
 __device__ unsigned long long hck_tl[TL_MAX][TL_N];
 __device__ long long hck_tlc[TL_MAX][4]; /* producer: cycles waiting on empty, loop; consumer 0: on full, loop */
@@ -33,9 +36,10 @@ __device__ __forceinline__ void hck_tl_stamp(int i)
 {
     if (threadIdx.x == 0 && hck_tl_lin() < TL_MAX) hck_tl[hck_tl_lin()][i] = hck_gtimer();
 }
-__device__ __forceinline__ void hck_tl_begin()
+__device__ __forceinline__ void hck_tl_begin(unsigned grp)
 {
     if (threadIdx.x != 0 || hck_tl_lin() >= TL_MAX) return;
+    hck_tl[hck_tl_lin()][TL_GRP] = grp, hck_tl[hck_tl_lin()][TL_SPINS] = 0; /* nonzero: this launch polled */
     unsigned smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     hck_tl[hck_tl_lin()][TL_SM] = smid, hck_tl[hck_tl_lin()][TL_LIN] = hck_tl_lin();
@@ -53,7 +57,9 @@ struct hck_tl_waits {
         if (hck_tl_lin() < TL_MAX) hck_tlc[hck_tl_lin()][slot] = waited, hck_tlc[hck_tl_lin()][slot + 1] = hck_clock() - t0;
     }
 };
-#define HCK_TL_BEGIN() hck_tl_begin()
+#define HCK_TL_BEGIN(grp) hck_tl_begin(grp)
+#define HCK_TL_SPINS(cond, n) \
+    do { if ((cond) && hck_tl_lin() < TL_MAX) hck_tl[hck_tl_lin()][TL_SPINS] = (n); } while (0)
 #define HCK_TL_STAMP(i) hck_tl_stamp(i)
 #define HCK_TL_FIRST_STAGE(bar) \
     do { if (threadIdx.x == 0) mbar_wait(bar, 0), hck_tl_stamp(TL_FIRST); } while (0)
@@ -148,6 +154,38 @@ inline void timeline_tail_report(const std::vector<const unsigned long long *> &
             "on full %.2f %.2f %.2f\n", tl_q(pw, .1), tl_q(pw, .5), tl_q(pw, .9), tl_q(cw, .1), tl_q(cw, .5), tl_q(cw, .9));
 }
 
+/* host: the polled split sum, per split group, relative to the group's latest
+ * loop end: its latest partial store (TL_FENCED), the first and last split's
+ * poll done (TL_SYNCED) and its last exit; and thread 0's poll per block:
+ * duration, rounds, time per round (bench/NOTES.md version 33) */
+inline void timeline_group_report(const std::vector<const unsigned long long *> &b, unsigned long long s0)
+{
+    std::map<unsigned long long, std::vector<const unsigned long long *>> g;
+    for (auto r : b)
+        if (r[TL_SPINS] > 0 && r[TL_SYNCED] > r[TL_FENCED] && r[TL_FENCED] > r[TL_START]) g[r[TL_GRP]].push_back(r);
+    if (g.empty()) return; /* no polled sum in this launch */
+    std::vector<double> lend, st, pfirst, plast, ex, pd, spins, rt;
+    auto us = [](unsigned long long a, unsigned long long z) { return ((double)a - (double)z) / 1e3; };
+    for (auto &kv : g) {
+        unsigned long long l = 0, f = 0, p0 = ~0ull, p1 = 0, x = 0;
+        for (auto r : kv.second) {
+            l = std::max(l, r[TL_LOOP]), f = std::max(f, r[TL_FENCED]), x = std::max(x, r[TL_EXIT]);
+            p0 = std::min(p0, r[TL_SYNCED]), p1 = std::max(p1, r[TL_SYNCED]);
+            pd.push_back(us(r[TL_SYNCED], r[TL_FENCED])), spins.push_back((double)r[TL_SPINS]);
+            rt.push_back(pd.back() / std::max(1.0, spins.back()));
+        }
+        lend.push_back(us(l, s0)), st.push_back(us(f, l)), pfirst.push_back(us(p0, l));
+        plast.push_back(us(p1, l)), ex.push_back(us(x, l));
+    }
+    fprintf(stderr, "TIMELINE poll (thread 0) p10/50/90: duration %.2f %.2f %.2f us, rounds %.0f %.0f %.0f, us per "
+            "round %.2f %.2f %.2f\n", tl_q(pd, .1), tl_q(pd, .5), tl_q(pd, .9), tl_q(spins, .1), tl_q(spins, .5),
+            tl_q(spins, .9), tl_q(rt, .1), tl_q(rt, .5), tl_q(rt, .9));
+    fprintf(stderr, "TIMELINE split groups %zu: latest loop end p50/100 %.2f %.2f; after it (p50/100 us): partials "
+            "stored %.2f %.2f, first poll done %.2f %.2f, last poll done %.2f %.2f, last exit %.2f %.2f\n", g.size(),
+            tl_q(lend, .5), tl_q(lend, 1), tl_q(st, .5), tl_q(st, 1), tl_q(pfirst, .5), tl_q(pfirst, 1),
+            tl_q(plast, .5), tl_q(plast, 1), tl_q(ex, .5), tl_q(ex, 1));
+}
+
 /* host: reads the device arrays back and prints the summaries */
 inline void timeline_report()
 {
@@ -165,9 +203,11 @@ inline void timeline_report()
     timeline_loop_report(b, s0);
     timeline_pair_report(b, s0);
     timeline_tail_report(b, s0, tc);
+    timeline_group_report(b, s0);
 }
 #else
-#define HCK_TL_BEGIN() ((void)0)
+#define HCK_TL_BEGIN(grp) ((void)0)
+#define HCK_TL_SPINS(cond, n) ((void)0)
 #define HCK_TL_STAMP(i) ((void)0)
 #define HCK_TL_FIRST_STAGE(bar) ((void)0)
 #define HCK_TL_EXIT_GUARD() ((void)0)

@@ -461,7 +461,9 @@ __device__ __forceinline__ void poll_split_sum(const Dev &p, int e, float *ws, u
                 if (spin > (1 << 24)) __trap();
                 __nanosleep(32);
             }
+            HCK_TL_SPINS(g == 0, spin + 1);
         }
+        if (g == 0) HCK_TL_STAMP(TL_SYNCED);
         float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int j = 0; j < 8; j++) /* in split order */
@@ -586,7 +588,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (r0 >= r1) return;
     const int mrows = (int)min((int64_t)NTOK, r1 - r0);
     const bool hi8 = !var_lo8(VAR) && mrows > 8; /* 16 tokens: the mma of tokens 8-15 */
-    HCK_TL_BEGIN();
+    HCK_TL_BEGIN(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * e)); /* the split group */
     /* an even stage count: the consumer loop runs stage pairs with no branch between
      * the wgmmas (a conditional second stage makes ptxas serialize them); a stage
      * past K reads zero activations */
@@ -1146,6 +1148,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (splits == 1) return;
     if (!Tok<NTOK>::BIG && p.sum_mode == HCK_SUM_POLL) { /* v47: no fence, no counter (128 and 256 tokens
                                                             * spilled with it) */
+        HCK_TL_STAMP(TL_FENCED); /* here: the partials stored */
         poll_split_sum(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16, Mtot * d.N, split, splits,
                        tid, NWG * 128);
         return;
