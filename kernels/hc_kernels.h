@@ -61,6 +61,12 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_KW_ROW(w, r, tpw, rows) ((w) / (tpw) * ((rows) * (tpw) / 4) + (r))
 #define HCK_KW_WORD(lane, i, rw) ((i) * (rw) / 4 * 128 + 4 * (lane) + (i) * (rw) % 4)
 #define HCK_KW_SCALE_ENTRY(lane, i, h) (8 * ((lane) / 4) + 2 * (i) + (h))
+/* KW2 (uint4 x 16-bit, 16 tokens, group scales, v70): warp w takes tile
+ * HCK_KW_TILE(w, 2) and n16 blocks HCK_KW2_BLOCK(w, 0) and (w, 1) of it over
+ * every row of the stage: the lane's two words at HCK_KW_WORD(lane,
+ * HCK_KW2_BLOCK(w, 0), 1) (one 8-byte load), its 4 scale entries from
+ * HCK_KW_SCALE_ENTRY(lane, HCK_KW2_BLOCK(w, 0), 0) (8 bytes). */
+#define HCK_KW2_BLOCK(w, i) (2 * ((w) / 2) + (i))
 
 /* The wgmma kernel's epilogue staging (v20): a warpgroup's 64-column tile as
  * fp32 [token][HCK_EPI_STRIDE]. Accumulator c (0-3) of n8 block j of lane

@@ -53,7 +53,10 @@ namespace hopper {
 #define HCK_BIG_EVICT_FIRST 1 /* 64-256 tokens: weights evict-first where the grid has one token block (v65) */
 #endif
 #ifndef HCK_KW_POST
-#define HCK_KW_POST 1 /* KW, uint4 x 16-bit, <= 8 tokens, group 128: scales after the group's sums (v68) */
+#define HCK_KW_POST 1 /* KW, uint4 x 16-bit, <= 8 tokens or KW2, group 128: scales after the group's sums (v68) */
+#endif
+#ifndef HCK_KW2
+#define HCK_KW2 1 /* KW, uint4 x 16-bit, 16 tokens, group scales: two n16 blocks per warp (v70) */
 #endif
 #ifndef HCK_SYNC_KW8
 #define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (v56; 0: by columns) */
@@ -690,7 +693,18 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     constexpr int KRW = KW ? R * TPW / 4 : 1; /* KW: tile rows per warp and stage */
     static_assert(!KW || ((R == 4 || R == 2) && R * TPW % 4 == 0 && KRW * P <= 32 && G::RW <= 2),
                   "KW: four k16 or two k32 tile rows per stage, split evenly; a warp's rows in one k32 group");
-    constexpr int NACC = KW ? 4 : TPW;
+    /* KW2 (v70): 16 tokens in a block (not lo8), uint4 x 16-bit, group scales: a
+     * warp takes two n16 blocks of its tile (the half warp / TPW) over all the
+     * stage's k rows, in place of four blocks over half the rows. Half the
+     * accumulators, so the group sums fit beside them and the scales go after the
+     * sums (KW_POST) at 16 tokens too, and the epilogue has no k-slice pass; for
+     * twice the activation ldmatrix per mma and 8-byte weight loads. */
+    constexpr bool KW2 = KW && HCK_KW2 && NTOK == 16 && !var_lo8(VAR) && WF == small::W_U4A16 && !SCALE_C;
+    static_assert(!KW2 || (G::RW == 1 && TPW == 2), "KW2: one word per lane, n16 block and k16 row; two k halves");
+    constexpr int KNB = KW2 ? 2 : 4;       /* KW: n16 blocks per warp */
+    constexpr int KROWS = KW2 ? R : KRW;   /* KW: tile rows per warp and stage */
+    const int kblk0 = KW2 ? HCK_KW2_BLOCK(warp, 0) : 0; /* the warp's first n16 block */
+    constexpr int NACC = KW ? KNB : TPW;
     float acc[NACC][NTOK / 2];
 #pragma unroll
     for (int t = 0; t < NACC; t++)
@@ -778,60 +792,87 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * fp32 sums ktmp (stage 1 starts them with C = 0), which stage 2 multiplies
      * by the group scales into acc, so a word's decode is 9 instructions, not
      * 13, and the products are not rounded to 16 bits after scaling. Only where
-     * every block has at most 8 tokens: ktmp takes acc's registers of tokens 8-15 */
+     * every block has at most 8 tokens (ktmp takes acc's registers of tokens
+     * 8-15), or with KW2's two blocks per warp (v70) */
     HCK_TL_WAITS(cwait);
-    constexpr bool KW_POST = KW && HCK_KW_POST && var_lo8(VAR) && WF == small::W_U4A16 && !SCALE_C;
-    float ktmp[4][4] = {};
+    constexpr bool KW_POST = KW && HCK_KW_POST && (var_lo8(VAR) || KW2) && WF == small::W_U4A16 && !SCALE_C;
+    constexpr int KTV = KW2 ? 8 : 4; /* group sums per n16 block: 16 tokens (KW2), or lo8's 8 */
+    float ktmp[KNB][KTV] = {};
+    /* the group scales of the warp's n16 blocks at scale area sg: entries 8 gq +
+     * 2 i + {0, 1} are rows 16 i + gq and + 8 (perm64); KW2's two blocks are
+     * entries 8 gq + 2 kblk0 + {0 .. 3}, one 8-byte load */
+    auto kw_scale_words = [&](const uint8_t *sg, uint32_t *rw) {
+        if constexpr (KNB == 4) {
+            const uint4 raw = *(const uint4 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
+            rw[0] = raw.x, rw[1] = raw.y, rw[2] = raw.z, rw[3] = raw.w;
+        } else {
+            const uint2 raw = *(const uint2 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, kblk0, 0));
+            rw[0] = raw.x, rw[1] = raw.y;
+        }
+    };
+    /* sc[i]: block i's scales (row halves) as 16-bit pairs, from group grp of stage bp */
+    auto kw_scales = [&](const uint8_t *bp, int grp, int tile, uint32_t (*sc)[2]) {
+        const uint8_t *sg = bp + XB + BT * WSB + (grp * BT + tile) * (G::SBYTE ? 64 : 128);
+        if constexpr (G::SBYTE) { /* 8 e8m0 bytes: entry (i, h) is byte 2 (i % 2) + h of word i / 2 */
+            const uint2 raw = *(const uint2 *)(sg + HCK_KW_SCALE_ENTRY(lane, 0, 0));
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) sc[i][h] = hck_e8m0_pair(i < 2 ? raw.x : raw.y, 2 * (i % 2) + h);
+        } else {
+            uint32_t rw[KNB];
+            kw_scale_words(sg, rw);
+            if (sbf != (int)CBF) /* scales of the other 16-bit type (rare): a branch, not predicated */
+#pragma unroll
+                for (int i = 0; i < KNB; i++)
+                    rw[i] = fastw4::conv16<CBF>(rw[i] & 0xffffu, sbf) | fastw4::conv16<CBF>(rw[i] >> 16, sbf) << 16;
+#pragma unroll
+            for (int i = 0; i < KNB; i++) sc[i][0] = __byte_perm(rw[i], 0, 0x1010), sc[i][1] = __byte_perm(rw[i], 0, 0x3232);
+        }
+    };
     auto compute_kw = [&](int b, int ph, auto mode) {
         constexpr int MODE = decltype(mode)::value;
         constexpr bool PS = MODE != 0;
         HCK_TL_TIMED_WAIT(cwait, mbar_wait(full + 8 * b, ph));
         const uint8_t *bp = smem + b * SST;
-        const int row0 = HCK_KW_ROW(warp, 0, TPW, R), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
-        uint32_t sc[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}; /* [n16 block][row half], as pairs */
-        if (!SCALE_C && !PS) { /* entries 8 gq + 2 i + {0, 1}: rows 16 i + gq and + 8 (perm64); the
-                         * warp's rows lie in one group of 32 k */
-            const uint8_t *sg = bp + XB + BT * WSB + ((two ? row0 * P / 32 : 0) * BT + tile) * (G::SBYTE ? 64 : 128);
-            if constexpr (G::SBYTE) { /* 8 e8m0 bytes: entry (i, h) is byte 2 (i % 2) + h of word i / 2 */
-                const uint2 raw = *(const uint2 *)(sg + HCK_KW_SCALE_ENTRY(lane, 0, 0));
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++) sc[i][h] = hck_e8m0_pair(i < 2 ? raw.x : raw.y, 2 * (i % 2) + h);
-            } else {
-                const uint4 raw = *(const uint4 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
-                uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
-                if (sbf != (int)CBF) /* scales of the other 16-bit type (rare): a branch, not predicated */
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        rw[i] = fastw4::conv16<CBF>(rw[i] & 0xffffu, sbf) | fastw4::conv16<CBF>(rw[i] >> 16, sbf) << 16;
-#pragma unroll
-                for (int i = 0; i < 4; i++) sc[i][0] = __byte_perm(rw[i], 0, 0x1010), sc[i][1] = __byte_perm(rw[i], 0, 0x3232);
-            }
-        }
+        const int row0 = KW2 ? 0 : HCK_KW_ROW(warp, 0, TPW, R), tile = wg * TPW + HCK_KW_TILE(warp, TPW);
+        uint32_t sc[KNB][2] = {}; /* [n16 block][row half], as pairs */
+        /* KW: the warp's rows lie in one group of 32 k; KW2's cross into the second at k 32 */
+        if (!SCALE_C && !PS) kw_scales(bp, two ? row0 * P / 32 : 0, tile, sc);
         const uint32_t *wsm = (const uint32_t *)(bp + XB) + HCK_WG_STAGE_WORD(tile, row0, BT, TB / 4) +
-                              HCK_KW_WORD(lane, 0, G::RW);
+                              HCK_KW_WORD(lane, kblk0, G::RW);
 #pragma unroll
-        for (int r = 0; r < KRW; r++) {
-            uint32_t wv[4 * G::RW]; /* n16 block i: words G::RW i + {0, 1} */
+        for (int r = 0; r < KROWS; r++) {
+            if (KW2 && !SCALE_C && !PS && r * P == 32 && two) kw_scales(bp, 1, tile, sc);
+            uint32_t wv[KNB * G::RW]; /* n16 block i: words G::RW i + {0, 1} */
+            if constexpr (KW2) { /* the lane's words of blocks kblk0, kblk0 + 1: adjacent */
+                const uint2 v = *(const uint2 *)(wsm + HCK_WG_STAGE_WORD(0, r, BT, TB / 4));
+                wv[0] = v.x, wv[1] = v.y;
+            } else {
 #pragma unroll
-            for (int q = 0; q < G::RW; q++) {
-                const uint4 v = *(const uint4 *)(wsm + HCK_WG_STAGE_WORD(0, r, BT, TB / 4) + HCK_KW_WORD(0, 4 * q / G::RW, G::RW));
-                wv[4 * q] = v.x, wv[4 * q + 1] = v.y, wv[4 * q + 2] = v.z, wv[4 * q + 3] = v.w;
+                for (int q = 0; q < G::RW; q++) {
+                    const uint4 v = *(const uint4 *)(wsm + HCK_WG_STAGE_WORD(0, r, BT, TB / 4) + HCK_KW_WORD(0, 4 * q / G::RW, G::RW));
+                    wv[4 * q] = v.x, wv[4 * q + 1] = v.y, wv[4 * q + 2] = v.z, wv[4 * q + 3] = v.w;
+                }
             }
-            uint32_t a[4][P / 16][4];
+            uint32_t a[KNB][P / 16][4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) decode_row<WF, CBF, TR>(&wv[G::RW * i], sc[i][0], sc[i][1], !SCALE_C && !PS, a[i]);
+            for (int i = 0; i < KNB; i++) decode_row<WF, CBF, TR>(&wv[G::RW * i], sc[i][0], sc[i][1], !SCALE_C && !PS, a[i]);
+            const int krow = KW2 ? r : HCK_KW_ROW(warp, r, TPW, R);
 #pragma unroll
             for (int s = 0; s < P / 16; s++) { /* k16 step s of the row */
                 uint32_t bx[4];
-                fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, HCK_KW_ROW(warp, r, TPW, R) * (P / 16) + s));
+                fastw4::ldsm4(bx, smem + b * SST + HCK_SYNC16_LDSM_OFFSET(lane, krow * (P / 16) + s));
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
+                for (int i = 0; i < KNB; i++) {
                     if (MODE == 1 && r == 0 && s == 0) {
                         fastw4::mma16816_zc<CBF>(ktmp[i], a[i][s], bx[0], bx[1]);
+                        if constexpr (KW2) /* without tokens 8-15 their sums stay 0 */
+                            if (hi8) fastw4::mma16816_zc<CBF>(ktmp[i] + 4, a[i][s], bx[2], bx[3]);
                     } else if (PS) {
                         fastw4::mma16816<CBF>(ktmp[i], a[i][s], bx[0], bx[1]);
+                        if constexpr (KW2)
+                            if (hi8) fastw4::mma16816<CBF>(ktmp[i] + 4, a[i][s], bx[2], bx[3]);
                     } else {
                         fastw4::mma16816<CBF>(acc[i], a[i][s], bx[0], bx[1]);
                         if (hi8) fastw4::mma16816<CBF>(acc[i] + 4, a[i][s], bx[2], bx[3]);
@@ -840,14 +881,17 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             }
         }
         if (MODE == 2) { /* the group's scales (rows 16 i + gq and + 8) times its sums, in fp32 */
-            const uint8_t *sg = bp + XB + BT * WSB + tile * 128;
-            const uint4 raw = *(const uint4 *)(sg + 2 * HCK_KW_SCALE_ENTRY(lane, 0, 0));
-            const uint32_t rw[4] = {raw.x, raw.y, raw.z, raw.w};
+            uint32_t rw[KNB];
+            kw_scale_words(bp + XB + BT * WSB + tile * 128, rw);
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
+            for (int i = 0; i < KNB; i++) {
                 const float s0 = h2f((uint16_t)(rw[i] & 0xffffu), sbf), s1 = h2f((uint16_t)(rw[i] >> 16), sbf);
-                acc[i][0] = fmaf(ktmp[i][0], s0, acc[i][0]), acc[i][1] = fmaf(ktmp[i][1], s0, acc[i][1]);
-                acc[i][2] = fmaf(ktmp[i][2], s1, acc[i][2]), acc[i][3] = fmaf(ktmp[i][3], s1, acc[i][3]);
+#pragma unroll
+                for (int v = 0; v < KTV; v += 4) { /* tokens 8 (v / 4) + 2 tq + {0, 1} */
+                    acc[i][v] = fmaf(ktmp[i][v], s0, acc[i][v]), acc[i][v + 1] = fmaf(ktmp[i][v + 1], s0, acc[i][v + 1]);
+                    acc[i][v + 2] = fmaf(ktmp[i][v + 2], s1, acc[i][v + 2]);
+                    acc[i][v + 3] = fmaf(ktmp[i][v + 3], s1, acc[i][v + 3]);
+                }
             }
         }
         if (lane == 0) mbar_arrive(empty + 8 * b);
@@ -1051,25 +1095,25 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     auto kw_stage = [&](int t) { return (float *)smem + (NWG + wg * TPW + t) * NTOK * (EST + 1); };
     static_assert(!KW || (size_t)NWG * (1 + TPW) * NTOK * (EST + 1) * 4 <= (size_t)S * SST, "KW staging fits the ring");
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
-    if (KW) { /* each tile's k slices: the first stores, the others add in turn */
+    if (KW) { /* each tile's k slices: the first stores, the others add in turn (KW2: one pass, by block) */
         const int kslice = warp / TPW, nb = blockIdx.x * BT + wg * TPW + HCK_KW_TILE(warp, TPW);
-        float *kst = kw_stage(HCK_KW_TILE(warp, TPW)), cs[4][2];
+        float *kst = kw_stage(HCK_KW_TILE(warp, TPW)), cs[KNB][2];
 #pragma unroll
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < KNB; i++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) cs[i][h] = chan_scale(nb, (int64_t)nb * 64 + 16 * i + gq + 8 * h);
+            for (int h = 0; h < 2; h++) cs[i][h] = chan_scale(nb, (int64_t)nb * 64 + 16 * (kblk0 + i) + gq + 8 * h);
         if (tok_scale)
             for (int i = tl; i < mrows; i += 128) tsm[i] = tok_scale[r0 + i];
 #pragma unroll
-        for (int pass = 0; pass < 4 / TPW; pass++) {
-            if (kslice == pass)
+        for (int pass = 0; pass < (KW2 ? 1 : 4 / TPW); pass++) {
+            if (KW2 || kslice == pass)
 #pragma unroll
                 for (int j = 0; j < NTOK / 8; j++)
 #pragma unroll
                     for (int c = 0; c < 4; c++)
 #pragma unroll
-                        for (int i = 0; i < 4; i++) {
-                            float *dst = kst + HCK_EPI_STAGE_INDEX(j, c, i, gq, tq);
+                        for (int i = 0; i < KNB; i++) {
+                            float *dst = kst + HCK_EPI_STAGE_INDEX(j, c, kblk0 + i, gq, tq);
                             const float v = acc[i][4 * j + c] * cs[i][c >> 1];
                             *dst = pass ? *dst + v : v;
                         }

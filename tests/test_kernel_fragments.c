@@ -545,12 +545,71 @@ static void check_kw_family(int fam, int tr, int tpw)
     free(T.codes), free(T.out);
 }
 
+/* KW2 (uint4 x 16-bit, 16 tokens, group scales, v70): warp w takes tile
+ * HCK_KW_TILE(w, 2) and n16 blocks HCK_KW2_BLOCK(w, 0..1) over all four k16
+ * rows of a stage. The warps cover each (tile, block) once; a lane's two words
+ * are one 8-byte aligned load and give those blocks' A fragments, every code
+ * of a repacked matrix read once at its (n, k), in both layouts; its 4 scale
+ * entries are one 8-byte aligned load of those rows' perm64 scales. */
+static void check_kw2(int tr)
+{
+    tiles_t T = make_tiles(U4A16, tr);
+    int64_t checked = 0, bad = 0;
+    int cover[2][4] = {{0}};
+    for (int w = 0; w < 4; w++)
+        for (int i = 0; i < 2; i++) cover[HCK_KW_TILE(w, 2)][HCK_KW2_BLOCK(w, i)]++;
+    for (int t = 0; t < 2; t++)
+        for (int b = 0; b < 4; b++) assert_int_equal(cover[t][b], 1);
+    for (int w = 0; w < 4; w++)
+        for (int lane = 0; lane < 32; lane++) {
+            const int w0 = HCK_KW_WORD(lane, HCK_KW2_BLOCK(w, 0), 1);
+            assert_int_equal(w0 % 2, 0);
+            assert_int_equal(HCK_KW_WORD(lane, HCK_KW2_BLOCK(w, 1), 1), w0 + 1);
+            assert_int_equal(HCK_KW_SCALE_ENTRY(lane, HCK_KW2_BLOCK(w, 0), 0) % 4, 0);
+        }
+    for (int64_t row = 0; row < T.K / T.P; row++)
+        for (int64_t nb = 0; nb < T.N / 64; nb++)
+            for (int w = 0; w < 4; w++) {
+                if (HCK_KW_TILE(w, 2) != nb % 2) continue;
+                const uint32_t *tile = T.out + row * T.row_words + nb * T.tile_words;
+                for (int lane = 0; lane < 32; lane++)
+                    for (int j = 0; j < 2; j++) {
+                        const int i = HCK_KW2_BLOCK(w, j);
+                        for (int reg = 0; reg < 4; reg++)
+                            for (int h = 0; h < 2; h++) {
+                                const src_t src = wgmma_source_at(U4A16, tr, tile + HCK_KW_WORD(lane, i, 1), 0, reg, h);
+                                const uint32_t got = (src.word >> (src.field * src.width)) & ((1u << src.width) - 1);
+                                const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
+                                const int64_t k = T.P * row + real_k(U4A16, 2 * (lane % 4) + 8 * (reg / 2) + h);
+                                bad += got != T.codes[n * T.K + k];
+                                checked++;
+                            }
+                    }
+            }
+    assert_int_equal(checked, T.N * T.K);
+    assert_int_equal(bad, 0);
+    uint16_t col[128], perm[128];
+    for (int n = 0; n < 128; n++) col[n] = (uint16_t)n;
+    hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
+    for (int nb = 0; nb < 2; nb++)
+        for (int w = 0; w < 4; w++)
+            for (int lane = 0; lane < 32; lane++)
+                for (int j = 0; j < 2; j++)
+                    for (int h = 0; h < 2; h++) {
+                        const int i = HCK_KW2_BLOCK(w, j), at = HCK_KW_SCALE_ENTRY(lane, i, h);
+                        assert_int_equal(at, HCK_KW_SCALE_ENTRY(lane, HCK_KW2_BLOCK(w, 0), 0) + 2 * j + h);
+                        assert_int_equal(perm[64 * nb + at], 64 * nb + 16 * i + lane / 4 + 8 * h);
+                    }
+    free(T.codes), free(T.out);
+}
+
 static void test_wgmma_kw(void **st)
 {
     (void)st;
     for (int tr = 0; tr < 2; tr++) {
         for (int tpw = 1; tpw <= 2; tpw++) check_kw_family(U4A16, tr, tpw);
         check_kw_family(U4A8, tr, 2); /* uint4 and fp4 x 8-bit: two tiles per warpgroup only */
+        check_kw2(tr);
     }
 }
 
