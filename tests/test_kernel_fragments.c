@@ -474,6 +474,36 @@ static void test_wgmma_epilogue_staging(void **st)
     for (size_t i = 0; i < sizeof ntoks / sizeof ntoks[0]; i++) check_epilogue_staging(ntoks[i]);
 }
 
+/* Codes of n16 block i of tile nb, tile row `row`, that the lane's words at
+ * HCK_KW_WORD(lane, i, rw) do not give at their (n, k); *checked counts the
+ * codes read. */
+static int64_t kw_block_bad(const tiles_t *T, int fam, int tr, int64_t row, int64_t nb, int lane, int i, int rw,
+                            int64_t *checked)
+{
+    const uint32_t *tile = T->out + row * T->row_words + nb * T->tile_words;
+    int64_t bad = 0;
+    for (int s = 0; s < T->P / 16; s++)
+        for (int reg = 0; reg < 4; reg++)
+            for (int h = 0; h < 2; h++) {
+                const src_t src = wgmma_source_at(fam, tr, tile + HCK_KW_WORD(lane, i, rw), s, reg, h);
+                const uint32_t got = (src.word >> (src.field * src.width)) & ((1u << src.width) - 1);
+                const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
+                const int64_t k = T->P * row + 16 * s + real_k(fam, 2 * (lane % 4) + 8 * (reg / 2) + h);
+                bad += got != T->codes[n * T->K + k];
+                (*checked)++;
+            }
+    return bad;
+}
+
+/* perm[j]: the column the library's perm64 scale order (hc_scales_permute) puts
+ * at entry j of two 64-column tiles */
+static void perm64_columns(uint16_t perm[128])
+{
+    uint16_t col[128];
+    for (int n = 0; n < 128; n++) col[n] = (uint16_t)n;
+    hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
+}
+
 /* The 16-token 4-bit variants' split of a stage (HCK_KW_*: uint4 x 16-bit v21,
  * uint4 and fp4 x 8-bit v56): the four warps of a warpgroup cover its one or
  * two tiles' rows once; a lane's words of n16 block i of a tile row,
@@ -512,26 +542,14 @@ static void check_kw_family(int fam, int tr, int tpw)
                 if (HCK_KW_TILE(w, tpw) != nb % tpw) continue; /* tile nb of its warpgroup's tpw */
                 for (int r = 0; r < krw; r++) {
                     const int64_t row = rows * st + HCK_KW_ROW(w, r, tpw, rows);
-                    const uint32_t *tile = T.out + row * T.row_words + nb * T.tile_words;
                     for (int lane = 0; lane < 32; lane++)
-                        for (int i = 0; i < 4; i++)
-                            for (int s = 0; s < T.P / 16; s++)
-                                for (int reg = 0; reg < 4; reg++)
-                                    for (int h = 0; h < 2; h++) {
-                                        const src_t src = wgmma_source_at(fam, tr, tile + HCK_KW_WORD(lane, i, rw), s, reg, h);
-                                        const uint32_t got = (src.word >> (src.field * src.width)) & ((1u << src.width) - 1);
-                                        const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
-                                        const int64_t k = T.P * row + 16 * s + real_k(fam, 2 * (lane % 4) + 8 * (reg / 2) + h);
-                                        bad += got != T.codes[n * T.K + k];
-                                        checked++;
-                                    }
+                        for (int i = 0; i < 4; i++) bad += kw_block_bad(&T, fam, tr, row, nb, lane, i, rw, &checked);
                 }
             }
     assert_int_equal(checked, T.N * T.K);
     assert_int_equal(bad, 0);
-    uint16_t col[128], perm[128];
-    for (int n = 0; n < 128; n++) col[n] = (uint16_t)n;
-    hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
+    uint16_t perm[128];
+    perm64_columns(perm);
     for (int nb = 0; nb < 2; nb++)
         for (int lane = 0; lane < 32; lane++) {
             assert_int_equal(HCK_KW_SCALE_ENTRY(lane, 0, 0) % 8, 0); /* 16-byte aligned (8 bytes for e8m0) */
@@ -571,26 +589,14 @@ static void check_kw2(int tr)
         for (int64_t nb = 0; nb < T.N / 64; nb++)
             for (int w = 0; w < 4; w++) {
                 if (HCK_KW_TILE(w, 2) != nb % 2) continue;
-                const uint32_t *tile = T.out + row * T.row_words + nb * T.tile_words;
                 for (int lane = 0; lane < 32; lane++)
-                    for (int j = 0; j < 2; j++) {
-                        const int i = HCK_KW2_BLOCK(w, j);
-                        for (int reg = 0; reg < 4; reg++)
-                            for (int h = 0; h < 2; h++) {
-                                const src_t src = wgmma_source_at(U4A16, tr, tile + HCK_KW_WORD(lane, i, 1), 0, reg, h);
-                                const uint32_t got = (src.word >> (src.field * src.width)) & ((1u << src.width) - 1);
-                                const int64_t n = 64 * nb + 16 * i + lane / 4 + 8 * (reg % 2);
-                                const int64_t k = T.P * row + real_k(U4A16, 2 * (lane % 4) + 8 * (reg / 2) + h);
-                                bad += got != T.codes[n * T.K + k];
-                                checked++;
-                            }
-                    }
+                    for (int j = 0; j < 2; j++)
+                        bad += kw_block_bad(&T, U4A16, tr, row, nb, lane, HCK_KW2_BLOCK(w, j), 1, &checked);
             }
     assert_int_equal(checked, T.N * T.K);
     assert_int_equal(bad, 0);
-    uint16_t col[128], perm[128];
-    for (int n = 0; n < 128; n++) col[n] = (uint16_t)n;
-    hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
+    uint16_t perm[128];
+    perm64_columns(perm);
     for (int nb = 0; nb < 2; nb++)
         for (int w = 0; w < 4; w++)
             for (int lane = 0; lane < 32; lane++)
