@@ -1871,7 +1871,7 @@ bool wg_cluster_sum(const Plan &pl)
  * Whether the wgmma plan's splits share the split sum (v23): a cooperative
  * launch, so that every split can wait for all the others' partials and then
  * sum 1 / splits of the tile group's columns, instead of the last one summing
- * them all; from HCK_COOP_MIN (default 8) tokens per expert, where the last
+ * them all; from HCK_COOP_MIN (default 8; uint4 x 16-bit 4) tokens per expert, where the last
  * block's sum costs more than the wait, and only for a grid of `ctas` that
  * kernel f (smem bytes) can hold resident at once. HCK_WG_COOP=0/1 overrides
  * the token rule (2: the cooperative launch with the last block's sum, to time
@@ -1883,7 +1883,11 @@ bool wg_cluster_sum(const Plan &pl)
  * counter's place. Measured (W4A16, clean L2, ms, polled / counter): 8192^2 M
  * = 8 0.0206 / 0.0212, M = 16 0.0217 / 0.0222, M = 32 0.0325 / 0.0333; W4A8
  * 8192^2 M = 16 0.0282 / 0.0290; below 8 tokens the last block's sum stays
- * faster (M = 1 0.0191-0.0193 against 0.0196-0.0198 polled). */
+ * faster (M = 1 0.0191-0.0193 against 0.0196-0.0198 polled). v71: since v69's
+ * cheaper poll, uint4 x 16-bit polls from 4 tokens (8192^2, clean, last block /
+ * polled: M = 4 0.0198 / 0.0189, M = 7 0.0213 / 0.0194; M = 1 a tie); the
+ * 8-bit-activation formats lost with it (M = 4: W4A8 0.0248 / 0.0262, MXFP4 x
+ * fp8 0.0251 / 0.0267, W8A8 0.0281 / 0.0317) and keep 8. */
 int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgFn f, size_t smem, int64_t ctas)
 {
     static const char *const env = getenv("HCK_WG_COOP"), *const least = getenv("HCK_COOP_MIN");
@@ -1891,7 +1895,7 @@ int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgF
     if (pl.splits < 2 || ctas > (int64_t)sm_count() * blocks_per_sm((const void *)f, hopper::nt_of(pl.wg, pl.var), smem, 0))
         return 0;
     if (env) return atoi(env) == 2 ? -HCK_SUM_COOP : atoi(env) ? HCK_SUM_COOP : 0;
-    if (max_rows < (least ? atoll(least) : 8)) return 0;
+    if (max_rows < (least ? atoll(least) : pl.wf == small::W_U4A16 ? 4 : 8)) return 0;
     const bool polled = pl.wg <= 64 && d.N % 4 == 0 && pl.splits <= 8 && (poll == nullptr || atoi(poll) != 0);
     return polled ? HCK_SUM_POLL : HCK_SUM_COOP;
 }

@@ -56,7 +56,7 @@ namespace hopper {
 #define HCK_KW_POST 1 /* KW, uint4 x 16-bit, <= 8 tokens or KW2, group 128: scales after the group's sums (v68) */
 #endif
 #ifndef HCK_KW2
-#define HCK_KW2 1 /* KW, uint4 x 16-bit, 16 tokens, group scales: two n16 blocks per warp (v70) */
+#define HCK_KW2 1 /* KW, uint4 x 16-bit, group scales: two n16 blocks per warp (v70; lo8 too, v71) */
 #endif
 #ifndef HCK_SYNC_KW8
 #define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (v56; 0: by columns) */
@@ -693,13 +693,13 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     constexpr int KRW = KW ? R * TPW / 4 : 1; /* KW: tile rows per warp and stage */
     static_assert(!KW || ((R == 4 || R == 2) && R * TPW % 4 == 0 && KRW * P <= 32 && G::RW <= 2),
                   "KW: four k16 or two k32 tile rows per stage, split evenly; a warp's rows in one k32 group");
-    /* KW2 (v70): 16 tokens in a block (not lo8), uint4 x 16-bit, group scales: a
-     * warp takes two n16 blocks of its tile (the half warp / TPW) over all the
-     * stage's k rows, in place of four blocks over half the rows. Half the
-     * accumulators, so the group sums fit beside them and the scales go after the
-     * sums (KW_POST) at 16 tokens too, and the epilogue has no k-slice pass; for
-     * twice the activation ldmatrix per mma and 8-byte weight loads. */
-    constexpr bool KW2 = KW && HCK_KW2 && NTOK == 16 && !var_lo8(VAR) && WF == small::W_U4A16 && !SCALE_C;
+    /* KW2 (v70; lo8 too since v71): uint4 x 16-bit with group scales: a warp
+     * takes two n16 blocks of its tile (the half warp / TPW) over all the stage's
+     * k rows, in place of four blocks over half the rows. Half the accumulators,
+     * so the group sums fit beside them and the scales go after the sums
+     * (KW_POST) at 16 tokens too, and the epilogue has no k-slice pass; for twice
+     * the activation ldmatrix per mma and 8-byte weight loads. */
+    constexpr bool KW2 = KW && HCK_KW2 && NTOK == 16 && WF == small::W_U4A16 && !SCALE_C;
     static_assert(!KW2 || (G::RW == 1 && TPW == 2), "KW2: one word per lane, n16 block and k16 row; two k halves");
     constexpr int KNB = KW2 ? 2 : 4;       /* KW: n16 blocks per warp */
     constexpr int KROWS = KW2 ? R : KRW;   /* KW: tile rows per warp and stage */
@@ -796,7 +796,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * 8-15), or with KW2's two blocks per warp (v70) */
     HCK_TL_WAITS(cwait);
     constexpr bool KW_POST = KW && HCK_KW_POST && (var_lo8(VAR) || KW2) && WF == small::W_U4A16 && !SCALE_C;
-    constexpr int KTV = KW2 ? 8 : 4; /* group sums per n16 block: 16 tokens (KW2), or lo8's 8 */
+    constexpr int KTV = KW2 && !var_lo8(VAR) ? 8 : 4; /* group sums per n16 block: 16 tokens, or lo8's 8 */
     float ktmp[KNB][KTV] = {};
     /* the group scales of the warp's n16 blocks at scale area sg: entries 8 gq +
      * 2 i + {0, 1} are rows 16 i + gq and + 8 (perm64); KW2's two blocks are
@@ -867,11 +867,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
                 for (int i = 0; i < KNB; i++) {
                     if (MODE == 1 && r == 0 && s == 0) {
                         fastw4::mma16816_zc<CBF>(ktmp[i], a[i][s], bx[0], bx[1]);
-                        if constexpr (KW2) /* without tokens 8-15 their sums stay 0 */
+                        if constexpr (KTV == 8) /* without tokens 8-15 their sums stay 0 */
                             if (hi8) fastw4::mma16816_zc<CBF>(ktmp[i] + 4, a[i][s], bx[2], bx[3]);
                     } else if (PS) {
                         fastw4::mma16816<CBF>(ktmp[i], a[i][s], bx[0], bx[1]);
-                        if constexpr (KW2)
+                        if constexpr (KTV == 8)
                             if (hi8) fastw4::mma16816<CBF>(ktmp[i] + 4, a[i][s], bx[2], bx[3]);
                     } else {
                         fastw4::mma16816<CBF>(acc[i], a[i][s], bx[0], bx[1]);
