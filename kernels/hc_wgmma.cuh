@@ -791,9 +791,9 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
      * 128-k group: the codes (exact in 16 bits) go unscaled into the group's
      * fp32 sums ktmp (stage 1 starts them with C = 0), which stage 2 multiplies
      * by the group scales into acc, so a word's decode is 9 instructions, not
-     * 13, and the products are not rounded to 16 bits after scaling. Only where
-     * every block has at most 8 tokens (ktmp takes acc's registers of tokens
-     * 8-15), or with KW2's two blocks per warp (v70) */
+     * 13, and the products are not rounded to 16 bits after scaling. With KW2's
+     * two blocks per warp (v70; lo8 too since v71), or with HCK_KW2=0 where every
+     * block has at most 8 tokens (ktmp then takes acc's registers of tokens 8-15) */
     HCK_TL_WAITS(cwait);
     constexpr bool KW_POST = KW && HCK_KW_POST && (var_lo8(VAR) || KW2) && WF == small::W_U4A16 && !SCALE_C;
     constexpr int KTV = KW2 && !var_lo8(VAR) ? 8 : 4; /* group sums per n16 block: 16 tokens, or lo8's 8 */
