@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "hc_fs.h"
+#include "hc_test_util.h"
 #include "hc_model_config.h"
 #include "hc_safetensors.h"
 
@@ -224,7 +225,7 @@ static void test_golden_through_cli(void **state)
     char dir[4096];
     DIR *d = opendir(golden_dir(dir, sizeof dir));
     if (d == NULL) {
-        printf("NOTICE: %s not found: golden CLI test skipped\n", dir);
+        hc_test_skip_notice("golden", "%s not found: golden CLI test skipped", dir);
         skip();
         return; /* skip() does not always leave the test */
     }

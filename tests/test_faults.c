@@ -109,8 +109,8 @@ static void test_disk_full(void **state)
     char *mnt = hc_test_path_join(f->root, "tiny");
     mkdir(mnt, 0755);
     if (mount("tmpfs", mnt, "tmpfs", 0, "size=256k") != 0) {
-        printf("NOTICE: cannot mount a tmpfs here (not root / no CAP_SYS_ADMIN): disk-full case "
-               "skipped\n");
+        hc_test_skip_notice("privilege", "cannot mount a tmpfs here (not root / no CAP_SYS_ADMIN): "
+                            "disk-full case skipped");
         free(mnt);
         skip();
         return; /* skip() does not always leave the test */

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "hc_test_st.h"
+#include "hc_test_util.h"
 
 static const char *const golden_files[] = {
     "w1a16_uint1_ch", "w2a16_uint2_g64", "w4a16_fp4e2m1_g32_e8m0_mxfp4",
@@ -153,7 +154,7 @@ static void test_golden_file(void **state)
     snprintf(path, sizeof path, "%s/golden/%s.safetensors", shared_dir(), name);
     hc_test_st_file f;
     if (hc_test_st_open(path, &f) != 0) {
-        printf("NOTICE: %s not readable; golden check skipped\n", path);
+        hc_test_skip_notice("golden", "%s not readable: golden layout check skipped", path);
         skip();
         return; /* skip() does not always leave the test */
     }

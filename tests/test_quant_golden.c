@@ -20,6 +20,7 @@
 
 #include "hc_quant.h"
 #include "hc_test_st.h"
+#include "hc_test_util.h"
 
 static char golden_dir[1024];
 
@@ -29,7 +30,7 @@ static int has_golden(void)
     snprintf(golden_dir, sizeof golden_dir, "%s/golden", s && *s ? s : "../shared");
     DIR *d = opendir(golden_dir);
     if (!d) {
-        printf("NOTICE: %s not found: golden quantizer tests skipped\n", golden_dir);
+        hc_test_skip_notice("golden", "%s not found: golden quantizer tests skipped", golden_dir);
         return 0;
     }
     closedir(d);

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "hc_test_st.h"
+#include "hc_test_util.h"
 #include "hc_gpu.h"
 #include "hc_verify.h"
 
@@ -77,14 +78,29 @@ static const char *shared_dir(void)
     return d && d[0] ? d : "../shared";
 }
 
+/* One test per file on the CPU, and one per file for our GPU kernel (skipped,
+ * and counted as such, where no GPU is present). */
+typedef struct {
+    const char *name;
+    int gpu;
+} golden_case;
+
 static void test_file(void **state)
 {
-    const char *name = *state;
+    const golden_case *gc = *state;
+    const char *name = gc->name;
+    char why[256];
+    if (gc->gpu && hc_gpu_available(why, sizeof why) <= 0) {
+        hc_test_skip_notice("gpu", "GPU golden check of %s skipped: %s", name, why);
+        skip();
+        return; /* skip() does not always leave the test */
+    }
     char path[1024];
     snprintf(path, sizeof path, "%s/golden/%s.safetensors", shared_dir(), name);
     hc_test_st_file f;
     if (hc_test_st_open(path, &f) != 0) {
-        printf("NOTICE: %s not readable (HC_SHARED_DIR?); golden GEMM check skipped\n", path);
+        hc_test_skip_notice("golden", "%s not readable (HC_SHARED_DIR?): golden GEMM check skipped",
+                            path);
         skip();
         return; /* skip() does not always leave the test */
     }
@@ -163,8 +179,7 @@ static void test_file(void **state)
     if (qdiff >= 0) printf("; our per-token quantized x differs from x.quant in %lld of %lld",
                            (long long)qdiff, (long long)nx);
     printf("\n");
-    char why[256];
-    if (hc_gpu_available(why, sizeof why) > 0) { /* our GPU kernel on Humming's tensors */
+    if (gc->gpu) { /* our GPU kernel on Humming's tensors */
         float *xin = to_float(&tx, &nx), *yg = malloc((size_t)(M * N) * sizeof(float));
         assert_non_null(yg);
         if (hc_gpu_gemm(&c, &m, &post, xin, M, 0, yg, &err) != HC_OK) fail_msg("GPU: %s", err.msg);
@@ -175,8 +190,6 @@ static void test_file(void **state)
         assert_true(g.nonfinite == 0 && g.rel_err <= GOLDEN_TOL);
         free(xin);
         free(yg);
-    } else {
-        printf("NOTICE: GPU golden check skipped: %s\n", why);
     }
     assert_true(cmp.rel_err <= GOLDEN_TOL);
     assert_true(qdiff <= 0); /* per-token quantizer reproduces Humming's x.quant exactly */
@@ -192,10 +205,16 @@ static void test_file(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[sizeof files / sizeof files[0]];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        struct CMUnitTest t = cmocka_unit_test_prestate(test_file, (void *)files[i]);
-        t.name = files[i];
+    enum { NF = sizeof files / sizeof files[0] };
+    static golden_case cases[2 * NF];
+    static char names[NF][64];
+    struct CMUnitTest tests[2 * NF];
+    for (size_t i = 0; i < 2 * NF; i++) {
+        const char *f = files[i % NF];
+        cases[i] = (golden_case){.name = f, .gpu = i >= NF};
+        struct CMUnitTest t = cmocka_unit_test_prestate(test_file, &cases[i]);
+        if (i >= NF) snprintf(names[i - NF], sizeof names[0], "%s/gpu", f);
+        t.name = i >= NF ? names[i - NF] : f;
         tests[i] = t;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

