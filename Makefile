@@ -28,35 +28,67 @@ GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_BIN  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 
 # CUDA kernels: built ahead of time into $(BUILD)/libhc_kernels.so (cudart
-# linked statically), opened at run time by lib/hc_gpu.c. Without nvcc the
+# linked statically), opened at run time by lib/hc_gpu.c. `make` builds them
+# only where they can run: for the local GPU's architecture when nvcc and a GPU
+# are present. `make kernels` builds them for every architecture below;
+# `make kernels KERNEL_ARCHS=sm_90a` for a chosen list. Without them the
 # library, CLI and tests still build; GPU paths then report "no GPU kernels".
 NVCC       ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-NVCC_ARCH  ?= -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_86,code=sm_86 \
-              -gencode=arch=compute_89,code=sm_89 -gencode=arch=compute_90a,code=sm_90a \
-              -gencode=arch=compute_100,code=sm_100 -gencode=arch=compute_120,code=sm_120 \
-              -gencode=arch=compute_120,code=compute_120
+ALL_KERNEL_ARCHS := sm_80 sm_86 sm_89 sm_90a sm_100 sm_120
+# compute capability of GPU 0 ("9.0" -> sm_90a: the wgmma kernels need the "a" target)
+LOCAL_GPU_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | \
+                    sed -n 's/^ *\([0-9]*\)\.\([0-9]\) *$$/sm_\1\2/p' | sed 's/^sm_90$$/sm_90a/')
+KERNEL_ARCHS ?= $(LOCAL_GPU_ARCH)
+# sm_90a -> -gencode=arch=compute_90a,code=sm_90a; the newest also as PTX for later GPUs
+comma := ,
+nvcc_gencode = $(foreach a,$(1),-gencode=arch=compute_$(a:sm_%=%)$(comma)code=$(a)) \
+               $(if $(filter sm_120,$(1)),-gencode=arch=compute_120$(comma)code=compute_120)
+NVCC_ARCH   = $(call nvcc_gencode,$(KERNEL_ARCHS))
 NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -lineinfo
 # Compiled with one job per architecture (--threads 0), linked without: in one
-# parallel step, the device links of all architectures wrote one
-# registration file (..._dlink.reg.c) at once, and a build failed reading it.
-KERNELS_O  := $(BUILD)/obj/kernels/hc_kernels.o
-KERNELS_SO := $(BUILD)/libhc_kernels.so
-KERNELS    := $(if $(NVCC),$(KERNELS_SO),kernels-skip)
+# parallel step, the device links of all architectures write one registration
+# file (..._dlink.reg.c) at once, and a build failed reading it.
+KERNELS_O     := $(BUILD)/obj/kernels/hc_kernels.o
+KERNELS_SO    := $(BUILD)/libhc_kernels.so
+KERNELS_STAMP := $(BUILD)/obj/kernels/archs
+KERNELS_SRC   := kernels/hc_kernels.cu $(wildcard kernels/*.cuh) kernels/hc_kernels.h
+KERNELS    := $(if $(NVCC),$(if $(KERNEL_ARCHS),$(KERNELS_SO),kernels-nogpu),kernels-skip)
 
-.PHONY: all deps test asan valgrind demo bench clean kernels-skip fuzz fuzz-build fuzz-deps
+# objects made through pattern chains are kept (no rebuild on every make)
+.PRECIOUS: $(BUILD)/obj/%.o
+.PHONY: all deps test asan valgrind demo bench clean kernels kernels-skip kernels-nogpu \
+        kernels-check fuzz fuzz-build fuzz-deps FORCE
 all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(KERNELS)
 
-$(KERNELS_O): kernels/hc_kernels.cu kernels/hc_wgmma.cuh kernels/hc_timeline.cuh kernels/hc_kernels.h
+# The architecture list is part of the object: a change of list rebuilds it.
+$(KERNELS_STAMP): FORCE
 	@mkdir -p $(dir $@)
-	@echo "  NVCC    $@"
+	@echo "$(KERNEL_ARCHS)" | cmp -s - $@ || echo "$(KERNEL_ARCHS)" > $@
+
+$(KERNELS_O): $(KERNELS_SRC) $(KERNELS_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $@ ($(KERNEL_ARCHS))"
 	@$(NVCC) --threads 0 $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -c -o $@ kernels/hc_kernels.cu
 
 $(KERNELS_SO): $(KERNELS_O)
 	@echo "  NVLD    $@"
 	@$(NVCC) -shared -cudart static $(NVCC_ARCH) -o $@ $<
 
+kernels:
+	@test -n "$(NVCC)" || { echo "make kernels: nvcc not found" >&2; exit 1; }
+	@$(MAKE) --no-print-directory $(KERNELS_SO) KERNEL_ARCHS="$(if $(filter command line,$(origin KERNEL_ARCHS)),$(KERNEL_ARCHS),$(ALL_KERNEL_ARCHS))"
+
+# CI: the kernels compile (one architecture, no GPU needed) so that CUDA code cannot rot.
+kernels-check:
+	@test -n "$(NVCC)" || { echo "make kernels-check: nvcc not found" >&2; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/kernels-check KERNEL_ARCHS=sm_90a \
+	  $(BUILD)/kernels-check/libhc_kernels.so
+
 kernels-skip:
 	@echo "NOTICE: nvcc not found: GPU kernels (libhc_kernels.so) not built; GPU verification falls back to the CPU"
+
+kernels-nogpu:
+	@echo "NOTICE: no GPU here: GPU kernels not built (\`make kernels\` builds them for every architecture); GPU verification falls back to the CPU"
 
 $(BUILD)/tests/gpu/%: $(BUILD)/obj/tests/gpu/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -66,7 +98,14 @@ $(BUILD)/tests/gpu/%: $(BUILD)/obj/tests/gpu/%.o $(LIB_A)
 deps:
 	@bash scripts/install-deps.sh
 
+# Library, CLI and example objects see lib/ and formats/ only; tests also see
+# their support code.
 $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -Itests/fuzz -MMD -MP -c $< -o $@
