@@ -3,7 +3,7 @@
 # the golden vectors through our kernel, and `--verify gpu` vs `--verify cpu`
 # on the example model (its summary printed last). Run from a folder holding build/, lib/ (shared
 # libraries the image may lack), shared/golden and demo/example-humming.
-# Writes logs to $OUT (or ./out) and prints a short summary last.
+# Writes logs to $OUT (see device_env.sh) and prints a short summary last.
 set -u
 source "$(dirname "$0")/device_env.sh"
 nvidia-smi -L

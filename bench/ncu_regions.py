@@ -1,10 +1,9 @@
 """Stall samples of a wgmma-kernel launch by region, from ncu's source page
 (`ncu -i REP --page source --csv --print-source sass > F.csv`): before the
 first mbarrier wait (setup), the main loop (to the last wgmma / mma), the
-epilogue (to the consumers' first named barrier after it; until v20 that
-barrier opened the split sum), and the rest (split sum, producer, exits).
-argv: F.csv [launch index, default the last]. How bench/NOTES.md's version 20
-splits the fp8 kernels' time (bench/results/v20_call1_humming_ncu.txt)."""
+epilogue (to the consumers' first named barrier after it), and the rest
+(split sum, producer, exits). argv: F.csv [launch index, default the last].
+Used for the per-region splits in bench/README.md's decision log."""
 import csv
 import sys
 

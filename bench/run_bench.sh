@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark on the H200 in one device call (bench/NOTES.md):
+# Side-by-side benchmark on the H200 in one device call (bench/README.md):
 #   1. correctness first: the GPU sweep (every combination vs the CPU reference)
 #      and the golden vectors through our kernel;
 #   2. our kernels (build/libhc_kernels.so, built ahead of time) timed by
@@ -9,8 +9,8 @@
 #      call (Humming compiles there);
 #   4. the table: ours / Humming and ours / cuBLAS per cell.
 # Run from a folder holding build/, lib/ (shared libraries the image may lack),
-# shared/golden, bench_ref.py, make_table.py and optionally .whl/. Logs go to
-# $OUT (or ./out). Ours is timed twice, as bench_ref.py times the references:
+# shared/golden, bench_ref.py, make_table.py and optionally .whl/. Logs and
+# the table go to $OUT (device_env.sh). Ours is timed twice, as bench_ref.py times the references:
 # after a read of 256 MB before each call (L2 clean, HCK_TIME_FLUSH=2) and after
 # do_bench's zeroing of 256 MB (L2 dirty, HCK_TIME_FLUSH=1); the table divides
 # like by like. Layers without bias (HC_BENCH_BIAS=0), as Humming's.

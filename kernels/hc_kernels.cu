@@ -41,8 +41,8 @@ struct Dev {
     const float *gl;
     const uint16_t *bias;
     int *counters; /* split-K arrival counters of the small-M kernel (zero between launches) */
-    int sum_mode;  /* wgmma kernel's split sum: HCK_SUM_LAST, _CLUSTER (v22), _COOP (v23) or _POLL (v47) */
-    int pdl;       /* wgmma kernel launched as act16_kernel's programmatic dependent (v50) */
+    int sum_mode;  /* wgmma kernel's split sum: HCK_SUM_LAST, _CLUSTER, _COOP or _POLL */
+    int pdl;       /* wgmma kernel launched as act16_kernel's programmatic dependent */
 };
 
 constexpr int BM = 64, BN = 64, THREADS = 128;
@@ -91,10 +91,10 @@ __device__ __forceinline__ float4 ld_partial4(const float *src, int64_t n, int64
 /* The last-arriving block's sum of the split-K partials: rows [r0, r0 + mrows)
  * x columns [c0, c0 + ncols) of ws's `splits` planes (stride floats apart), in
  * split order, plus bias, into y. Thread tid of nt takes U groups of 4 columns
- * and keeps U x 4 loads (4 splits) in flight per round. v14: the v7 loop (one
- * element and one split per load) waited out ~64 dependent L2 round trips per
- * thread at M = 128, a fifth of the 2-split kernel's stall samples (ncu). Shared by
- * the small-M kernel (64 columns, U = 1) and the wgmma kernel. */
+ * and keeps U x 4 loads (4 splits) in flight per round: one element and one
+ * split per load would chain dozens of dependent L2 round trips per thread,
+ * enough to make split K lose at 128 tokens. Shared by the small-M kernel (64
+ * columns, U = 1) and the wgmma kernel. */
 template <int U>
 __device__ __forceinline__ void split_sum(const Dev &p, int e, const float *__restrict__ ws,
                                           uint16_t *__restrict__ y, int64_t r0, int mrows, int64_t c0, int ncols,
@@ -432,7 +432,7 @@ gemm_kernel(Dev p, const float *__restrict__ x, const float *__restrict__ tok_sc
     }
 }
 
-/* ---- Fast path: 4-bit integer weights x 16-bit activations (version 4) ----
+/* ---- Fast path: 4-bit integer weights x 16-bit activations (mma.sync) ----
  *
  * For a = 16, b = 4 one lane's 4 words of a tile row (16 contiguous bytes) are
  * exactly its mma.m16n8k16 B fragments for the tile's 8 n8 blocks (spec 4.3
@@ -579,7 +579,7 @@ __device__ __forceinline__ uint32_t conv16(uint32_t raw, int sbf)
     return f2h(h2f((uint16_t)raw, sbf), BF);
 }
 
-/* TG > 1 (v5, M > 64): TG groups of 4 warps on the same 4 column tiles and
+/* TG > 1 (M > 64): TG groups of 4 warps on the same 4 column tiles and
  * consecutive 16 MT-token slices (a 16 MT TG-token block; the groups share each
  * weight row through L1), activations double-buffered in shared memory and
  * fetched with cp.async while the previous chunk is multiplied. */
@@ -833,7 +833,7 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
 }  // namespace fastw4
 
 
-/* ---- Small-M kernel (version 6): few tokens, memory-bound streaming ----
+/* ---- Small-M kernel: few tokens, memory-bound streaming ----
  *
  * Weight formats (WF): W_U4A16 uint4 x 16-bit activations; W_U4A8 uint4
  * (int->fp codes, spec 4.7) x fp8; W_FP4A8 MXFP4 with fused e8m0 offsets x
@@ -843,11 +843,12 @@ w4a16_kernel(Dev p, const uint16_t *__restrict__ x, const int64_t *__restrict__ 
  * 16-k block de-interleaved (even k first) so that a lane's B pair of the
  * m16n8k32 fragment (k = 4t + {0, 2} and {1, 3}) meets its A pair.
  *
- * v5 executed ~177 instructions per 512-byte warp row and issued on 42% of
- * cycles (ncu, bench/NOTES.md). Here a block is 4 warps on one 64-column tile
- * and one split of the K tile rows; warp w takes the w-th quarter of the
- * split's rows, and the warps share the staged activations and scales (the
- * scales pre-converted to compute-type pairs, so a new group costs two loads).
+ * At few tokens the issue rate at low occupancy, not memory, limits, so the
+ * loop keeps instructions per weight byte low: a block is 4 warps on one
+ * 64-column tile and one split of the K tile rows; warp w takes the w-th
+ * quarter of the split's rows, and the warps share the staged activations and
+ * scales (the scales pre-converted to compute-type pairs, so a new group
+ * costs two loads).
  * Each warp streams its rows through a private ring of S shared-memory slots
  * filled by cp.async (S - 1 rows in flight, issued before the activations are
  * staged, so the stream starts at once); each lane reads back only the bytes
@@ -1218,9 +1219,9 @@ __device__ __forceinline__ void act16_chunk(int act_quant, int in_bf16, int code
 
 constexpr int ACT_CACHE = 4; /* 16-byte chunks per thread kept in registers between the two passes */
 /* threads of act16_kernel for `rows` tokens of Kp: a chunk each, up to 1024
- * where the rows alone leave SMs idle, else up to 256 (v20, M = 1024: 1024
- * threads, two blocks per SM, each a load, a barrier and the arithmetic in
- * turn, took 27.7 us; 256 threads, 18.1 us) */
+ * where the rows alone leave SMs idle, else up to 256 (from 512 tokens, 1024
+ * threads make two blocks per SM, each a load, a barrier and the arithmetic in
+ * turn: slower than 256) */
 inline int act16_threads(int64_t rows, int64_t Kp)
 {
     return (int)std::min<int64_t>(rows >= 512 ? 256 : 1024, std::max<int64_t>(32, (Kp / 8 + 31) / 32 * 32));
@@ -1233,9 +1234,8 @@ inline int act16_threads(int64_t rows, int64_t Kp)
  * 8 holds 2 (p - 8) + 1), zero past K; the scale per token. Same arithmetic as
  * act_kernel. A thread takes 8 consecutive k per chunk (one 16-byte load),
  * keeps its first ACT_CACHE chunks in registers from the max pass to the
- * quantization (v20: 1024 threads instead of 256 reading the row twice; M = 128,
- * K = 8192 took 7.5 us, twice Humming's) and writes 4 even and 4 odd codes as
- * two 8-byte stores. */
+ * quantization (rather than reading the row twice) and writes 4 even and 4
+ * odd codes as two 8-byte stores. */
 __global__ void __launch_bounds__(1024) act16_kernel(int act_quant, int in_bf16, int code_bf16, int bytes,
                                                      const uint16_t *__restrict__ x, int64_t K, int64_t Kp,
                                                      uint16_t *__restrict__ codes, float *__restrict__ scales)
@@ -1572,7 +1572,7 @@ int fast_blocks_per_sm(int mt, bool scale_c, size_t smem)
     return blocks_per_sm(f, fastw4::WARPS * (mt == 8 ? 64 : 32), smem, mt == 1 ? 3 : mt == 4 ? 2 : 1);
 }
 
-/* Split-K model (v5): a block of the fast kernel costs (its tile rows + R0)
+/* Split-K model: a block of the fast kernel costs (its tile rows + R0)
  * time units, R0 = 16 covering prologue, staging and epilogue; blocks run in
  * waves of (SMs x resident blocks per SM). Pick the split s minimising
  * waves(s) x (krows / s + R0) + reduction cost, with the reduction (memset,
@@ -1604,11 +1604,11 @@ int fast_split_model(const hck_desc &d, int mt, int64_t blocks, int64_t krows)
 struct Plan {
     int fast;    /* 0 general, else tokens per block / 16 (MT) */
     int splits;
-    int small;   /* 1: the small-M kernel (v6; fast == 1), partials in ws[split] */
+    int small;   /* 1: the small-M kernel (fast == 1), partials in ws[split] */
     int wf;      /* its weight format (small::W_*) */
     size_t smem; /* dynamic shared memory of the small-M kernel */
-    int wg;      /* the Hopper wgmma kernel (v7) in format wf: tokens per block (16 to 256), else 0 */
-    int var;     /* its variant (hopper::V_*: v10 wide, v11 fp8 at 128 tokens) */
+    int wg;      /* the Hopper wgmma kernel in format wf: tokens per block (16 to 256), else 0 */
+    int var;     /* its variant (hopper::V_*: standard, wide, fp8, fp8 wide, lo8, quad) */
 };
 
 /* Bytes of the activation-codes buffer: float codes (general kernel) or the
@@ -1686,8 +1686,8 @@ int small_split_model(const hck_desc &d, int wf, int64_t max_rows, int64_t block
     double best = -1;
     int bs = 0;
     /* each warp streams at least 16 KB (rows of 512 B, 1 KB or 2 KB per warp): the
-     * per-warp prologue and epilogue are not free (8192^2 M=1 measured 21.1 us at
-     * 4 splits = 32 rows per warp, 23.0 us at the 6 the wave model alone chose) */
+     * per-warp prologue and epilogue are not free (at 8192^2 M = 1 the wave
+     * model alone chose more, shorter splits and was slower) */
     const int64_t min_rows = wf == small::W_U4A16 ? 32 : wf == small::W_FP8A8 ? 8 : 16;
     for (int64_t s = 1; s <= cap; s++) {
         /* the floor gives way when only larger splits fit the staged activations */
@@ -1720,11 +1720,8 @@ int64_t wg_min_rows()
 {
     static const char *env = getenv("HCK_WG_MIN");
     if (env) return atoll(env);
-    /* measured on the H200 (bench/NOTES.md, v9): since its warps take two tiles, the
-     * 16-token variant beats the small-M kernel from 1 token (M = 1, 28672 x 8192:
-     * W4A16 48.9 vs 60.8 us, W4A8 59.8 vs 69.9, MXFP4 x fp8 61.1 vs 87.8); in v8
-     * the small-M kernel won up to 4 (W4A16) and 7 (W4A8, MXFP4 x fp8) tokens,
-     * so the rule was per format; it is one number for all four now */
+    /* measured on the H200: with its warps on two tiles each, the 16-token
+     * variant beats the small-M kernel from 1 token in all four formats */
     return 1;
 }
 
@@ -1740,12 +1737,10 @@ int wg_tokens(int64_t max_rows)
 
 /* Split K of the wgmma kernel (HCK_SPLITS overrides): while one more split
  * still fits the grid in one wave of resident blocks and each split keeps >=
- * 128 stages above 128 tokens, >= 64 from 33 tokens, >= 16 up to 32. Measured:
- * v9, blocks of four tiles leave 8192^2 with 32 blocks, and 8 splits beat 4
- * (M = 16: 25.3 vs 29.1 us); 8192^2 M = 64 two splits 53.9 vs 67.8 us; v14,
- * with the split sum no longer latency-bound (split_sum), 8192^2 M = 128 two
- * splits of 64 stages 48.7 vs 68.0 us (W4A16; v7's loop: 74 vs 68). The
- * counters cover YMAX token blocks. */
+ * 128 stages above 128 tokens, >= 64 from 33 tokens, >= 16 up to 32. Blocks of
+ * four tiles leave 8192^2 with 32 blocks: 8 splits beat 4 at M = 16, two
+ * splits beat one at M = 64 and, with split_sum's loads in flight together, at
+ * M = 128 (measured, H200). The counters cover YMAX token blocks. */
 int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
 {
     const int64_t ty = (max_rows + ntok - 1) / ntok;
@@ -1758,24 +1753,21 @@ int wg_splits(const hck_desc &d, int wf, int64_t max_rows, int ntok, int var)
     const int64_t slots = (int64_t)sm_count() * blocks_per_sm(f, hopper::nt_of(ntok, var), sh.smem, 1);
     const int bt = sh.tiles;
     const int64_t blocks = (d.Np / 64 + bt - 1) / bt * ty * d.E;
-    /* v22: 8192^2 M = 16 ran 4 splits faster than 8 only when timed after a
-     * flush that leaves L2 dirty (0.0266 vs 0.0280 ms); with L2 clean (a read
-     * flush, HCK_TIME_FLUSH=2: 0.0260 vs 0.0245), under ncu and with the
-     * weights in L2, 8 splits win, so the rule stays */
+    /* 8192^2 M = 16 runs 4 splits faster than 8 only when timed after a flush
+     * that leaves L2 dirty; with L2 clean (HCK_TIME_FLUSH=2, as after another
+     * layer), under ncu and with the weights in L2, 8 splits win */
     const int64_t pairs = (d.Kp / 64 + 2) / 2, minp = max_rows <= 32 ? 8 : max_rows <= 128 ? 32 : 64;
     int64_t s = 1;
     while (blocks * (s + 1) <= slots && pairs / (s + 1) >= minp && s < 8) s++;
     return (int)s;
 }
 
-/* The 16-token variant (v67) for layers of format wf with at most max_rows
- * tokens per expert: lo8 where no block has more than 8 tokens (the mma of
- * tokens 8-15 left out; M = 1, clean L2: W4A8 and MXFP4 x fp8 1-5% faster,
- * W4A16 0-1%, W8A8 unchanged, so it has none), quad (four consumer
+/* The 16-token variant for layers of format wf with at most max_rows tokens
+ * per expert: lo8 where no block has more than 8 tokens (the mma of tokens
+ * 8-15 left out; W8A8 did not gain, so it has none), quad (four consumer
  * warpgroups, one block per SM; uint4 x 16-bit) where each split runs at
- * least 2048 k: with lo8, 28672 x 8192 M = 1 0.0411 vs 0.0426 ms, M = 16
- * 0.0466 vs 0.0474; at 8192^2 (1024 k per split) it lost 1-4%.
- * HCK_WG_LO8=0 / HCK_WG_QUAD=0/1 override. */
+ * least 2048 k: faster on the large shapes, slower at 8192^2 (1024 k per
+ * split). HCK_WG_LO8=0 / HCK_WG_QUAD=0/1 override. */
 int wg_sync_var(const hck_desc &d, int wf, int64_t max_rows)
 {
     static const char *const lo8_env = getenv("HCK_WG_LO8"), *const quad_env = getenv("HCK_WG_QUAD");
@@ -1790,10 +1782,9 @@ int wg_sync_var(const hck_desc &d, int wf, int64_t max_rows)
 
 /* Whether 128-token blocks take two tiles per warpgroup (HCK_WG_WIDE=0/1
  * overrides): a variant for format wf, and the unsplit grid of the wide blocks
- * still fills 3/4 of the SMs. Measured, v10 (W4A16, M = 128): 28672 x 8192, 112
- * wide blocks, 100 vs 137 us; 8192^2 (32 wide blocks) and 8192 x 28672 lost at
- * every split count (best 90 vs 68 us and 152 vs 158 us at 4 splits, 2 and 6
- * slower). */
+ * still fills 3/4 of the SMs: the wide form wins where its unsplit grid nearly
+ * fills them (28672 x 8192 at M = 128), and split K does not rescue a small
+ * wide grid (8192^2, 8192 x 28672 lose at every split count). */
 bool wg_wide(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     const bool cbf = d.out_bf16 && wf <= small::W_U4A8;
@@ -1818,12 +1809,8 @@ bool wg_f8_format(const hck_desc &d, int wf)
 /* Whether the fp8 variant (e4m3 wgmma, 128 or 256 tokens; HCK_WG_F8=0/1
  * overrides, at any token count) runs a layer wg_f8_format accepts: by default
  * where 128-token blocks run and the wide form does not (where it does, the fp8
- * wide variant runs), and wherever 256-token blocks run. Measured, v11 (M =
- * 128, us, fp8 / v10): W4A8 8192^2 74.7 / 78.7, 8192 x 28672 162 / 175; MXFP4 x
- * fp8 71.1 / 75.6, 161 / 170; 28672 x 8192 wide is faster (122 vs 139). v18,
- * 256 tokens (fp8 / fp16 blocks, M = 1024 / 4096, MXFP4 x fp8): 8192^2 188 /
- * 219, 708 / 835; 28672 x 8192 588 / 696, 2302 / 2907; W4A8 within 2% of those
- * ratios. */
+ * wide variant runs), and wherever 256-token blocks run: measured faster than
+ * the 16-bit blocks there (5-8% at 128 tokens, 13-24% at 256). */
 bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     if (!wg_f8_format(d, wf)) return false;
@@ -1833,10 +1820,9 @@ bool wg_f8(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 
 /* Tokens per block of the fp8 variant where wg_tokens gave `ntok`: 256-token
  * blocks halve to 128 up to 256 tokens when their grid would leave SMs idle
- * with no split to fill them (HCK_WG_NTOK keeps the given count). Measured,
- * v18, M = 256 (us, 128 / 256 tokens; W4A8): 8192^2 77 / 94 (64 blocks, one
- * split); 28672 x 8192 267 / 183 (224 blocks); 8192 x 28672 233 / 195 (two
- * splits of 64 blocks). */
+ * with no split to fill them (HCK_WG_NTOK keeps the given count): at M = 256
+ * the 64-block grid of 8192^2 is faster with 128 tokens, grids that fill the
+ * SMs or split are faster with 256. */
 int wg_f8_tokens(const hck_desc &d, int wf, int64_t max_rows, int ntok)
 {
     if (ntok != 256) return 128;
@@ -1847,19 +1833,17 @@ int wg_f8_tokens(const hck_desc &d, int wf, int64_t max_rows, int ntok)
     return idle ? 128 : 256;
 }
 
-/* Whether the wgmma plan sums its splits over a cluster (v22; HCK_WG_CSUM=0/1
- * overrides): the 16-token uint4 x 16-bit kernel (KW) with two splits, a
- * cluster of two CTAs per tile group and token block. Measured (flushed, ms,
- * against partials in global memory): 28672 x 8192 M = 1 0.0488 vs 0.0504, M =
- * 16 0.0539 vs 0.0565. Clusters of 4 and 8 were slower (8192^2 M = 1, 8
- * splits: 0.0320 vs 0.0220; 4 splits 0.0272 vs 0.0228). It also beats the
- * cooperative shared sum at two splits (v23, M = 16: 0.0526 vs 0.0542 ms, L2
- * clean), so it goes first. HCK_WG_CSUM=1 takes 2-8 splits. */
+/* Whether the wgmma plan sums its splits over a cluster (HCK_WG_CSUM=0/1
+ * overrides): the 16-token KW kernels with two splits, a cluster of two CTAs
+ * per tile group and token block; it beats partials in global memory and the
+ * cooperative shared sum there. Clusters of 4 and 8 are slower (they do not
+ * all fit at once), so more splits keep the partials in global memory.
+ * HCK_WG_CSUM=1 takes 2-8 splits. */
 bool wg_cluster_sum(const Plan &pl)
 {
     static const char *const env = getenv("HCK_WG_CSUM");
     const int most = env ? (atoi(env) ? 8 : 1) : 2;
-    /* v51: 128 and 256 tokens with one tile per warpgroup, two splits */
+    /* 128 and 256 tokens with one tile per warpgroup, two splits */
     const bool big = pl.wg >= 128 && (pl.var == hopper::V_STD || pl.var == hopper::V_F8);
     return pl.splits > 1 && pl.splits <= most &&
            ((pl.wg == 16 && hopper::sync_kw(pl.wf)) || big);
@@ -1868,26 +1852,19 @@ bool wg_cluster_sum(const Plan &pl)
 /* The split sum of a wgmma plan's launch: 0 (the last block sums), or, as a
  * cooperative launch, HCK_SUM_COOP / HCK_SUM_POLL / -HCK_SUM_COOP.
  *
- * Whether the wgmma plan's splits share the split sum (v23): a cooperative
- * launch, so that every split can wait for all the others' partials and then
- * sum 1 / splits of the tile group's columns, instead of the last one summing
- * them all; from HCK_COOP_MIN (default 8; uint4 x 16-bit 4) tokens per expert, where the last
- * block's sum costs more than the wait, and only for a grid of `ctas` that
- * kernel f (smem bytes) can hold resident at once. HCK_WG_COOP=0/1 overrides
- * the token rule (2: the cooperative launch with the last block's sum, to time
- * the launch alone). Measured (8192^2, clean L2, ms, last block / shared):
- * M = 1 0.0190 / 0.0200, M = 6 0.0206 / 0.0206, M = 8 0.0209 / 0.0208, M = 12
- * 0.0235 / 0.0220, M = 16 0.0245 / 0.0221.
- * v47: where it is shared, at 16 and 64 tokens with rows of whole float4s and
- * at most 8 splits, the polled sum (HCK_SUM_POLL; HCK_WG_POLL=0: off) takes the
- * counter's place. Measured (W4A16, clean L2, ms, polled / counter): 8192^2 M
- * = 8 0.0206 / 0.0212, M = 16 0.0217 / 0.0222, M = 32 0.0325 / 0.0333; W4A8
- * 8192^2 M = 16 0.0282 / 0.0290; below 8 tokens the last block's sum stays
- * faster (M = 1 0.0191-0.0193 against 0.0196-0.0198 polled). v71: since v69's
- * cheaper poll, uint4 x 16-bit polls from 4 tokens (8192^2, clean, last block /
- * polled: M = 4 0.0198 / 0.0189, M = 7 0.0213 / 0.0194; M = 1 a tie); the
- * 8-bit-activation formats lost with it (M = 4: W4A8 0.0248 / 0.0262, MXFP4 x
- * fp8 0.0251 / 0.0267, W8A8 0.0281 / 0.0317) and keep 8. */
+ * Whether the wgmma plan's splits share the split sum: a cooperative launch,
+ * so that every split can wait for all the others' partials and then sum
+ * 1 / splits of the tile group's columns, instead of the last one summing
+ * them all through one SM; from HCK_COOP_MIN (default 8; uint4 x 16-bit 4)
+ * tokens per expert, where the last block's sum costs more than the wait for
+ * the slowest split, and only for a grid of `ctas` that kernel f (smem bytes)
+ * can hold resident at once. HCK_WG_COOP=0/1 overrides the token rule (2: the
+ * cooperative launch with the last block's sum, to time the launch alone).
+ * Where it is shared, at 16 and 64 tokens with rows of whole float4s and at
+ * most 8 splits, the polled sum (HCK_SUM_POLL; HCK_WG_POLL=0: off) takes the
+ * counter's place: no fence or counter, faster from 8 tokens. uint4 x 16-bit
+ * polls from 4 tokens (a tie at 1); the 8-bit-activation formats were slower
+ * with it at 4 tokens and keep 8 (measured, H200). */
 int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgFn f, size_t smem, int64_t ctas)
 {
     static const char *const env = getenv("HCK_WG_COOP"), *const least = getenv("HCK_COOP_MIN");
@@ -1905,7 +1882,7 @@ int wg_coop_sum(const Plan &pl, const hck_desc &d, int64_t max_rows, hopper::WgF
  * cooperative launch (wg_coop_sum; -HCK_SUM_COOP: cooperative, but the last
  * block sums), HCK_SUM_LAST as a plain launch; a grid too large to be resident
  * at once falls back to the last-block sum. pdl: the launch may overlap
- * act16_kernel before it in the stream (programmatic dependent launch, v50;
+ * act16_kernel before it in the stream (programmatic dependent launch;
  * the kernel waits for it before reading its output; HCK_PDL=0: off); where
  * the attribute is refused, the launch goes without it. */
 cudaError_t launch_wg_ex(hopper::WgFn f, int mode, bool pdl, dim3 grid, const Plan &pl, size_t smem,
@@ -1955,21 +1932,21 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
 {
     Plan pl = {0, 1, 0, 0, 0, 0, hopper::V_STD};
     const int wf = simt || getenv("HCK_NO_SMALL") ? -1 : small_format(d);
-    /* v7: from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
+    /* from wg_min_rows tokens per expert on sm_90a the wgmma kernel */
     if (wf >= 0 && max_rows >= wg_min_rows() && wg_ok(d, wf)) {
         pl.wf = wf;
         pl.wg = wg_tokens(max_rows);
         if (wg_f8(d, wf, max_rows, pl.wg)) pl.wg = wg_f8_tokens(d, wf, max_rows, pl.wg), pl.var = hopper::V_F8;
-        else if (wg_wide(d, wf, max_rows, pl.wg)) /* v19: the fp8 formats' wide form is the fp8 one */
+        else if (wg_wide(d, wf, max_rows, pl.wg)) /* the fp8 formats' wide form is the fp8 one */
             pl.var = wg_f8_format(d, wf) && !getenv("HCK_WG_F8") ? hopper::V_F8W : hopper::V_WIDE;
         else if (pl.wg == 16)
             pl.var = wg_sync_var(d, wf, max_rows);
         pl.splits = want_ws ? wg_splits(d, wf, max_rows, pl.wg, pl.var) : 1;
         return pl;
     }
-    /* v6: the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
+    /* the small-M kernel for up to 4 tokens per expert with uint4 x 16-bit
      * (at 16 tokens its staged activations limit the splits on large K and
-     * v5's MT = 1 kernel is as fast or faster; bench/NOTES.md, version 6) and
+     * the fast path's MT = 1 kernel is as fast or faster) and
      * up to 16 YMAX = 256 for the 8-bit-activation formats, which have no other
      * fast path (one grid row per 16 tokens, each streaming the weights; far
      * better than the general kernel, not a large-M design). HCK_NO_SMALL: off. */
@@ -1997,12 +1974,12 @@ Plan make_plan(const hck_desc &d, int64_t max_rows, int simt, int want_ws)
         pl.splits = want_ws ? split_count(d, max_rows) : 1;
         return pl;
     }
-    /* tokens per block / 16: 16, 64, or (v5) 128 above 64 tokens (HCK_NO_BIG: 64) */
+    /* tokens per block / 16: 16, 64, or 128 above 64 tokens (HCK_NO_BIG: 64) */
     pl.fast = max_rows <= 16 ? 1 : (max_rows <= 64 || getenv("HCK_NO_BIG")) ? 4 : 8;
     const int64_t blocks = ((d.Np / 64 + 3) / 4) * ((max_rows + 16 * pl.fast - 1) / (16 * pl.fast)) * d.E;
     const int64_t krows = d.Kp / 16;
     int64_t s = 1;
-    if (getenv("HCK_SPLIT_OLD")) { /* v4 rule, kept for A/B measurement */
+    if (getenv("HCK_SPLIT_OLD")) { /* the fixed-target rule, kept for A/B measurement */
         const int64_t target = (int64_t)sm_count() * (pl.fast == 1 ? 4 : 2);
         s = blocks > 0 ? (target + blocks - 1) / blocks : 1;
         if (s > krows / 4) s = krows / 4;
@@ -2129,8 +2106,8 @@ cudaError_t launch(const hck_layer *L, const uint16_t *dx, int64_t rows, const i
             const bool pdl = pl.wf != small::W_U4A16 && rows > 0; /* after act16_kernel */
             if (wg_cluster_sum(pl))
                 return launch_wg_ex(f, HCK_SUM_CLUSTER, pdl, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
-            /* not with a cooperative launch: v50, PDL made the polled sum's M = 16 cells
-             * 1.5-2 us slower (W4A8 8192^2 0.0283 -> 0.0308 ms), where M = 1 gained */
+            /* not with a cooperative launch: there PDL made the polled sum's M = 16
+             * cells slower, where M = 1 gains */
             if (const int mode = wg_coop_sum(pl, d, max_rows, f, sh.smem, (int64_t)grid.x * grid.y * grid.z))
                 return launch_wg_ex(f, mode, false, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);
             return launch_wg_ex(f, HCK_SUM_LAST, pdl, grid, pl, sh.smem, tm, wm, L->dev, ts, doff, dy, ws, st);

@@ -47,7 +47,7 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_WG_STAGE_WORD(tile, rr, bt, tile_words) (((rr) * (bt) + (tile)) * (tile_words))
 
 /* The wgmma kernel's 16-token 4-bit variants that split a stage by tile and k
- * ("KW": uint4 x 16-bit since v21, uint4 and fp4 x 8-bit since v56): with tpw
+ * ("KW": uint4 x 16-bit, uint4 and fp4 x 8-bit): with tpw
  * tiles per warpgroup and `rows` tile rows per stage (4 of k16, or 2 of k32),
  * warp w takes tile HCK_KW_TILE(w, tpw) of them and rows HCK_KW_ROW(w, r, tpw,
  * rows) for r < rows x tpw / 4, all 64 columns of each. A lane's words of n16
@@ -61,14 +61,14 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_KW_ROW(w, r, tpw, rows) ((w) / (tpw) * ((rows) * (tpw) / 4) + (r))
 #define HCK_KW_WORD(lane, i, rw) ((i) * (rw) / 4 * 128 + 4 * (lane) + (i) * (rw) % 4)
 #define HCK_KW_SCALE_ENTRY(lane, i, h) (8 * ((lane) / 4) + 2 * (i) + (h))
-/* KW2 (uint4 x 16-bit, 16 tokens, group scales, v70): warp w takes tile
+/* KW2 (uint4 x 16-bit, 16 tokens, group scales): warp w takes tile
  * HCK_KW_TILE(w, 2) and n16 blocks HCK_KW2_BLOCK(w, 0) and (w, 1) of it over
  * every row of the stage: the lane's two words at HCK_KW_WORD(lane,
  * HCK_KW2_BLOCK(w, 0), 1) (one 8-byte load), its 4 scale entries from
  * HCK_KW_SCALE_ENTRY(lane, HCK_KW2_BLOCK(w, 0), 0) (8 bytes). */
 #define HCK_KW2_BLOCK(w, i) (2 * ((w) / 2) + (i))
 
-/* The wgmma kernel's epilogue staging (v20): a warpgroup's 64-column tile as
+/* The wgmma kernel's epilogue staging: a warpgroup's 64-column tile as
  * fp32 [token][HCK_EPI_STRIDE]. Accumulator c (0-3) of n8 block j of lane
  * (g = lane / 4, t = lane % 4) of warp w holds token 8 j + 2 t + (c & 1) and
  * tile column 16 w + g + 8 (c >> 1) (the mma.m16n8k16 C and wgmma D layouts,
@@ -82,7 +82,7 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
     ((8 * (j) + 2 * (t) + ((c) & 1)) * HCK_EPI_STRIDE + 16 * (w) + (g) + 8 * ((c) >> 1))
 #define HCK_EPI_READ_INDEX(token, col) ((token) * HCK_EPI_STRIDE + (col))
 
-/* The split sum over a cluster (v22): a CTA's bt staged tiles hold total =
+/* The split sum over a cluster: a CTA's bt staged tiles hold total =
  * bt x mrows x 16 groups of 4 columns; group g is tile HCK_CSUM_TILE, token
  * HCK_CSUM_TOKEN and tile column HCK_CSUM_COL (+ 0..3, at HCK_EPI_READ_INDEX of
  * that tile's staging area), and the cluster's CTA `split` of `splits` sums
@@ -93,7 +93,7 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_CSUM_TOKEN(g, mrows) ((g) / 16 % (mrows))
 #define HCK_CSUM_COL(g) (4 * ((g) % 16))
 
-/* The split sum of a cooperative launch (v23): split `split` sums column quads
+/* The split sum of a cooperative launch: split `split` sums column quads
  * [HCK_CSUM_BEGIN(q, split), HCK_CSUM_BEGIN(q, split + 1)) of every token row
  * (q = 16 per tile). Each split adds 1 to the tile group's counter when its
  * partials are stored, waits until HCK_COOP_ALL_IN, sums, adds 1 again, and
@@ -102,7 +102,7 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_COOP_ALL_IN(seen, splits) ((seen) >= (splits))
 #define HCK_COOP_LAST_OUT(old, splits) ((old) == 2 * (splits) - 1)
 
-/* The polled split sum (v47): every float of the workspace holds HCK_WS_EMPTY
+/* The polled split sum: every float of the workspace holds HCK_WS_EMPTY
  * between launches; a split stores its partials, each split polls its share of
  * the other splits' partials until no float of it is HCK_WS_EMPTY, sums and
  * writes HCK_WS_EMPTY back. A signalling NaN with a payload: arithmetic only
@@ -112,7 +112,7 @@ enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT
 #define HCK_WS_EMPTY 0x7FB0DEADu
 #define HCK_NAN_QUIET 0x00400000u
 
-/* The fp8 wgmma variant's decoders (v11), plain C so that
+/* The fp8 wgmma variant's decoders, plain C so that
  * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
  * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A
  * fragment of wgmma m64nNk32 is a[4] = {row g k lo, row g + 8 k lo, row g k hi,
@@ -143,7 +143,7 @@ HCK_HD uint32_t hck_byte_perm(uint32_t a, uint32_t b, uint32_t s)
  * each (the MXFP4 decoders leave out the rest of the bias): byte pair
  * 0x00ee00ee times 1024 plus 15 << 10 per half. The halves cannot overlap
  * for e < 256, so this equals ((e + 15) << 10) | ((e + 15) << 26) for every
- * byte (tests/test_kernel_fragments.c), in fewer instructions (v57). */
+ * byte (tests/test_kernel_fragments.c), in fewer instructions. */
 HCK_HD uint32_t hck_e8m0_pair(uint32_t raw, int k)
 {
     return hck_byte_perm(raw, 0, 0x4040u + 0x0101u * (uint32_t)k) * 1024u + 0x3c003c00u;

@@ -1,5 +1,5 @@
 /* hc_timeline.cuh - per-block timeline of the wgmma kernel, a diagnostic build
- * only (nvcc -DHCK_TIMELINE; bench/NOTES.md version 25). Included by
+ * only (nvcc -DHCK_TIMELINE; bench/README.md). Included by
  * hc_wgmma.cuh inside namespace hopper. Without HCK_TIMELINE every macro is
  * empty and the kernels are unchanged.
  *
@@ -14,7 +14,7 @@
  * state, acceptable in a diagnostic build only. */
 #ifdef HCK_TIMELINE
 /* TL_GRP: the block's split group (the splits of one output block); TL_SPINS:
- * consumer thread 0's poll rounds in the polled split sum (v33) */
+ * consumer thread 0's poll rounds in the polled split sum */
 enum { TL_START, TL_LOOP, TL_SM, TL_LIN, TL_FIRST, TL_EXIT, TL_STAGED, TL_SYNCED, TL_FENCED, TL_GRP, TL_SPINS, TL_N };
 constexpr unsigned TL_MAX = 8192; /* blocks recorded */
 __device__ unsigned long long hck_tl[TL_MAX][TL_N];
@@ -157,7 +157,7 @@ inline void timeline_tail_report(const std::vector<const unsigned long long *> &
 /* host: the polled split sum, per split group, relative to the group's latest
  * loop end: its latest partial store (TL_FENCED), the first and last split's
  * poll done (TL_SYNCED) and its last exit; and thread 0's poll per block:
- * duration, rounds, time per round (bench/NOTES.md version 33) */
+ * duration, rounds, time per round */
 inline void timeline_group_report(const std::vector<const unsigned long long *> &b, unsigned long long s0)
 {
     std::map<unsigned long long, std::vector<const unsigned long long *>> g;

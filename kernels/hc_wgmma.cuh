@@ -1,4 +1,4 @@
-/* hc_wgmma.cuh - Hopper (sm_90a) large-M kernel (version 7), included by
+/* hc_wgmma.cuh - Hopper (sm_90a) wgmma kernel, included by
  * hc_kernels.cu (one translation unit). docs/kernels.md.
  *
  * The product runs transposed: y^T = W . x^T, so the weights are the wgmma A
@@ -15,7 +15,7 @@
  * producer: from 128 tokens a warpgroup that hands its registers to the
  * consumers (setmaxnreg; with a lone producer warp, a scheduler holding 3 warps
  * caps every thread at 168 registers, too few for n256), below one warp. K runs in stages of 64, S buffers deep: one producer thread (with 16 tokens,
- * lane 0 of each of two producer warps, alternating stages, v25) loads a
+ * lane 0 of each of two producer warps, alternating stages) loads a
  * stage with a TMA copy of the activations (128-byte swizzled as the wgmma
  * descriptor expects; zero past the tensor's edge), a TMA copy of the stage's
  * tile rows of the block's tiles (3-D weight map) and a bulk copy per scale group,
@@ -23,12 +23,13 @@
  * stage, issue its four wgmmas, and release the previous stage's buffer on its
  * "empty" mbarrier once its wgmmas are done (wait_group 1), so the decode of
  * stage kt overlaps the wgmmas of stage kt - 1 (A registers double-buffered by
- * stage parity). Measured steps (bench/NOTES.md, v7): every thread copying
- * through cp.async spent ~220 instructions per warp and stage on addressing;
- * one bulk copy per tile row kept the producer at ~0.85 us per stage. */
+ * stage parity). One producer and one TMA copy per operand keep the copies'
+ * addressing out of the consumers' instruction stream and the producer's
+ * issue path short (cp.async from every thread, or one bulk copy per tile
+ * row, were slower). */
 namespace hopper {
 #include "hc_timeline.cuh"
-/* The 16-token variant's shape (v9; -D overrides for diagnostic builds): tiles
+/* The 16-token variant's shape (-D overrides for diagnostic builds): tiles
  * per warpgroup with 4-bit weights, main loop unrolled by a ring turn (buffer
  * offsets become constants), blocks per SM the registers must allow, stages. */
 #ifndef HCK_SYNC_TPW
@@ -41,40 +42,39 @@ namespace hopper {
 #define HCK_SYNC_MINB 2
 #endif
 #ifndef HCK_SYNC_NPW
-#define HCK_SYNC_NPW 2 /* producer warps (v25): warp w issues stages w, w + NPW, ... */
+#define HCK_SYNC_NPW 2 /* producer warps: warp w issues stages w, w + NPW, ... */
 #endif
 #ifndef HCK_BIG_NPW
-#define HCK_BIG_NPW 2 /* producer warps issuing in the 128/256-token uint4 variants (of their four; v50) */
+#define HCK_BIG_NPW 2 /* producer warps issuing in the 128/256-token uint4 variants (of their four) */
 #endif
 #ifndef HCK_SYNC_KW
-#define HCK_SYNC_KW 1 /* uint4 x 16-bit: warps split a stage by tile and k (v21; 0: by columns) */
+#define HCK_SYNC_KW 1 /* uint4 x 16-bit: warps split a stage by tile and k (0: by columns) */
 #endif
 #ifndef HCK_BIG_EVICT_FIRST
-#define HCK_BIG_EVICT_FIRST 1 /* 64-256 tokens: weights evict-first where the grid has one token block (v65) */
+#define HCK_BIG_EVICT_FIRST 1 /* 64-256 tokens: weights evict-first where the grid has one token block */
 #endif
 #ifndef HCK_KW_POST
-#define HCK_KW_POST 1 /* KW, uint4 x 16-bit, <= 8 tokens or KW2, group 128: scales after the group's sums (v68) */
+#define HCK_KW_POST 1 /* KW, uint4 x 16-bit, <= 8 tokens or KW2, group 128: scales after the group's sums */
 #endif
 #ifndef HCK_KW2
-#define HCK_KW2 1 /* KW, uint4 x 16-bit, group scales: two n16 blocks per warp (v70; lo8 too, v71) */
+#define HCK_KW2 1 /* KW, uint4 x 16-bit, group scales: two n16 blocks per warp (lo8 too) */
 #endif
 #ifndef HCK_SYNC_KW8
-#define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (v56; 0: by columns) */
+#define HCK_SYNC_KW8 1 /* uint4 and fp4 x 8-bit as well (0: by columns) */
 #endif
 #ifndef HCK_SYNC_EVICT_FIRST
-#define HCK_SYNC_EVICT_FIRST 1 /* 16 tokens: the weights' TMA copies tagged L2 evict-first (v62) */
+#define HCK_SYNC_EVICT_FIRST 1 /* 16 tokens: the weights' TMA copies tagged L2 evict-first */
 #endif
 #ifndef HCK_SYNC_SMAX
-#define HCK_SYNC_SMAX 8 /* at most this many stages (v9: 10 gained ~1% on the large shapes) */
+#define HCK_SYNC_SMAX 8 /* at most this many stages (10 gained only ~1% on the large shapes) */
 #endif
 #ifndef HCK_SYNC_SMAX_U4A16
-#define HCK_SYNC_SMAX_U4A16 6 /* uint4 x 16-bit (KW), v21: 6 stages beat 8 in 10 of 12 M <= 16 cells,
-                               * e.g. 28672 x 8192 M = 1 0.0488 vs 0.0501 ms */
+#define HCK_SYNC_SMAX_U4A16 6 /* uint4 x 16-bit (KW): 6 stages beat 8 in 10 of 12 M <= 16 cells
+                               * (the memory system, not the ring's depth, limits there; 4 were slower) */
 #endif
 #ifndef HCK_SYNC_RING
-#define HCK_SYNC_RING (96 * 1024) /* ring bytes of the 16-token variant (v9: 2 blocks per SM
-                                      * with 8 stages beat 3 with 6, 28672 x 8192 M = 16: 63.0 vs
-                                      * 68.7 us) */
+#define HCK_SYNC_RING (96 * 1024) /* ring bytes of the 16-token variant (2 blocks per SM
+                                      * with 8 stages beat 3 with 6) */
 #endif
 
 /* Tokens per block (16, 64, 128 or 256, the wgmma N): stages in flight (16: Geo::S),
@@ -86,18 +86,18 @@ namespace hopper {
 template <int NTOK> struct Tok {
     static constexpr bool BIG = NTOK >= 128;
     static constexpr int S = NTOK == 256 ? 5 : 8, XB = NTOK * 128;
-    /* producer warps of which lane 0 issues copies: 16 tokens, HCK_SYNC_NPW (v25) */
+    /* producer warps of which lane 0 issues copies: 16 tokens, HCK_SYNC_NPW */
     static constexpr int NPW = NTOK == 16 ? HCK_SYNC_NPW : 1;
     /* 16 tokens: mma.sync m16n8k16 instead of wgmma (the A fragments and the
-     * accumulators have the same layout; measured, v8: 28672 x 8192 M = 16 79.7 ->
-     * 75.7 us, 8192 x 28672 70.2 -> 68.4) */
+     * accumulators have the same layout; a chain of m64n16k16 wgmmas and their
+     * wait per stage was slower) */
     static constexpr bool SYNC = NTOK == 16;
 };
 /* Variants of a (format, tokens) kernel: standard; wide (two tiles per
  * warpgroup, 4-bit weights, 128 tokens); fp8 (e4m3 x e4m3 wgmma k32 for the
- * fp8-activation 4-bit formats, 128 or 256 tokens, v11, v18); fp8 wide (the
- * fp8 variant with two tiles per warpgroup, 128 tokens, v19); at 16 tokens
- * (v67): lo8 (every block has at most 8 tokens: no mma for tokens 8-15),
+ * fp8-activation 4-bit formats, 128 or 256 tokens); fp8 wide (the fp8
+ * variant with two tiles per warpgroup, 128 tokens); at 16 tokens: lo8
+ * (every block has at most 8 tokens: no mma for tokens 8-15),
  * quad (uint4 x 16-bit: four consumer warpgroups, one block per SM) and
  * both. The host picks (wg_wide, wg_f8, wg_sync_var). */
 enum { V_STD = 0, V_WIDE = 1, V_F8 = 2, V_F8W = 3, V_LO8 = 4, V_QUAD = 5, V_QUAD_LO8 = 6, V_COUNT = 7 };
@@ -114,9 +114,9 @@ __host__ __device__ inline constexpr bool var_lo8(int v) { return v == V_LO8 || 
 __host__ __device__ inline constexpr bool var_quad(int v) { return v == V_QUAD || v == V_QUAD_LO8; }
 /* A block of variant VAR for NTOK tokens: consumer warpgroups, threads, blocks
  * per SM the registers must allow. The quad variant's one block per SM has
- * the 16 consumer warps of two standard ones, but they share one ring: the
- * two blocks of an SM did not progress alike, the one launched first ended
- * its loop 1.5 us (p50) before the other at 8192^2 M = 1 (timeline, v67) */
+ * the 16 consumer warps of two standard ones, but they share one ring: two
+ * blocks on one SM do not progress alike (the one launched first ends its
+ * loop well before the other, timeline) */
 template <int NTOK, int VAR> struct Blk {
     static constexpr int NWG = var_quad(VAR) ? 4 : 2;
     static constexpr int NT = NWG * 128 + (Tok<NTOK>::BIG ? 128 : 32 * Tok<NTOK>::NPW);
@@ -147,7 +147,7 @@ template <int WF, int NTOK, int VAR = V_STD> struct Geo {
     /* tiles per consumer warpgroup: with mma.sync (16 tokens) a warp takes its rows
      * of two tiles, so one ldmatrix of activations feeds both and a barrier round
      * moves twice the weights (8-bit weights keep one: four tiles of theirs would
-     * leave 4 stages in the ring); V_WIDE (128 tokens, v10): a warpgroup's two tiles
+     * leave 4 stages in the ring); V_WIDE (128 tokens): a warpgroup's two tiles
      * share one activation stage, halving the activation bytes read through L2 per
      * weight byte, but the grid has half the blocks (the host picks, wg_wide) */
     static constexpr int TPW = F::B != 4 ? 1 : Tok<NTOK>::SYNC ? HCK_SYNC_TPW : VAR == V_WIDE || VAR == V_F8W ? 2 : 1;
@@ -352,8 +352,8 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
 }
 /* One token's 16-bit outputs at columns n .. n + 3 from value(c) (an
  * expression of c), at dst: one 8-byte store where rows are 8-byte aligned
- * (v4), else columns < d.N one by one. A statement macro, not a function: the
- * epilogue and the cluster sum keep the code the device tests ran. Uses n,
+ * (v4), else columns < d.N one by one. A statement macro, not a function: a
+ * function helper changed the generated code of the kernels using it. Uses n,
  * d and v4 of the caller. */
 #define HCK_STORE_OUT4(dst_expr, value_c)                                                           \
     do {                                                                                            \
@@ -410,9 +410,10 @@ __device__ __forceinline__ bool ws_empty4(float4 v)
            __float_as_uint(v.z) == HCK_WS_EMPTY || __float_as_uint(v.w) == HCK_WS_EMPTY;
 }
 /* The lines of this split's share (as poll_split_sum) of every split's plane
- * into L2, issued when the main loop ends (v69): the share's lines not yet
- * written this launch sit in DRAM, so the poll's first round waited a DRAM
- * round trip; the epilogue's staging (about 1.3 us) now hides it. */
+ * into L2, issued when the main loop ends: the share's lines not yet written
+ * this launch sit in DRAM, and without this the poll's first round waits a
+ * DRAM round trip; the epilogue's staging (about 1.3 us) hides it. At the
+ * kernel's entry it gains less: the DRAM is busiest then. */
 __device__ __forceinline__ void poll_prefetch(const Dev &p, const float *ws, int64_t r0, int mrows, int64_t c0,
                                               int q, int64_t stride, int split, int splits, int tid, int nt)
 {
@@ -428,7 +429,7 @@ __device__ __forceinline__ void poll_prefetch(const Dev &p, const float *ws, int
     }
 }
 
-/* The polled split sum (v47, HCK_SUM_POLL, protocol at HCK_WS_EMPTY; a
+/* The polled split sum (HCK_SUM_POLL, protocol at HCK_WS_EMPTY; a
  * cooperative launch, every split resident; rows 4-column aligned): this
  * split's share of each token row's q column quads from c0 (HCK_CSUM_BEGIN),
  * polled in every split's plane (stride floats apart) until all of it has
@@ -451,8 +452,8 @@ __device__ __forceinline__ void poll_split_sum(const Dev &p, int e, float *ws, u
         float4 t[8];
         unsigned pending = (1u << splits) - 1u;
         for (int spin = 0; pending; spin++) {
-            /* a round's loads all in flight before any test (v69): testing each as it
-             * came made the next load wait for it, 8 L2 round trips per round */
+            /* a round's loads all in flight before any test: testing each as it
+             * comes makes the next load wait for it, 8 L2 round trips per round */
             const unsigned round = pending;
 #pragma unroll
             for (int j = 0; j < 8; j++)
@@ -478,7 +479,7 @@ __device__ __forceinline__ void poll_split_sum(const Dev &p, int e, float *ws, u
     }
 }
 
-/* v22: the split-K sum of a cluster of `splits` CTAs (one per split, cluster
+/* The split-K sum of a cluster of `splits` CTAs (one per split, cluster
  * rank = split) through distributed shared memory, in place of fp32 partials
  * in global memory and a last-arriving block. Each CTA has staged its partial
  * sums of its bt tiles at shared offsets stage0 + 4 t area (fp32, token-major,
@@ -613,16 +614,14 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (wg == NWG) { /* producer: gives its registers to the consumers; lane 0 of each producer warp issues */
         if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         /* with 16 tokens, warp pw issues stages pw, pw + NPW, ...: one thread's issue
-         * path took ~90% of a stage's time (v25, clock64: it waited on `empty` 10%) */
-        /* 128/256 tokens (v50): two for uint4 weights (8192^2 M = 128, W4A16 0.0453 ->
-         * 0.0408 ms, W4A8 0.0511 -> 0.0443); MXFP4 and fp8 weights did not gain
-         * (+0-4%), so they keep one */
+         * path took ~90% of a stage's time (clock64: it waited on `empty` 10%) */
+        /* 128/256 tokens: two for uint4 weights (faster at M = 128 and 1024);
+         * MXFP4 and fp8 weights did not gain (0-4% slower), so they keep one */
         constexpr bool BIG2 = WF == small::W_U4A16 || WF == small::W_U4A8;
         constexpr int NPW = !Tok<NTOK>::BIG ? Tok<NTOK>::NPW : BIG2 && S % HCK_BIG_NPW == 0 ? HCK_BIG_NPW : 1;
         static_assert(S % NPW == 0, "each ring buffer has one producer");
-        /* NPW = 1 keeps the one-thread form: v45's general form changed the 64- to
-         * 256-token kernels' SASS and cost them 8-13% (v48, 8192^2 M = 128 0.0499
-         * vs 0.0452 ms, MXFP4 x fp8 M = 1024 0.1828 vs 0.1614) */
+        /* NPW = 1 keeps the one-thread form: the general form changes the 64- to
+         * 256-token kernels' register allocation and costs them 8-13% */
         const int pw = NPW == 1 ? 0 : (tid - NWG * 128) / 32;
         if (NPW == 1 ? tid != NWG * 128 : tid % 32 != 0 || pw >= NPW) return;
         const int gs = (int)d.group_size, ngs = !SCALE_C && gs == 32 ? 2 : 1; /* groups per stage */
@@ -632,10 +631,10 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         const uint32_t bytes = XB + R * BT * TB + (SCALE_C ? 0 : ngs * ntl * SCB);
         /* 16 tokens read each weight byte once (one token block per expert): tagged
          * evict-first, the weight lines replace each other in L2 rather than lines
-         * others still need or dirty lines that must be written back first (v62).
-         * 64-256 tokens do where the grid has one token block (v65; flushed 0.7%
-         * faster on average at M = 64 / 128, clean unchanged); with more, the
-         * token blocks share the weight lines, so they keep the normal policy */
+         * others still need or dirty lines that must be written back first.
+         * 64-256 tokens do where the grid has one token block (a little faster
+         * after a dirty flush, clean unchanged); with more, the token blocks
+         * share the weight lines, so they keep the normal policy */
         constexpr bool EVICT_FIRST = Tok<NTOK>::SYNC ? HCK_SYNC_EVICT_FIRST : HCK_BIG_EVICT_FIRST;
         const uint64_t pol = EVICT_FIRST ? l2_policy(Tok<NTOK>::SYNC || gridDim.y == 1) : 0;
         /* the stage's R tile rows of the BT tiles into buffer buf; zero past the
@@ -654,9 +653,10 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         };
         HCK_TL_WAITS(pwait);
         /* 8-bit activations come from act16_kernel; launched as its programmatic
-         * dependent (v50), the first S stages' weights and scales are requested
-         * before the wait for it, their activations after. Otherwise the stages
-         * go in order (v50: weights first cost the M = 16 cells 1.5-3 us) */
+         * dependent, the first S stages' weights and scales are requested before
+         * the wait for it, their activations after. Otherwise the stages go in
+         * order (weights first, without the overlap, only delays the first
+         * stage's activations) */
         const bool weights_first = WF != small::W_U4A16 && p.pdl;
         if (weights_first) {
             for (int i = pw; i < nst && i < S; i += NPW) {
@@ -682,7 +682,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (Tok<NTOK>::BIG) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;"); /* 128 x 40 + 256 x 232 <= 64K */
     if (WF != small::W_U4A16 && p.pdl) griddep_wait(); /* act16_kernel's token scales (the epilogue reads them) */
     HCK_TL_EXIT_GUARD();
-    /* 16 tokens, 4-bit weights (KW: uint4 x 16-bit v21, uint4 and fp4 x 8-bit v56):
+    /* 16 tokens, 4-bit weights (KW: uint4 x 16-bit, uint4 and fp4 x 8-bit):
      * the warpgroup's four warps split a stage by tile and k (HCK_KW_*: TPW tiles,
      * 4 / TPW warps along k), each taking all 64 columns of its tile. A lane's
      * words of a tile row (spec 4.4) are then one or two conflict-free 16-byte
@@ -693,7 +693,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     constexpr int KRW = KW ? R * TPW / 4 : 1; /* KW: tile rows per warp and stage */
     static_assert(!KW || ((R == 4 || R == 2) && R * TPW % 4 == 0 && KRW * P <= 32 && G::RW <= 2),
                   "KW: four k16 or two k32 tile rows per stage, split evenly; a warp's rows in one k32 group");
-    /* KW2 (v70; lo8 too since v71): uint4 x 16-bit with group scales: a warp
+    /* KW2 (16 tokens and lo8): uint4 x 16-bit with group scales: a warp
      * takes two n16 blocks of its tile (the half warp / TPW) over all the stage's
      * k rows, in place of four blocks over half the rows. Half the accumulators,
      * so the group sums fit beside them and the scales go after the sums
@@ -786,13 +786,13 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
             if (st > 0 && lane == 0) mbar_arrive(empty + 8 * ((b + S - 1) % S));
         }
     };
-    /* KW: stage buffer b (phase ph). mode (v68, KW_POST): 0 the group scales
+    /* KW: stage buffer b (phase ph). mode (KW_POST): 0 the group scales
      * multiply each decoded weight pair; 1 and 2, the first and second stage of a
      * 128-k group: the codes (exact in 16 bits) go unscaled into the group's
      * fp32 sums ktmp (stage 1 starts them with C = 0), which stage 2 multiplies
      * by the group scales into acc, so a word's decode is 9 instructions, not
      * 13, and the products are not rounded to 16 bits after scaling. With KW2's
-     * two blocks per warp (v70; lo8 too since v71), or with HCK_KW2=0 where every
+     * two blocks per warp (16 tokens and lo8), or with HCK_KW2=0 where every
      * block has at most 8 tokens (ktmp then takes acc's registers of tokens 8-15) */
     HCK_TL_WAITS(cwait);
     constexpr bool KW_POST = KW && HCK_KW_POST && (var_lo8(VAR) || KW2) && WF == small::W_U4A16 && !SCALE_C;
@@ -899,11 +899,11 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     using kw_std = std::integral_constant<int, 0>;
     using kw_first = std::integral_constant<int, 1>;
     using kw_second = std::integral_constant<int, 2>;
-    /* fp8 (V_F8, v11): a stage's two k32 wgmmas accumulate into tmp, which is
+    /* fp8 (V_F8): a stage's two k32 wgmmas accumulate into tmp, which is
      * promoted into acc (times the group scale) once per stage pair, so fp32 adds
      * every 128 k (the fp8 tensor cores keep fewer accumulator bits); the even stage
      * waits for the previous pair before it overwrites tmp, the other consumer
-     * warpgroup keeps the tensor cores busy meanwhile. Two halves (v18, v19): tmp
+     * warpgroup keeps the tensor cores busy meanwhile. Two halves: tmp
      * holds one half of the warpgroup's accumulators at a time (acc 128 + tmp 64
      * registers fit, a second 128-register set would not): with 256 tokens the
      * pair's A registers, decoded once, run tokens 0-127 and then 128-255, so a
@@ -1052,7 +1052,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     }
     HCK_TL_STAMP(TL_LOOP);
     HCK_TL_SAVE(cwait, 2, tid == 0);
-    /* v69: before the staging; 16 tokens only (the 64-token kernels spilled with it) */
+    /* before the staging, which hides it; 16 tokens only (the 64-token kernels spill with it) */
     if (Tok<NTOK>::SYNC && p.sum_mode == HCK_SUM_POLL && splits > 1)
         poll_prefetch(p, ws, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16, offsets[d.E] * d.N, split, splits, tid,
                       NWG * 128);
@@ -1062,13 +1062,13 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         for (int t = 0; t < TPW; t++) fence_acc<NTOK>(acc[t]);
     }
 
-    /* epilogue (v20), per tile: the accumulators (rows n0 = 16 w + gq and n0 + 8,
+    /* epilogue, per tile: the accumulators (rows n0 = 16 w + gq and n0 + 8,
      * tokens 8 j + 2 tq + {0, 1}) times the channel scale are staged as fp32
      * [token][EST] in the ring, which every consumer has left (named barrier 1),
      * then each thread takes 4 consecutive columns of one token per pass: the token
      * scale, then 16-byte stores of partial sums or 8-byte stores of outputs with
      * bias (the same arithmetic in the same order as per-element stores, which
-     * spent 20-25% of the fp8 kernels' stall samples at M >= 128, ncu). A
+     * would take 20-25% of the fp8 kernels' stall samples at M >= 128). A
      * warpgroup with no tile (odd tile count, last block) stores nothing but
      * stays for the named barriers, which count every consumer thread. */
     const int tq = lane % 4, tl = tid % 128, nl = 4 * (tl % 16);
@@ -1080,8 +1080,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     constexpr int EST = HCK_EPI_STRIDE; /* staging row stride (floats): the quad's four tokens on distinct banks */
     static_assert((size_t)NWG * NTOK * (EST + 1) * 4 <= (size_t)S * SST, "the staged tiles fit the ring");
     /* the warpgroup's staging area, then its copy of the token scales (one load
-     * per token up front: a load per pass left each thread waiting out one L2
-     * round trip per token, 9% of the stall samples at M = 1024) */
+     * per token up front: a load per pass would leave each thread waiting out one
+     * L2 round trip per token) */
     float *stg = (float *)smem + wg * NTOK * (EST + 1), *tsm = stg + NTOK * EST;
     const bool v4 = (d.N & 3) == 0 && ((uintptr_t)y & 7) == 0; /* rows of y and ws 8- and 16-byte aligned */
     /* the channel scale of column n of tile nb (times gscale) */
@@ -1121,12 +1121,12 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         }
     }
     HCK_TL_STAMP(TL_STAGED);
-    /* 128 and 256 tokens, one tile per warpgroup (v51): with two splits the
-     * block's two tiles stay staged (warpgroup w's at its own area) and the
-     * splits sum over the cluster as KW does, in place of partials in global
-     * memory (8192^2 M = 128: 13 us from the loop's end to the exit, timeline) */
+    /* 128 and 256 tokens, one tile per warpgroup: with two splits the block's
+     * two tiles stay staged (warpgroup w's at its own area) and the splits sum
+     * over the cluster as KW does, in place of partials in global memory (a
+     * quarter of the kernel's time at 8192^2 M = 128, timeline) */
     constexpr bool BIG_CSUM = Tok<NTOK>::BIG && TPW == 1 && !KW;
-    if (KW && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) { /* v22: launched as clusters of the splits */
+    if (KW && p.sum_mode == HCK_SUM_CLUSTER && splits > 1) { /* launched as clusters of the splits */
         cluster_sync();                        /* every split's tiles staged */
         HCK_TL_STAMP(TL_SYNCED);
         cluster_split_sum(p, e, sbase + 4u * (uint32_t)(NWG * NTOK * (EST + 1)), NTOK * (EST + 1), BT,
@@ -1190,8 +1190,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
         return;
     }
     if (splits == 1) return;
-    if (!Tok<NTOK>::BIG && p.sum_mode == HCK_SUM_POLL) { /* v47: no fence, no counter (128 and 256 tokens
-                                                            * spilled with it) */
+    if (!Tok<NTOK>::BIG && p.sum_mode == HCK_SUM_POLL) { /* no fence, no counter (128 and 256 tokens
+                                                            * spill with it) */
         HCK_TL_STAMP(TL_FENCED); /* here: the partials stored */
         poll_split_sum(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16, Mtot * d.N, split, splits,
                        tid, NWG * 128);
@@ -1204,7 +1204,7 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     asm volatile("bar.sync 1, %0;" ::"n"(NWG * 128) : "memory");
     HCK_TL_STAMP(TL_FENCED);
     int *ctr = p.counters + ((int64_t)e * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-    if (p.sum_mode == HCK_SUM_COOP) { /* v23: every split resident; each sums a share of the columns */
+    if (p.sum_mode == HCK_SUM_COOP) { /* every split resident; each sums a share of the columns */
         coop_split_sum<Tok<NTOK>::BIG ? 4 : 1>(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 16,
                                                 Mtot * d.N, ctr, split, splits, tid, NWG * 128);
         return;
@@ -1215,8 +1215,8 @@ wg_kernel(const __grid_constant__ CUtensorMap tm, const __grid_constant__ CUtens
     if (!s_last) return;
     __threadfence();
     /* four groups per thread where registers allow (16 and 64 tokens: 2-3 blocks
-     * per SM, they spilled with four; v22: 8 loads in flight instead of 4 at 16
-     * tokens, 8 splits, changed nothing, 8192^2 M = 16 0.0277 ms either way) */
+     * per SM, they spill with four; 8 loads in flight instead of 4 at 16 tokens
+     * gained nothing) */
     split_sum<Tok<NTOK>::BIG ? 4 : 1>(p, e, ws, y, r0, mrows, (int64_t)blockIdx.x * BT * 64, BT * 64, Mtot * d.N, splits, tid, NWG * 128);
     if (tid == 0) *ctr = 0;
 #endif
@@ -1253,7 +1253,7 @@ inline WgFn wg_fn_n(int wf, bool cbf, bool sc, bool tr)
             if constexpr (var_f8(V)) return cbf ? nullptr : wg_fn_sc_tr<small::W_U4A8, false, NTOK, V>(sc, tr);
             else return wg_fn_of<small::W_U4A8, NTOK, V>(cbf, sc, tr);
         case small::W_FP4A8: return cbf || sc || tr ? nullptr : wg_kernel<small::W_FP4A8, false, false, false, NTOK, V>;
-        case small::W_FP8A8: /* lo8 did not change W8A8 (v67): the standard kernel only */
+        case small::W_FP8A8: /* lo8 did not speed up W8A8: the standard kernel only */
             return cbf || V != V_STD ? nullptr : wg_fn_sc_tr<small::W_FP8A8, false, NTOK, V_STD>(sc, tr);
         }
         return nullptr;

@@ -10,7 +10,7 @@
 
 /* Dot products of up to 4 token rows with one weight row, in double. Sixteen
  * independent partial sums (4 tokens x 4 k lanes) instead of one serial chain:
- * the chain's add latency, not arithmetic, limited the reference (bench/NOTES.md);
+ * the chain's add latency, not arithmetic, limited the reference (the CPU section of bench/README.md);
  * the lanes vectorise without reassociating anything. */
 static void dot4(const float *x, int64_t K, int64_t rows, const float *w, double *out)
 {
