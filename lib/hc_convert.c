@@ -7,6 +7,8 @@
 
 #include "hc_ckpt.h"
 #include "hc_fs.h"
+#include "hc_integrity.h"
+#include "hc_out_guard.h"
 
 hc_status hc_conv_read_config(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
 {
@@ -76,17 +78,14 @@ static hc_status write_outputs(const hc_convert_options *opts, const hc_conv_pla
     return hc_conv_inputs_check(opts->in_dir, run, err);
 }
 
-static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_conv_plan *plan,
-                               hc_error *err)
+/* The run proper, under the output's lock: into OUT_DIR.partial, then published. */
+static hc_status write_locked(hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
 {
-    HC_TRY(hc_conv_read_config(opts, plan, err));
-    plan->activation = opts->has_activation ? opts->activation : plan->param_format;
-    HC_TRY(hc_conv_plan_build(opts, model, plan, err));
-    log_plan(opts, plan);
-    if (opts->dry_run) return HC_OK;
     if (hc_path_exists(opts->out_dir) && !opts->force)
         HC_FAIL(err, HC_ERR_ARG, "%s: already exists (use --force to replace it)%s", opts->out_dir,
                 opts->resume ? "; there is nothing to resume" : "");
+    if (hc_path_exists(opts->out_dir))
+        HC_TRY(hc_out_guard_replaceable(opts->out_dir, HC_MANIFEST_NAME, "--force", err));
     hc_conv_run *run = plan->run;
     run->n_shards = plan->n_shards;
     run->shards = calloc((size_t)plan->n_shards, sizeof *run->shards);
@@ -109,11 +108,37 @@ static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_
     return st;
 }
 
+static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_conv_plan *plan,
+                               hc_error *err)
+{
+    HC_TRY(hc_conv_read_config(opts, plan, err));
+    plan->activation = opts->has_activation ? opts->activation : plan->param_format;
+    HC_TRY(hc_conv_plan_build(opts, model, plan, err));
+    log_plan(opts, plan);
+    if (opts->dry_run) return HC_OK;
+    char partial[4200];
+    if ((size_t)snprintf(partial, sizeof partial, "%s.partial", opts->out_dir) >= sizeof partial)
+        HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", opts->out_dir);
+    HC_TRY(hc_out_guard_paths(opts->in_dir, opts->out_dir, partial, err));
+    hc_out_lock lock;
+    HC_TRY(hc_out_lock_take(opts->out_dir, &lock, err));
+    hc_status st = write_locked(opts, plan, err);
+    hc_out_lock_release(&lock);
+    return st;
+}
+
 hc_status hc_convert_run(const hc_convert_options *opts_in, hc_convert_stats *stats,
                          hc_error *err)
 {
     hc_convert_options o = *opts_in, *opts = &o;
     if (stats) memset(stats, 0, sizeof *stats);
+    /* "out/" and "out" name one directory: "out/.old-PID" would lie inside it */
+    char out_dir[4096];
+    size_t n = opts->out_dir ? strlen(opts->out_dir) : 0;
+    if (n == 0 || n >= sizeof out_dir) HC_FAIL(err, HC_ERR_ARG, "OUT_DIR is empty or too long");
+    memcpy(out_dir, opts->out_dir, n + 1);
+    while (n > 1 && out_dir[n - 1] == '/') out_dir[--n] = '\0';
+    o.out_dir = out_dir;
     if (!hc_path_is_dir(opts->in_dir))
         HC_FAIL(err, HC_ERR_IO, "%s: not a directory", opts->in_dir);
     hc_conv_run run;

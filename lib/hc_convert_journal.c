@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "hc_fs.h"
+#include "hc_out_guard.h"
 #include "hc_version.h"
 
 #define JOURNAL_NAME ".hc_journal.json"
@@ -307,6 +308,7 @@ hc_status hc_conv_partial_prepare(const hc_convert_options *opts, hc_conv_run *r
         }
         if (opts->resume)
             hc_conv_log(opts, "%s has no usable journal: starting over", run->partial);
+        HC_TRY(hc_out_guard_replaceable(run->partial, JOURNAL_NAME, "a new run", err));
         HC_TRY(hc_fs_remove_tree(run->partial, err));
     } else if (opts->resume) {
         hc_conv_log(opts, "nothing to resume (%s does not exist): starting a full run",
