@@ -155,8 +155,10 @@ valgrind: deps
 	@$(MAKE) --no-print-directory all
 	@bash tests/valgrind.sh $(BUILD)
 
-demo: deps
-	@$(MAKE) --no-print-directory all
+# The demo needs the CLI and the example generator only (no tests, no Python).
+demo:
+	@HC_NO_PYTHON_DEPS=1 bash scripts/install-deps.sh
+	@$(MAKE) --no-print-directory $(CLI) $(EX_BIN) $(KERNELS)
 	@bash examples/demo.sh $(BUILD)
 
 bench: deps
