@@ -145,8 +145,8 @@ test: deps
 # Same tests under AddressSanitizer + UBSan, in a separate build tree.
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g" NVCC= \
-	  EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	  EXTRA_LDFLAGS="-fsanitize=address,undefined" all
+	  EXTRA_CFLAGS="-fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  EXTRA_LDFLAGS="-fsanitize=address,undefined,float-cast-overflow" all
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 HC_SKIP_PYTHON=1 \
 	  HC_BUILD=build-asan HC_SHARED_DIR=$(SHARED_DIR) PYTHON=$(PYTHON) bash tests/run_tests.sh
 
