@@ -69,7 +69,15 @@ void tc_free(tc_ckpt *c)
         hc_tensor_free(&c->t[i]);
         free(c->names[i]);
     }
-    if (c->dir) hc_test_rm_rf(c->dir);
+    if (c->dir) { /* and the outputs beside it (tc_out_dir) */
+        hc_test_rm_rf(c->dir);
+        const char *outs[] = {"out", "out-cli"};
+        for (int i = 0; i < 2; i++) {
+            char *o = tc_out_dir(c->dir, outs[i]);
+            if (o) hc_test_rm_rf(o);
+            free(o);
+        }
+    }
     free(c->dir);
     memset(c, 0, sizeof *c);
 }
@@ -142,7 +150,7 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
 {
     static const char *const orders[] = {"refuse", "permute", "requant"};
     const char *cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
-    char *out = hc_test_path_join(dir, "out-cli"), cmd[8192];
+    char *out = tc_out_dir(dir, "out-cli"), cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --force -q --act-order %s %s%s "
              "2>/dev/null >/dev/null", cli, dir, out, orders[act_order], format ? "--format " : "",
              format ? format : "");
@@ -169,10 +177,18 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
     free(out);
 }
 
+char *tc_out_dir(const char *dir, const char *name)
+{
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%s.%s", dir, name);
+    return p;
+}
+
 static hc_status run_convert(const char *dir, const char *format, int act_order, char **config,
                              int keep, hc_error *err)
 {
-    char *out = hc_test_path_join(dir, "out");
+    char *out = tc_out_dir(dir, "out");
     hc_convert_options o = {.in_dir = dir, .out_dir = out, .sm = 90, .force = 1,
                             .act_order = act_order, .has_target = format != NULL,
                             .choose_target = pick, .choose_ctx = (void *)format};
