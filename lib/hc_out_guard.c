@@ -107,7 +107,8 @@ hc_status hc_out_guard_replaceable(const char *dir, const char *marker, const ch
     while ((e = readdir(d)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         entries++;
-        ours |= strcmp(e->d_name, marker) == 0;
+        /* the marker or its temporary twin ("<marker>.tmp...": a run killed mid-write) */
+        ours |= strncmp(e->d_name, marker, strlen(marker)) == 0;
     }
     closedir(d);
     if (entries > 0 && !ours)

@@ -278,7 +278,7 @@ static void test_success_force_and_input_untouched(void **state)
 {
     fixture *f = *state;
     uint64_t before = dir_fingerprint(f->in);
-    assert_int_equal(run_cli(f, f->in, f->out, "-q --arch sm80"), 0);
+    assert_int_equal(run_cli(f, f->in, f->out, "-q --arch sm80 --layout tiles"), 0);
     assert_int_equal(dir_fingerprint(f->in), before);
     char path[8192];
     snprintf(path, sizeof path, "%s/tokenizer.json", f->out);
@@ -296,7 +296,7 @@ static void test_success_force_and_input_untouched(void **state)
     int rc = run_cli(f, f->in, f->out, "-q");
     assert_int_equal(rc, 2); /* exists without --force */
     assert_int_equal(dir_fingerprint(f->out), out_before);
-    assert_int_equal(run_cli(f, f->in, f->out, "-q --force --arch sm90"), 0);
+    assert_int_equal(run_cli(f, f->in, f->out, "-q --force --arch sm90 --layout tiles"), 0);
     assert_true(dir_fingerprint(f->out) != out_before); /* transposed layout now */
     assert_int_equal(dir_fingerprint(f->in), before);
 }

@@ -85,7 +85,8 @@ static int run_cli(const char *in, const char *out, const char *act, const char 
 {
     const char *cli = getenv("HC_CLI");
     char cmd[40000];
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --activation %s --humming-compat -q %s",
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --activation %s --humming-compat "
+             "--layout tiles -q %s",
              cli ? cli : "build/humming-convert", in, out, act, extra);
     return system(cmd);
 }

@@ -18,7 +18,7 @@ typedef struct {
 
 typedef struct {
     hc_convert_options opts;
-    const char *arch, *activation, *shard_size, *format, *recipe_path, *act_order;
+    const char *arch, *activation, *shard_size, *format, *recipe_path, *act_order, *layout;
     const char *verify, *tokens, *input;  /* verification options; input: report's source */
     int report;                           /* `humming-convert report OUT_DIR` */
     int check;                            /* `humming-convert check OUT_DIR` */

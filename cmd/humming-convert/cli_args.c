@@ -17,8 +17,9 @@ void cli_usage(FILE *out)
             "       humming-convert check OUT_DIR\n"
             "       humming-convert --list-formats [--arch SM]\n"
             "\n"
-            "Quantizes a float checkpoint, or repacks a Humming-format one, into the\n"
-            "kernel-ready tile layout of the Humming GEMM kernels.\n"
+            "Quantizes a float checkpoint, or repacks an already quantized one, into a\n"
+            "Humming checkpoint that vLLM serves (canonical layout, quant_method humming),\n"
+            "or into the kernel-ready tile layout of the Humming GEMM kernels.\n"
             "\n"
             "target (float checkpoints):\n"
             "  --format PRESET      w4a16 w8a16 w4a8 w4a8-int8 w8a8 w8a8-int8 w4a4 mxfp4\n"
@@ -34,6 +35,8 @@ void cli_usage(FILE *out)
             "  --act-order MODE     act-order (desc_act / g_idx) layers: refuse (default),\n"
             "                       permute (writes P.input_perm) or requant\n"
             "common:\n"
+            "  --layout L           canonical (default: Humming's pre-repack checkpoint, what\n"
+            "                       stock vLLM 0.33 loads) or tiles (kernel-ready tiles)\n"
             "  --arch SM            sm75 sm80 sm86 sm89 sm90 sm100 sm120\n"
             "                       (default: the recipe's, else the local GPU, else sm90)\n"
             "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
@@ -77,6 +80,7 @@ static const char **value_slot(cli_args *a, const char *s, int *is_option)
     if (!strcmp(s, "--calib")) return &a->opts.calib_path;
     if (!strcmp(s, "--input")) return &a->input;
     if (!strcmp(s, "--act-order")) return &a->act_order;
+    if (!strcmp(s, "--layout")) return &a->layout;
     for (size_t i = 0; i < sizeof field_flags / sizeof field_flags[0]; i++)
         if (!strcmp(s, field_flags[i][0]) && a->n_fields < 16) {
             a->fields[a->n_fields].key = field_flags[i][1];
@@ -247,6 +251,11 @@ int cli_resolve(cli_args *a, hc_error *err)
         }
         a->opts.act_order = found;
     }
+    if (a->layout && strcmp(a->layout, "canonical") && strcmp(a->layout, "tiles")) {
+        hc_error_set(err, HC_ERR_ARG, "--layout: \"%s\" is not canonical or tiles", a->layout);
+        return -1;
+    }
+    a->opts.layout = a->layout && !strcmp(a->layout, "tiles") ? HC_LAYOUT_TILES : HC_LAYOUT_CANONICAL;
     if (resolve_base(a, err) != 0) return -1;
     a->opts.has_target = a->has_base || a->recipe_path != NULL;
     return 0;

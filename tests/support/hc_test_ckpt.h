@@ -45,7 +45,8 @@ int64_t tc_diff(const float *a, const float *b, int64_t n);
  * inside it (the converter refuses OUT_DIR inside IN_DIR). */
 char *tc_out_dir(const char *dir, const char *name);
 
-/* Runs hc_convert_run on dir -> dir.out. format: NULL (lossless) or a preset
+/* Runs hc_convert_run on dir -> dir.out (--layout tiles; the CLI run beside it
+ * also checks the default canonical layout, see cli_agrees). format: NULL (lossless) or a preset
  * name; act_order as hc_act_order. Returns the status; err has the message.
  * On success *config (if not NULL) gets the output config.json text. */
 hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
