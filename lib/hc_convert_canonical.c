@@ -145,6 +145,10 @@ static const char *canonical_refusal(const hc_convert_options *opts, const hc_co
         return "16-bit scales must be in the model dtype (vLLM requires bs_dtype to match it)";
     if (hc_format_get(c->act_format)->bits == 16 && c->act_format != c->param_format)
         return "16-bit activations must be the model dtype";
+    if (c->act_format == HC_FMT_INT4 && c->sm >= 90) /* humming/tune: b4_allowed_dtypes */
+        return "humming-kernels 0.1.19 runs int4 activations on sm75-sm89 only (vLLM would "
+               "fail, or with allow_fallback run int8 activations): use w4a8-int8, or --arch "
+               "sm80 / sm89 for those GPUs";
     if (L->meta.is_moe && L->has_zero)
         return "vLLM's FusedMoE loader reads no zero points";
     if (L->meta.is_moe && tensor_scale)
