@@ -35,6 +35,16 @@ static double now_s(void)
 
 static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
 
+/* What the output is and what serves it, for the report's format line. */
+static const char *target_layout(const hc_conv_plan *plan)
+{
+    return plan->layout == HC_LAYOUT_TILES
+               ? "humming-kernel-ready tiles (quant_method humming-convert-tiles)"
+               : "humming canonical (quant_method humming): vLLM 0.33 with humming-kernels "
+                 "0.1.19 runs each layer in the weight x activation format of the table "
+                 "(allow_fallback false for 8- and 4-bit activations)";
+}
+
 static void describe_run(hc_conv_verify *v)
 {
     const hc_convert_options *o = v->opts;
@@ -46,7 +56,7 @@ static void describe_run(hc_conv_verify *v)
     hc_report_set(&r->input, realpath(o->in_dir, buf) ? buf : o->in_dir);
     hc_report_set(&r->output, o->out_dir);
     if (v->plan->kind == HC_SRC_HUMMING) {
-        snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> humming-kernel-ready");
+        snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> %s", target_layout(v->plan));
         hc_report_set(&r->format, buf);
         snprintf(buf, sizeof buf, "%s weights, %s %s scales%s%s%s, group %lld, %s layers",
                  fname(q->weight_format), fname(q->scale_format), hc_scale_type_name(q->scale_type),
@@ -55,9 +65,9 @@ static void describe_run(hc_conv_verify *v)
                  q->has_zero_point ? " zero points" : ", symmetric", (long long)q->group_size,
                  fname(q->param_format));
     } else {
-        snprintf(buf, sizeof buf, "%s (%s layers) -> humming-kernel-ready",
+        snprintf(buf, sizeof buf, "%s (%s layers) -> %s",
                  v->plan->kind == HC_SRC_FLOAT ? "float checkpoint" : "quantized checkpoint",
-                 fname(v->plan->param_format));
+                 fname(v->plan->param_format), target_layout(v->plan));
         hc_report_set(&r->format, buf);
         snprintf(buf, sizeof buf, "%s; per-layer formats in the table",
                  o->target_summary ? o->target_summary
