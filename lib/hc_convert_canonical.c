@@ -129,37 +129,39 @@ static int role_desc(const hc_conv_layer *L, int r, hc_out_desc *d)
     return 1;
 }
 
-/* Why the canonical form (as vLLM loads it) cannot hold layer L, or NULL. */
-static const char *canonical_refusal(const hc_convert_options *opts, const hc_conv_layer *L)
+const char *hc_conv_canonical_problem(const hc_conv_layer *L, int is_moe, int *fixable)
 {
     const hc_layer_config *c = &L->cfg;
     const hc_format_info *sf = hc_format_get(c->scale_format);
-    const char *kind = fused_kind(L);
+    const char *kind = fused_kind_of(L->prefix, is_moe);
     int tensor_scale = c->scale_type == HC_SCALE_TENSOR || L->has_global;
+    *fixable = 0;
     if (strstr(L->prefix, "lm_head"))
         return "vLLM's Humming path always loads lm_head unquantized";
     if (L->extra)
         return "--act-order permute needs an input permutation, which vLLM's Humming path "
                "does not apply (use --act-order requant)";
-    if (sf->bits == 16 && c->scale_type != HC_SCALE_BLOCK && c->scale_format != c->param_format)
-        return "16-bit scales must be in the model dtype (vLLM requires bs_dtype to match it)";
     if (hc_format_get(c->act_format)->bits == 16 && c->act_format != c->param_format)
         return "16-bit activations must be the model dtype";
     if (c->act_format == HC_FMT_INT4 && c->sm >= 90) /* humming/tune: b4_allowed_dtypes */
         return "humming-kernels 0.1.19 runs int4 activations on sm75-sm89 only (vLLM would "
                "fail, or with allow_fallback run int8 activations): use w4a8-int8, or --arch "
                "sm80 / sm89 for those GPUs";
-    if (L->meta.is_moe && L->has_zero)
+    if (is_moe && ((L->kind == HC_SRC_FLOAT && !L->experts) || ends_with(L->prefix, "gate_up_proj")))
+        return "a fused 3-D expert stack has no per-expert gate/up names for vLLM's FusedMoE loader";
+    /* the rest a requantization into another scale or zero-point form can fix */
+    *fixable = 1;
+    if (sf->bits == 16 && c->scale_type != HC_SCALE_BLOCK && c->scale_format != c->param_format)
+        return "16-bit scales must be in the model dtype (vLLM requires bs_dtype to match it)";
+    if (is_moe && L->has_zero)
         return "vLLM's FusedMoE loader reads no zero points";
-    if (L->meta.is_moe && tensor_scale)
+    if (is_moe && tensor_scale)
         return "vLLM's FusedMoE loader cannot load per-tensor scales of gate/up experts";
-    if (kind && !L->meta.is_moe && tensor_scale)
+    if (kind && !is_moe && tensor_scale)
         return "vLLM cannot load per-tensor scales into a fused q/k/v or gate/up module";
-    if (kind && !L->meta.is_moe && c->scale_type == HC_SCALE_BLOCK)
+    if (kind && !is_moe && c->scale_type == HC_SCALE_BLOCK)
         return "vLLM cannot load block scales into a fused q/k/v or gate/up module";
-    if (L->meta.is_moe && L->kind == HC_SRC_FLOAT && !L->experts)
-        return "a fused 3-D expert stack has no per-expert names for vLLM's FusedMoE loader";
-    (void)opts;
+    *fixable = 0;
     return NULL;
 }
 
@@ -178,9 +180,10 @@ static hc_status add_out(hc_conv_layer *L, const char *prefix, const char *suffi
     return HC_OK;
 }
 
-static hc_status plan_canonical(const hc_convert_options *opts, hc_conv_layer *L, hc_error *err)
+static hc_status plan_canonical(hc_conv_layer *L, hc_error *err)
 {
-    const char *why = canonical_refusal(opts, L);
+    int fixable;
+    const char *why = hc_conv_canonical_problem(L, L->meta.is_moe, &fixable);
     if (why)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: the canonical layout (vLLM 0.33's Humming "
                 "checkpoint format) cannot hold it: %s; keep it unquantized (recipe ignore) or "
@@ -220,7 +223,7 @@ hc_status hc_conv_plan_outputs(const hc_convert_options *opts, const hc_conv_pla
 {
     (void)plan;
     hc_conv_outputs_free(L);
-    return opts->layout == HC_LAYOUT_TILES ? plan_tiles(L, err) : plan_canonical(opts, L, err);
+    return opts->layout == HC_LAYOUT_TILES ? plan_tiles(L, err) : plan_canonical(L, err);
 }
 
 void hc_conv_outputs_free(hc_conv_layer *L)

@@ -73,6 +73,8 @@ typedef struct {
     int n_src;
     int has_choice, skip_target;      /* choose_target was asked; it said skip */
     int requant;                      /* dequantize exactly, quantize to target */
+    int canonical_fix;                /* requant only because the canonical layout cannot
+                                         hold the source format (reason in note) */
     int lossless;                     /* repacked, decoded values identical */
     char source_format[96];
     char note[320];
@@ -197,6 +199,10 @@ void hc_conv_describe_outputs(hc_conv_layer *L);
  * the reason) for a layer the canonical form cannot hold. */
 hc_status hc_conv_plan_outputs(const hc_convert_options *opts, const hc_conv_plan *plan,
                                hc_conv_layer *L, hc_error *err);
+/* Why the canonical layout (what vLLM 0.33 loads) cannot hold L as planned in
+ * L->cfg and its role flags, or NULL. *fixable: a requantization into scales in
+ * the model dtype, without zero points or per-tensor / block scales, would fit. */
+const char *hc_conv_canonical_problem(const hc_conv_layer *L, int is_moe, int *fixable);
 /* Checks across layers that what vLLM loads as one module gets one format:
  * q/k/v, gate/up, and every projection of one MoE block. */
 hc_status hc_conv_check_fused(const hc_convert_options *opts, const hc_conv_plan *plan,
