@@ -42,9 +42,9 @@ hc_status hc_real_path(const char *path, char *buf, size_t len, hc_error *err)
         else snprintf(parent, sizeof parent, ".");
         HC_TRY(hc_real_path(parent, r, sizeof r, err));
         size_t rl = strlen(r);
-        if (rl + 1 + strlen(name) + 1 > sizeof r)
+        int n = snprintf(r + rl, sizeof r - rl, "%s%s", rl > 1 ? "/" : "", name);
+        if (n < 0 || (size_t)n >= sizeof r - rl) /* checked here: gcc -O1 sees no other check */
             HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", path);
-        snprintf(r + rl, sizeof r - rl, "%s%s", rl > 1 ? "/" : "", name);
     }
     if (strlen(r) >= len) HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", path);
     memcpy(buf, r, strlen(r) + 1);
