@@ -345,6 +345,20 @@ static const char *fp8_k0(tc_ckpt *c) { fp8_blocks(c, 128, 0, 1, 0); return FP8_
 static const char *fp8_n0(tc_ckpt *c) { fp8_blocks(c, 0, 128, 0, 1); return FP8_CFG; }
 static const char *fp8_transposed(tc_ckpt *c) { fp8_blocks(c, 128, 256, 2, 1); return FP8_CFG; }
 static const char *fp8_nan(tc_ckpt *c) { fp8_blocks(c, 256, 128, 2, 1)[1] = NAN; return FP8_CFG; }
+static const char *fp8_nan_code(tc_ckpt *c)
+{
+    fp8_blocks(c, 256, 128, 2, 1);
+    ((uint8_t *)c->t[0].data)[300] = 0xFF; /* E4M3 NaN */
+    return FP8_CFG;
+}
+static const char *fp8_e5m2_inf(tc_ckpt *c)
+{
+    uint8_t *w = tc_add(c, L0 ".weight", HC_DT_F8_E5M2, 2, dims2(64, 128));
+    float *s = tc_add(c, L0 ".weight_scale", HC_DT_F32, 0, NULL);
+    s[0] = 1.0f;
+    w[4000] = 0x7C; /* E5M2 +Inf */
+    return QC("\"quant_method\": \"fp8\"");
+}
 static const char *fp8_tensor_neg(tc_ckpt *c)
 {
     tc_add(c, L0 ".weight", HC_DT_F8_E4M3, 2, dims2(64, 128));
@@ -396,6 +410,8 @@ static const read_case read_cases[] = {
     {"fp8 blocks N=0", fp8_n0, L0, HC_ERR_FORMAT, {L0 ".weight", EMPTY}},
     {"fp8 block scales transposed", fp8_transposed, L0, HC_ERR_FORMAT, {L0 ".weight_scale_inv", "[1, 2]"}},
     {"fp8 NaN block scale", fp8_nan, L0, HC_ERR_FORMAT, {L0 ".weight_scale_inv", "element 1", "not finite"}},
+    {"fp8 NaN weight code", fp8_nan_code, L0, HC_ERR_FORMAT, {L0 ".weight", "element 300", "0xff"}},
+    {"fp8 e5m2 Inf weight code", fp8_e5m2_inf, L0, HC_ERR_FORMAT, {L0 ".weight", "element 4000", "0x7c"}},
     {"fp8 negative tensor scale", fp8_tensor_neg, L0, HC_ERR_FORMAT, {L0 ".weight_scale", "negative"}},
 };
 
