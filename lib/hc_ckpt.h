@@ -201,8 +201,9 @@ int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v);
 hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format_id param);
 /* Packs unpacked codes (rows x K, one per byte) into q->codes at row offset. */
 void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
-/* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points. */
-void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z);
+/* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points
+ * (HC_ERR_NOMEM when its column buffers cannot be had: never half-packed). */
+hc_status hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z, hc_error *err);
 /* Act-order: g_idx (K entries, groups of exactly gs members) -> permutation
  * sorting the columns by group (stable). Returns 1 if non-trivial, 0 if
  * g_idx[k] == k / gs everywhere, -1 (err set) if malformed. */

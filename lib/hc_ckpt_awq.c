@@ -110,7 +110,7 @@ static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt
                 st = hc_error_set(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage "
                                   "format", a->sc->name, (long long)si);
         }
-    if (st == HC_OK) hc_ckpt_pack_zeros(q, z);
+    if (st == HC_OK) st = hc_ckpt_pack_zeros(q, z, err);
     free(z);
     hc_ckpt_note_zero_scales(out, a->sc, zeros);
     return st;

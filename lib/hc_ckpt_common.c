@@ -235,17 +235,17 @@ void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes)
     hc_pack_rows(codes, q->experts * q->n, q->k, q->bits, q->codes);
 }
 
-void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z)
+hc_status hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z, hc_error *err)
 {
     int64_t ns = q->group_rows, G = q->groups, wpc = ns * q->bits / 32;
     uint8_t col[4096];
     uint32_t words[4096];
     uint8_t *cbuf = ns <= 4096 ? col : malloc((size_t)ns);
     uint32_t *wbuf = wpc <= 4096 ? words : malloc((size_t)wpc * sizeof *wbuf);
-    if (!cbuf || !wbuf) { /* callers checked sizes; keep going safely */
+    if (!cbuf || !wbuf) {
         if (cbuf != col) free(cbuf);
         if (wbuf != words) free(wbuf);
-        return;
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory packing zero points");
     }
     for (int64_t e = 0; e < q->experts; e++)
         for (int64_t g = 0; g < G; g++) {
@@ -255,6 +255,7 @@ void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z)
         }
     if (cbuf != col) free(cbuf);
     if (wbuf != words) free(wbuf);
+    return HC_OK;
 }
 
 int hc_ckpt_act_order_perm(const hc_st_tensor *g_idx, int64_t K, int64_t gs, int64_t G,

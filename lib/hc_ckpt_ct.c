@@ -90,6 +90,9 @@ static hc_status int_scale_shape(const hc_st_tensor *s, const hc_ckpt_ct_group *
                                  int64_t K, int64_t *G, hc_error *err)
 {
     const char *strat = grp->strategy;
+    if (!hc_ckpt_is_float_dtype(s->dtype))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale dtype %s; expected F32, F16 or BF16",
+                s->name, s->file, hc_dtype_name(s->dtype));
     if (!strcmp(strat, "block") || !strcmp(strat, "tensor_group"))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): integer weights with %s scales are not "
                 "read", s->name, s->file, strat);
@@ -163,9 +166,9 @@ static hc_status put_int_zeros(const hc_st_tensor *zp, const hc_st_tensor *s, in
     HC_CHECK_ALLOC(err, z, "zero points");
     for (int64_t i = 0; i < n; i++)
         z[i] = (uint8_t)(((uint32_t)(int8_t)hc_ckpt_uint_at(zp, i) + half) & mask);
-    hc_ckpt_pack_zeros(q, z);
+    hc_status st = hc_ckpt_pack_zeros(q, z, err);
     free(z);
-    return HC_OK;
+    return st;
 }
 
 /* int-quantized / naive-quantized: I8 weight [N, K] holding intB values. */
@@ -280,9 +283,9 @@ static hc_status put_packed_zeros(const hc_st_tensor *zp, int b, hc_quant_result
         for (int64_t g = 0; g < G; g++)
             z[n * G + g] = (uint8_t)((hc_ckpt_uint_at(zp, (n / pack) * G + g) >>
                                       (b * (n % pack))) & mask);
-    hc_ckpt_pack_zeros(q, z);
+    hc_status st = hc_ckpt_pack_zeros(q, z, err);
     free(z);
-    return HC_OK;
+    return st;
 }
 
 /* Codes of I32 weight_packed [N, ceil(K/pack)] (no value straddles a word). */

@@ -217,7 +217,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
                 else
                     zt[n * G + g] = (uint8_t)z;
             }
-        if (zt && d.zero_point == HC_ZP_INT) hc_ckpt_pack_zeros(q, zt);
+        if (zt && d.zero_point == HC_ZP_INT) st = hc_ckpt_pack_zeros(q, zt, err);
         free(zt);
     }
     free(zs);

@@ -268,6 +268,12 @@ static const char *ct_shape_huge(tc_ckpt *c)
     ws[1] = INT64_MAX; /* K + 7 would overflow */
     return CT_PACK4;
 }
+static const char *ct_int_scale_dtype(tc_ckpt *c)
+{
+    tc_add(c, L0 ".weight_packed", HC_DT_I32, 2, dims2(64, 16));
+    tc_add(c, L0 ".weight_scale", HC_DT_I32, 2, dims2(64, 4)); /* integers, not scales */
+    return CT_PACK4;
+}
 static const char *ct_int8_tensor(tc_ckpt *c)
 {
     tc_add(c, L0 ".weight", HC_DT_I8, 2, dims2(64, 128));
@@ -395,6 +401,7 @@ static const read_case read_cases[] = {
     {"ct NaN scale", ct_nan, L0, HC_ERR_FORMAT, {L0 ".weight_scale", "element 9", "not finite"}},
     {"ct empty weight_shape", ct_shape_empty, L0, HC_ERR_FORMAT, {L0 ".weight_shape", "[2]"}},
     {"ct weight_shape K=2^63-1", ct_shape_huge, L0, HC_ERR_FORMAT, {L0 ".weight_shape", "does not match"}},
+    {"ct I32 scales", ct_int_scale_dtype, L0, HC_ERR_FORMAT, {L0 ".weight_scale", "dtype I32"}},
     {"ct int8 tensor strategy", ct_int8_tensor, L0, HC_ERR_FORMAT, {L0 ".weight_scale", "strategy tensor"}},
     {"nvfp4 empty global scale", nvfp4_gs_empty, L0, HC_ERR_FORMAT, {L0 ".weight_global_scale", "one F32"}},
     {"nvfp4 two global scales", nvfp4_gs_two, L0, HC_ERR_FORMAT, {L0 ".weight_global_scale", "one F32"}},
