@@ -104,55 +104,59 @@ static int set_flag(cli_args *a, const char *s)
     return 1;
 }
 
-int cli_parse_args(int argc, char **argv, cli_args *a)
+/* One argument at argv[*i] (an option consumes the next one too). */
+static int parse_one(int argc, char **argv, int *i, cli_args *a, const char **pos, int *npos,
+                     hc_error *err)
+{
+    const char *s = argv[*i];
+    int is_option = 0;
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }
+    if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
+    if (set_flag(a, s)) return 0;
+    const char **slot = value_slot(a, s, &is_option);
+    if (is_option) {
+        if (slot == NULL)
+            return hc_error_set(err, HC_ERR_ARG, "%s: at most 16 field flags (--weight-dtype, "
+                                "--group-size, ...) may be given", s), -1;
+        if (++*i >= argc) return hc_error_set(err, HC_ERR_ARG, "%s needs a value", s), -1;
+        *slot = argv[*i];
+    } else if (s[0] == '-' && s[1] != '\0') {
+        hc_error_set(err, HC_ERR_ARG, "unknown option %.200s (see --help)", s);
+        return -1;
+    } else if (*npos < 2) {
+        pos[(*npos)++] = s;
+    } else {
+        hc_error_set(err, HC_ERR_ARG, "unexpected argument %.200s (see --help)", s);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_parse_args(int argc, char **argv, cli_args *a, hc_error *err)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, is_option = 0, first = 1;
+    int npos = 0, first = 1;
     if (argc > 1 && !strcmp(argv[1], "report")) a->report = 1, first = 2;
     if (argc > 1 && !strcmp(argv[1], "check")) {
-        if (argc != 3 || argv[2][0] == '-') {
-            fprintf(stderr, "humming-convert: check needs exactly OUT_DIR (see --help)\n");
-            return -1;
-        }
+        if (argc != 3 || argv[2][0] == '-')
+            return hc_error_set(err, HC_ERR_ARG, "check needs exactly OUT_DIR (see --help)"), -1;
         a->check = 1;
         a->opts.out_dir = argv[2];
         return 0;
     }
     for (int i = first; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }
-        if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
-        if (set_flag(a, s)) continue;
-        const char **slot = value_slot(a, s, &is_option);
-        if (is_option) {
-            if (slot == NULL || ++i >= argc) {
-                fprintf(stderr, "humming-convert: %s needs a value\n", s);
-                return -1;
-            }
-            *slot = argv[i];
-        } else if (s[0] == '-' && s[1] != '\0') {
-            fprintf(stderr, "humming-convert: unknown option %s (see --help)\n", s);
-            return -1;
-        } else if (npos < 2) {
-            pos[npos++] = s;
-        } else {
-            fprintf(stderr, "humming-convert: unexpected argument %s (see --help)\n", s);
-            return -1;
-        }
+        int r = parse_one(argc, argv, &i, a, pos, &npos, err);
+        if (r != 0) return r;
     }
     if (a->report) {
-        if (npos != 1) {
-            fprintf(stderr, "humming-convert: report needs exactly OUT_DIR (see --help)\n");
-            return -1;
-        }
+        if (npos != 1)
+            return hc_error_set(err, HC_ERR_ARG, "report needs exactly OUT_DIR (see --help)"), -1;
         a->opts.in_dir = a->input;
         a->opts.out_dir = pos[0];
         return 0;
     }
-    if (npos != 2 && !(a->list_formats && npos == 0)) {
-        fprintf(stderr, "humming-convert: need IN_DIR and OUT_DIR (see --help)\n");
-        return -1;
-    }
+    if (npos != 2 && !(a->list_formats && npos == 0))
+        return hc_error_set(err, HC_ERR_ARG, "need IN_DIR and OUT_DIR (see --help)"), -1;
     a->opts.in_dir = pos[0];
     a->opts.out_dir = pos[1];
     return 0;
