@@ -357,6 +357,17 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
 {
     memset(out, 0, sizeof *out);
     out->lossless = 1;
+    /* GPTQ / AWQ / compressed-tensors readers take their bits and groups from
+     * the config: a .qweight or .weight_packed under another method has none */
+    int gptq_like = kind == HC_CK_GPTQ || kind == HC_CK_AWQ;
+    int ct_like = kind == HC_CK_CT_PACKED || kind == HC_CK_CT_FP4 || kind == HC_CK_CT_UNPACKED;
+    if ((gptq_like && cfg->method != HC_CKPT_GPTQ && cfg->method != HC_CKPT_AWQ) ||
+        (ct_like && cfg->method != HC_CKPT_CT))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: its tensors are %s, but %s says the checkpoint "
+                "is %s; refused (mixed formats are not read)", prefix,
+                gptq_like ? "GPTQ/AWQ's (.qweight)" : "compressed-tensors' (.weight_packed)",
+                cfg->source_file[0] ? cfg->source_file : "the config",
+                hc_ckpt_method_name(cfg->method));
     hc_status st;
     switch (kind) {
     case HC_CK_GPTQ: st = hc_ckpt_read_gptq(cfg, model, prefix, opts, out, err); break;

@@ -191,6 +191,13 @@ static const char *gptq_nan(tc_ckpt *c) { gptq(c, 128, 64, 4)[77] = F16_NAN; ret
 static const char *gptq_inf(tc_ckpt *c) { gptq(c, 128, 64, 4)[3] = F16_INF; return GPTQ_CFG(32); }
 static const char *gptq_neg(tc_ckpt *c) { gptq(c, 128, 64, 4)[200] = F16_NEG; return GPTQ_CFG(32); }
 static const char *gptq_zero(tc_ckpt *c) { gptq(c, 128, 64, 4)[5] = 0; return GPTQ_CFG(32); }
+static const char *gptq_under_fp8(tc_ckpt *c) { gptq(c, 128, 64, 4); return FP8("[128, 128]"); }
+static const char *ct_under_gptq(tc_ckpt *c)
+{
+    tc_add(c, L0 ".weight_packed", HC_DT_I32, 2, dims2(64, 16));
+    tc_add(c, L0 ".weight_scale", HC_DT_BF16, 2, dims2(64, 4));
+    return GPTQ_CFG(32);
+}
 static const char *gptq_qzeros_wide(tc_ckpt *c)
 {
     tc_add(c, L0 ".qweight", HC_DT_I32, 2, dims2(16, 64));
@@ -390,6 +397,10 @@ static const read_case read_cases[] = {
     {"gptq Inf scale", gptq_inf, L0, HC_ERR_FORMAT, {L0 ".scales", "element 3", "not finite"}},
     {"gptq negative scale", gptq_neg, L0, HC_ERR_FORMAT, {L0 ".scales", "element 200", "negative"}},
     {"gptq zero scale", gptq_zero, L0, HC_OK, {L0 ".scales", "1 scale(s) are 0"}},
+    {"gptq tensors, fp8 config (SIGFPE: bits 0)", gptq_under_fp8, L0, HC_ERR_UNSUPPORTED,
+     {"layer " L0, "GPTQ/AWQ", "config.json says the checkpoint is fp8"}},
+    {"ct tensors, gptq config", ct_under_gptq, L0, HC_ERR_UNSUPPORTED,
+     {"layer " L0, "compressed-tensors", "is gptq"}},
     {"gptq qzeros too wide", gptq_qzeros_wide, L0, HC_ERR_FORMAT, {L0 ".qzeros", "[4, 8]", "[4, 9]"}},
     {"gptq g_idx 2-D", gptq_gidx_2d, L0, HC_ERR_FORMAT, {L0 ".g_idx", "[K] = [128]"}},
     {"gptq channel g_idx", gptq_gidx_channel, L0, HC_ERR_FORMAT, {"g_idx[9] = 3", "outside 0..0"}},
