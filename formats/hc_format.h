@@ -122,9 +122,11 @@ double hc_format_decode(hc_format_id id, uint32_t code);
  * code (or 0 for formats without one). Signed zero is kept for signed floats. */
 uint32_t hc_format_encode(hc_format_id id, float x);
 
-/* Humming quant-kernel e8m0 encoder: float32 exponent field of x (truncation
- * toward the power of two at or below |x|, sign dropped). */
-uint8_t hc_e8m0_encode_trunc(float x);
+/* Humming's quant-kernel e8m0 encoder: the exponent field of
+ * (float32 bits of x) + 0x7FFFFF, i.e. |x| rounded up to a power of two, sign
+ * dropped (2^127 < |x| and Inf -> 0xFF; 0 and NaN -> 0; float32 subnormals
+ * -> 1). */
+uint8_t hc_e8m0_encode_ceil(float x);
 /* PyTorch float8_e8m0fnu cast: exponent field, +1 when mantissa >= 0.5
  * (normal) or > 0.5 (subnormal); NaN/Inf -> 0xFF; sign ignored. */
 uint8_t hc_e8m0_encode_round(float x);
