@@ -9,7 +9,11 @@ SHARED_DIR ?= $(abspath ../shared)
 
 WARN    := -Wall -Wextra -Werror
 CPPFLAGS_ALL := -Ilib -Iformats -D_GNU_SOURCE
-CFLAGS_ALL   := -std=c11 $(WARN) -fopenmp $(OPT) $(EXTRA_CFLAGS)
+# -ffp-contract=off: the quantizer reproduces Humming's CUDA float32
+# arithmetic bit for bit (docs/quantization.md), so a*b+c must stay two
+# roundings. GCC's -std=c11 already implies it, clang's default ("on") fuses
+# within an expression wherever FMA is available (aarch64, -march=native).
+CFLAGS_ALL   := -std=c11 $(WARN) -ffp-contract=off -fopenmp $(OPT) $(EXTRA_CFLAGS)
 LDLIBS_ALL   := -fopenmp -lcjson -lyaml -lz -lm $(EXTRA_LDFLAGS)
 
 LIB_SRC  := $(wildcard lib/*.c) $(wildcard formats/*.c)
