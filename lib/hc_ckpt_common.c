@@ -368,6 +368,13 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
                 gptq_like ? "GPTQ/AWQ's (.qweight)" : "compressed-tensors' (.weight_packed)",
                 cfg->source_file[0] ? cfg->source_file : "the config",
                 hc_ckpt_method_name(cfg->method));
+    /* every reader dereferences its layer's main tensor: it must be there */
+    const char *main_suffix = gptq_like ? ".qweight" : kind == HC_CK_MXFP4 ? "_blocks"
+                              : kind == HC_CK_CT_PACKED || kind == HC_CK_CT_FP4 ? ".weight_packed"
+                                                                                : ".weight";
+    if (prefix[0] == '\0' || hc_ckpt_find(model, prefix, main_suffix) == NULL)
+        HC_FAIL(err, HC_ERR_FORMAT, "layer \"%s\": no tensor \"%s%s\" (a layer needs a name "
+                "and its main tensor)", prefix, prefix, main_suffix);
     hc_status st;
     switch (kind) {
     case HC_CK_GPTQ: st = hc_ckpt_read_gptq(cfg, model, prefix, opts, out, err); break;

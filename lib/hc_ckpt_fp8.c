@@ -202,6 +202,9 @@ hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const 
     const hc_st_tensor *si = hc_ckpt_find(model, prefix, ".weight_scale_inv");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
     hc_ckpt_fp8_geom g = {0};
+    if (w == NULL) /* the layer was found by its scale tensor */
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight: missing (the layer has an FP8 scale tensor)",
+                prefix);
     if (si) {
         if (cfg->block[0] <= 0 || cfg->block[1] <= 0)
             HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_inv: present but config.json has no "
