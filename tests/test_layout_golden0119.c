@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 
 #include "hc_layout.h"
+#include "hc_verify.h"
 #include "hc_test_st.h"
 #include "hc_test_util.h"
 
@@ -203,6 +204,37 @@ static int compare_layer_config(const char *vec, const hc_test_st_file *f,
     return !same;
 }
 
+/* The verifier's decoder (written apart from the transform) reads the
+ * vector's own post.* back to exactly the values of its pre.*. */
+static int decode_gold(const char *vec, const hc_test_st_file *f, const hc_layer_config *c,
+                       const hc_layer_meta *m, const hc_layer_tensors *pre)
+{
+    hc_layer_tensors gold;
+    memset(&gold, 0, sizeof gold);
+    for (int r = 0; r < 5; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "post.%s", out_name(c, r));
+        if (hc_test_st_has(f, key)) assert_int_equal(hc_test_st_get(f, key, role_of(&gold, r)), 0);
+    }
+    size_t n = (size_t)(m->E * m->Np * m->Kp), nr = (size_t)(m->E * m->N * m->K);
+    float *W = calloc(n, sizeof *W), *R = calloc(nr, sizeof *R);
+    assert_true(W && R);
+    hc_error err = {0};
+    if (hc_verify_decode(c, m, &gold, W, NULL, &err) != HC_OK) fail_msg("%s: decode: %s", vec, err.msg);
+    if (hc_dequant_pre(c, m, pre, R, NULL, &err) != HC_OK) fail_msg("%s: dequant: %s", vec, err.msg);
+    int64_t bad = 0;
+    for (int64_t e = 0; e < m->E; e++)
+        for (int64_t i = 0; i < m->N; i++)
+            for (int64_t k = 0; k < m->K; k++)
+                bad += W[(e * m->Np + i) * m->Kp + k] != R[(e * m->N + i) * m->K + k];
+    printf("%s: post.* decoded by the verifier: %lld of %zu values differ from pre.*\n", vec,
+           (long long)bad, nr);
+    free(W);
+    free(R);
+    hc_layer_tensors_free(&gold);
+    return bad != 0;
+}
+
 /* Opens the vector of case i, or skips the test when the vectors are absent. */
 static int open_vector(const vector_case *vc, hc_test_st_file *f, cJSON **meta)
 {
@@ -251,7 +283,8 @@ static void test_vector(void **state)
         if (st != HC_OK) fail_msg("%s: %s", vc->name, err.msg);
         assert_int_equal(m.Np, int_of(meta, "n_padded"));
         assert_int_equal(m.Kp, int_of(meta, "k_padded"));
-        int bad = compare_post(vc->name, &f, &c, &post) + compare_layer_config(vc->name, &f, &c, &m, &pre);
+        int bad = compare_post(vc->name, &f, &c, &post) + compare_layer_config(vc->name, &f, &c, &m, &pre) +
+                  decode_gold(vc->name, &f, &c, &m, &pre);
         hc_layer_tensors_free(&post);
         assert_int_equal(bad, 0);
     }
