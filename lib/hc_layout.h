@@ -88,6 +88,8 @@ typedef struct {
 /* The tensors of one layer. Absent tensors have data == NULL. */
 typedef struct {
     hc_tensor weight, weight_scale, zero_point, global_scale, bias;
+    int weight_e0m;  /* post, 0.1.19: the symmetric integer codes were recoded as
+                        sign-magnitude float{b}e0m{b-1} (hc_layer_e0m_applies) */
 } hc_layer_tensors;
 
 /* Validates cfg for the given shapes and decides the kernel-level options.
@@ -115,7 +117,15 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
  * values), malloc'ed compact text; NULL when out of memory or for a6455de.
  * has_bias / has_scale_2: the layer has a bias / a per-tensor second scale. */
 char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta, int has_bias,
-                           int has_scale_2);
+                           int has_scale_2, int weight_e0m);
+
+/* 0.1.19: whether vLLM 0.33's MoE path (convert_humming ->
+ * convert_symmetric_integer_weight) recodes these expert weights as
+ * sign-magnitude float{b}e0m{b-1}: symmetric uint2..uint8 codes of which none
+ * is 0. Only float activations see it: Humming turns the codes back for
+ * integer ones. hc_layer_transform then sets post->weight_e0m. */
+int hc_layer_e0m_applies(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                         const hc_layer_tensors *pre);
 
 /* "0.1.19" -> HC_HUMMING_0_1_19. Every other version is refused with the
  * reason (0.1.20's bytes are not checked against 0.1.19's yet). */

@@ -29,9 +29,12 @@ static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
 
 /* LayerConfig.b_dtype: integer weights are signed exactly when the
  * activations are integers of the same width (LayerConfig.__post_init__). */
-static void b_dtype_name(const hc_layer_config *c, const hc_layer_meta *m, char *buf, size_t len)
+static void b_dtype_name(const hc_layer_config *c, const hc_layer_meta *m, int e0m, char *buf,
+                         size_t len)
 {
-    if (hc_format_get(c->weight_format)->kind == HC_KIND_FLOAT)
+    if (e0m)
+        snprintf(buf, len, "float%de0m%d", m->weight_bits, m->weight_bits - 1);
+    else if (hc_format_get(c->weight_format)->kind == HC_KIND_FLOAT)
         snprintf(buf, len, "%s", fname(c->weight_format));
     else
         snprintf(buf, len, "%sint%d", m->kernel_weight_signed ? "" : "u", m->weight_bits);
@@ -66,11 +69,11 @@ static void add_shapes(cJSON *o, const hc_layer_config *c, const hc_layer_meta *
     cJSON_AddNumberToObject(o, "num_experts", m->is_moe ? (double)m->E : 0);
 }
 
-static void add_dtypes(cJSON *o, const hc_layer_config *c, const hc_layer_meta *m)
+static void add_dtypes(cJSON *o, const hc_layer_config *c, const hc_layer_meta *m, int e0m)
 {
     char b[32];
     int quant_act = m->act_bits < 16;
-    b_dtype_name(c, m, b, sizeof b);
+    b_dtype_name(c, m, e0m, b, sizeof b);
     cJSON_AddStringToObject(o, "b_dtype", b);
     cJSON_AddStringToObject(o, "a_dtype", fname(c->act_format));
     cJSON_AddStringToObject(o, "c_dtype", fname(c->param_format));
@@ -102,14 +105,14 @@ static void add_scales(cJSON *o, const hc_layer_config *c, const hc_layer_meta *
 }
 
 char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta, int has_bias,
-                           int has_scale_2)
+                           int has_scale_2, int weight_e0m)
 {
     if (meta->version != HC_HUMMING_0_1_19) return NULL;
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NULL;
     /* in LayerConfig's field order, so the text reads like to_str()'s */
     add_shapes(o, cfg, meta);
-    add_dtypes(o, cfg, meta);
+    add_dtypes(o, cfg, meta, weight_e0m);
     add_scales(o, cfg, meta, has_bias, has_scale_2);
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

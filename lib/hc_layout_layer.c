@@ -101,12 +101,38 @@ static hc_status pad_scales(const hc_layer_config *cfg, const hc_layer_meta *m,
     return st;
 }
 
-static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
-                            const hc_layer_tensors *pre, work_set *wk, hc_error *err)
+/* convert_symmetric_integer_weight: offset-binary codes c (none of them 0)
+ * become sign-magnitude |c - 2^(b-1)| | sign << (b-1), before vLLM pads. */
+static hc_status recode_e0m(const hc_layer_meta *m, const hc_tensor *w, hc_tensor *out,
+                            hc_error *err)
 {
     int b = m->weight_bits;
-    HC_TRY(pad3(pre->weight.data, HC_DT_I32, m->E, m->N, m->K * b / 32, m->Np, m->Kp * b / 32, 0,
-                &wk->w, err));
+    int64_t shape[2] = {m->E * m->N, m->K * b / 32};
+    HC_TRY(hc_tensor_alloc(out, HC_DT_I32, 2, shape, err));
+    const uint32_t *in = w->data, mid = 1u << (b - 1);
+    uint32_t *o = out->data;
+    for (int64_t r = 0; r < shape[0]; r++)
+        for (int64_t k = 0; k < m->K; k++) {
+            uint32_t c = hc_stream_get(in + r * shape[1], k, b);
+            uint32_t e0m = c >= mid ? c - mid : (mid - c) | mid;
+            int64_t bit = k * b, at = r * shape[1] + bit / 32;
+            int off = (int)(bit % 32);
+            o[at] |= e0m << off;
+            if (off + b > 32) o[at + 1] |= e0m >> (32 - off);
+        }
+    return HC_OK;
+}
+
+static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_layer_tensors *pre, int e0m, work_set *wk, hc_error *err)
+{
+    int b = m->weight_bits;
+    hc_tensor recoded = {0};
+    if (e0m) HC_TRY(recode_e0m(m, &pre->weight, &recoded, err));
+    hc_status st = pad3(e0m ? recoded.data : pre->weight.data, HC_DT_I32, m->E, m->N,
+                        m->K * b / 32, m->Np, m->Kp * b / 32, 0, &wk->w, err);
+    hc_tensor_free(&recoded);
+    HC_TRY(st);
     if (m->scale_type != HC_SCALE_TENSOR) HC_TRY(pad_scales(cfg, m, &pre->weight_scale, wk, err));
     const hc_tensor *z = &pre->zero_point;
     if (z->data && cfg->is_fp_zero_point)
@@ -248,11 +274,19 @@ static hc_status alloc_global(const hc_layer_meta *m, const hc_tensor *in, hc_te
     return HC_OK;
 }
 
-static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *m,
+static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *plan,
                            const hc_layer_tensors *pre, hc_layer_tensors *post, work_set *wk,
                            hc_error *err)
 {
-    HC_TRY(pad_inputs(cfg, m, pre, wk, err));
+    /* e0m weights are float codes: no int->fp preprocessing */
+    hc_layer_meta e0m_meta = *plan;
+    const hc_layer_meta *m = plan;
+    post->weight_e0m = hc_layer_e0m_applies(cfg, plan, pre);
+    if (post->weight_e0m) {
+        e0m_meta.preprocess_int2fp = e0m_meta.zp_in_repack = 0;
+        m = &e0m_meta;
+    }
+    HC_TRY(pad_inputs(cfg, m, pre, post->weight_e0m, wk, err));
     if (pre->global_scale.data || m->use_fused_e8m0 || m->use_int_weight_scale)
         HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
     float *gs = post->global_scale.data;

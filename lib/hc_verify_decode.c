@@ -137,6 +137,7 @@ typedef struct {
     int dn[32], dk[32], wd[32], sh[32];
     int is_float;
     double flut[256];   /* float weight codes -> value (is_float) */
+    int e0m;            /* 0.1.19 MoE: sign-magnitude codes (post->weight_e0m) */
 } decode_ctx;
 
 /* Fills the per-layer lane map and the float code table. */
@@ -293,7 +294,9 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
         const int64_t n = n0 + c->dn[u], k = k0 + c->dk[u];
         const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
         const int64_t g = g_row >= 0 ? g_row : k / m->group_size;
-        const double x = c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+        const uint32_t mag = code & (mask >> 1);
+        const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+                         : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
         if (c->global) v *= gl;
         W[(e * m->Np + n) * m->Kp + k] = (float)v;
@@ -366,7 +369,7 @@ hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta
                            hc_error *err)
 {
     HC_TRY(hc_verify_check_post(cfg, meta, post, err));
-    decode_ctx c = {.cfg = cfg, .m = meta};
+    decode_ctx c = {.cfg = cfg, .m = meta, .e0m = post->weight_e0m};
     lane_map(&c);
     hc_status st = decode_scales(&c, &post->weight_scale, err);
     if (st == HC_OK) st = decode_zero(&c, &post->zero_point, err);

@@ -189,7 +189,8 @@ static int compare_layer_config(const char *vec, const hc_test_st_file *f,
                                 const hc_layer_config *c, const hc_layer_meta *m,
                                 const hc_layer_tensors *pre)
 {
-    char *mine = hc_layer_config_json(c, m, pre->bias.data != NULL, pre->global_scale.data != NULL);
+    char *mine = hc_layer_config_json(c, m, pre->bias.data != NULL, pre->global_scale.data != NULL,
+                                      hc_layer_e0m_applies(c, m, pre));
     assert_non_null(mine);
     cJSON *a = cJSON_Parse(mine), *b = cJSON_Parse(hc_test_st_meta(f, "layer_config"));
     assert_non_null(a);
