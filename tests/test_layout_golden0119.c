@@ -21,9 +21,13 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "hc_fs.h"
 #include "hc_layout.h"
+#include "hc_safetensors.h"
 #include "hc_verify.h"
 #include "hc_test_st.h"
 #include "hc_test_util.h"
@@ -294,6 +298,212 @@ static void test_vector(void **state)
     hc_test_st_close(&f);
 }
 
+/* ---- through the CLI: canonical checkpoint -> --layout tiles ------------ */
+
+/* Module of the input: a dense "layer", or expert e of a MoE down_proj. */
+static void module_name(int64_t E, int e, const char *role, char *buf, size_t len)
+{
+    if (E > 0) snprintf(buf, len, "model.layers.0.mlp.experts.%d.down_proj.%s", e, role);
+    else snprintf(buf, len, "layer.%s", role);
+}
+
+/* model.safetensors of the input: pre.<role> under Humming's canonical
+ * names; a MoE stack as one module per expert, as our canonical layout and
+ * vLLM's FusedMoE loader have it. */
+static void write_input_tensors(const char *dir, const hc_test_st_file *f, int64_t E)
+{
+    hc_tensor views[5 * 64];
+    char names[5 * 64][96];
+    const char *ptrs[5 * 64];
+    size_t n = 0;
+    int experts = E > 0 ? (int)E : 1;
+    assert_true(experts <= 64);
+    for (int r = 0; r < 5; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "pre.%s", roles[r]);
+        const hc_st_tensor *t = hc_st_find(f->f, key);
+        if (t == NULL) continue;
+        for (int e = 0; e < experts; e++) {
+            hc_tensor *v = &views[n];
+            hc_st_tensor_view(t, v);
+            if (E > 0) { /* expert e's slice; an (E,) scale becomes (1,) */
+                v->nbytes /= (size_t)E;
+                v->data = (unsigned char *)v->data + (size_t)e * v->nbytes;
+                if (v->ndim == 1) v->shape[0] = 1;
+                else memmove(v->shape, v->shape + 1, (size_t)--v->ndim * sizeof v->shape[0]);
+            }
+            module_name(E, e, roles[r], names[n], sizeof names[n]);
+            ptrs[n] = names[n];
+            n++;
+        }
+    }
+    char *path = hc_test_path_join(dir, "model.safetensors");
+    hc_error err;
+    if (hc_st_write_file(path, views, ptrs, n, NULL, &err) != HC_OK) fail_msg("%s", err.msg);
+    free(path);
+}
+
+/* config.json: the model dtype and the vector's quantization_config, which
+ * has canonical keys only. */
+static void write_input_config(const char *dir, const cJSON *meta)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "torch_dtype", str_of(meta, "torch_dtype"));
+    cJSON_AddItemToObject(root, "quantization_config",
+                          cJSON_Duplicate(cJSON_GetObjectItem(meta, "quantization_config"), 1));
+    char *text = cJSON_Print(root), *path = hc_test_path_join(dir, "config.json");
+    assert_int_equal(hc_test_write_file(path, text, strlen(text)), 0);
+    free(text);
+    free(path);
+    cJSON_Delete(root);
+}
+
+/* Runs the CLI; returns its exit status, stderr in *msg (caller frees). */
+static int run_cli(const char *in, const char *out, const char *flags, char **msg)
+{
+    char cmd[16384], log[8300];
+    snprintf(log, sizeof log, "%s.log", out);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' -q %s 2>'%s' >/dev/null", hc_test_cli(), in, out,
+             flags, log);
+    int rc = system(cmd);
+    *msg = hc_test_read_file(log, NULL);
+    unlink(log);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Output tensor `name` against post.<role> (a stack: the one tensor). */
+static int compare_written(const char *vec, const hc_test_st_file *f, const hc_st_file *o,
+                           int64_t E)
+{
+    int bad = 0, found = 0;
+    for (int r = 0; r < 5; r++) {
+        char name[128], key[64];
+        snprintf(name, sizeof name, "%s.%s", E > 0 ? "model.layers.0.mlp.experts.down_proj" : "layer",
+                 roles[r]);
+        snprintf(key, sizeof key, "post.%s", roles[r]);
+        const hc_st_tensor *got = hc_st_find(o, name);
+        if ((got != NULL) != hc_test_st_has(f, key)) {
+            printf("%s: %s %s in the output, %s %s in the vector\n", vec, name,
+                   got ? "present" : "absent", key, hc_test_st_has(f, key) ? "present" : "absent");
+            bad++;
+            continue;
+        }
+        if (got == NULL) continue;
+        hc_tensor t;
+        hc_st_tensor_view(got, &t);
+        bad += compare_one(vec, f, roles[r], &t);
+        found++;
+    }
+    return bad + (found < 2);
+}
+
+/* The output's record of the layer: humming_version and the LayerConfig. */
+static int compare_record(const char *vec, const hc_test_st_file *f, const char *out, int64_t E)
+{
+    char *path = hc_test_path_join(out, "config.json");
+    char *text = hc_test_read_file(path, NULL);
+    free(path);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text), *want = cJSON_Parse(hc_test_st_meta(f, "layer_config"));
+    free(text);
+    const cJSON *q = cJSON_GetObjectItem(root, "quantization_config");
+    assert_string_equal(str_of(q, "quant_method"), "humming-convert-tiles");
+    assert_string_equal(str_of(q, "humming_version"), "0.1.19");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(q, "layout_version")));
+    const cJSON *rec = cJSON_GetObjectItem(cJSON_GetObjectItem(q, "layers"),
+                                           E > 0 ? "model.layers.0.mlp.experts.down_proj" : "layer");
+    int same = cJSON_Compare(cJSON_GetObjectItem(rec, "layer_config"), want, 1);
+    if (!same) printf("%s: the output's layer_config differs from the vector's\n", vec);
+    cJSON_Delete(root);
+    cJSON_Delete(want);
+    return !same;
+}
+
+static void test_vector_cli(void **state)
+{
+    const vector_case *vc = *state;
+    hc_test_st_file f;
+    cJSON *meta = NULL;
+    if (!open_vector(vc, &f, &meta)) {
+        skip();
+        return;
+    }
+    int64_t E = int_of(meta, "num_experts");
+    char *tmp = hc_test_mkdtemp("g0119"), *in = hc_test_path_join(tmp, "in");
+    char *out = hc_test_path_join(tmp, "out"), flags[128], *msg = NULL;
+    assert_int_equal(mkdir(in, 0755), 0);
+    write_input_config(in, meta);
+    write_input_tensors(in, &f, E);
+    /* no --activation: the checkpoint's a_dtype, as vLLM reads it */
+    snprintf(flags, sizeof flags, "--layout tiles --humming-version 0.1.19 --arch sm%d",
+             (int)int_of(meta, "sm_version"));
+    int rc = run_cli(in, out, flags, &msg);
+    if (vc->refusal) {
+        if (rc == 0 || msg == NULL || strstr(msg, vc->refusal) == NULL)
+            fail_msg("%s: expected a refusal (%s), exit %d: %s", vc->name, vc->refusal, rc,
+                     msg ? msg : "");
+        assert_false(hc_test_exists(out));
+    } else {
+        if (rc != 0) fail_msg("%s: humming-convert %s: exit %d: %s", vc->name, flags, rc, msg ? msg : "");
+        char *path = hc_test_path_join(out, "model.safetensors");
+        hc_st_file *o = NULL;
+        assert_int_equal(hc_st_open(path, &o, NULL), HC_OK);
+        int bad = compare_written(vc->name, &f, o, E) + compare_record(vc->name, &f, out, E);
+        hc_st_close(o);
+        free(path);
+        assert_int_equal(bad, 0);
+        printf("%s: canonical checkpoint -> humming-convert %s: post.* and layer_config equal\n",
+               vc->name, flags);
+    }
+    free(msg);
+    hc_test_rm_rf(tmp);
+    free(tmp);
+    free(in);
+    free(out);
+    cJSON_Delete(meta);
+    hc_test_st_close(&f);
+}
+
+/* Versions other than 0.1.19 are refused, and so is the option where it
+ * means nothing (the canonical layout); nothing is written. */
+static void test_versions_refused(void **state)
+{
+    (void)state;
+    hc_test_st_file f;
+    cJSON *meta = NULL;
+    if (!open_vector(&cases[3], &f, &meta)) {
+        skip();
+        return;
+    }
+    static const struct { const char *flags, *why; } bad[] = {
+        {"--layout tiles --humming-version 0.1.20", "0.1.20 is not supported yet"},
+        {"--layout tiles --humming-version 0.1.18", "humming-kernels 0.1.19 only"},
+        {"--layout tiles --humming-version a6455de", "humming-kernels 0.1.19 only"},
+        {"--humming-version 0.1.19", "selects the tile layout"},
+        {"--layout tiles --arch sm100", "sm75-sm90"},
+    };
+    char *tmp = hc_test_mkdtemp("g0119v"), *in = hc_test_path_join(tmp, "in");
+    char *out = hc_test_path_join(tmp, "out");
+    assert_int_equal(mkdir(in, 0755), 0);
+    write_input_config(in, meta);
+    write_input_tensors(in, &f, 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *msg = NULL;
+        int rc = run_cli(in, out, bad[i].flags, &msg);
+        if (rc == 0 || msg == NULL || strstr(msg, bad[i].why) == NULL)
+            fail_msg("%s: exit %d: %s", bad[i].flags, rc, msg ? msg : "");
+        printf("%s: refused: %s", bad[i].flags, msg);
+        assert_false(hc_test_exists(out));
+        free(msg);
+    }
+    hc_test_rm_rf(tmp);
+    free(tmp);
+    free(in);
+    free(out);
+    cJSON_Delete(meta);
+    hc_test_st_close(&f);
+}
+
 /* The table names every vector of the directory and no other file. */
 static void test_every_vector_listed(void **state)
 {
@@ -321,12 +531,18 @@ static void test_every_vector_listed(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_CASES + 1];
+    static char cli_names[N_CASES][96];
+    struct CMUnitTest tests[2 * N_CASES + 2];
     for (size_t i = 0; i < N_CASES; i++) {
         struct CMUnitTest t = cmocka_unit_test_prestate(test_vector, (void *)&cases[i]);
         t.name = cases[i].name;
         tests[i] = t;
+        t = (struct CMUnitTest)cmocka_unit_test_prestate(test_vector_cli, (void *)&cases[i]);
+        snprintf(cli_names[i], sizeof cli_names[i], "%s/cli", cases[i].name);
+        t.name = cli_names[i];
+        tests[N_CASES + i] = t;
     }
-    tests[N_CASES] = (struct CMUnitTest)cmocka_unit_test(test_every_vector_listed);
+    tests[2 * N_CASES] = (struct CMUnitTest)cmocka_unit_test(test_every_vector_listed);
+    tests[2 * N_CASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_versions_refused);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
