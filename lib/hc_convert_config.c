@@ -183,14 +183,17 @@ hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_pla
     return st;
 }
 
-/* Files we regenerate or that describe the input's quantization. */
+/* Files we regenerate or that describe the input's quantization (an input
+ * that is our own output has its manifest and report, which would clash
+ * with the new ones). */
 static int is_weight_or_config(const char *name)
 {
     static const char *const skip[] = {"config.json", "model.safetensors.index.json",
                                        "quantize_config.json", "quant_config.json",
-                                       "hf_quant_config.json", NULL};
+                                       "hf_quant_config.json", HC_MANIFEST_NAME, NULL};
     size_t len = strlen(name);
     if (len > 12 && strcmp(name + len - 12, ".safetensors") == 0) return 1;
+    if (strncmp(name, "humming_report.", 15) == 0) return 1;
     for (int i = 0; skip[i]; i++)
         if (strcmp(name, skip[i]) == 0) return 1;
     return 0;
