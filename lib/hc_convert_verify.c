@@ -85,6 +85,28 @@ static void describe_run(hc_conv_verify *v)
     r->allow_degraded = o->allow_degraded;
 }
 
+/* Whether the GPU kernels check the layers too (--verify auto / gpu, a GPU
+ * present), with the reason in the log when not. */
+static int use_gpu(const hc_convert_options *opts, const hc_conv_plan *plan)
+{
+    if (opts->verify != HC_VERIFY_GPU && opts->verify != HC_VERIFY_AUTO) return 0;
+    if (plan->version == HC_HUMMING_0_1_19) {
+        /* kernels/ runs a6455de's tiles; 0.1.19's flat and packed-K forms are not theirs */
+        hc_conv_log(opts, "verify: the GPU kernels do not run humming-kernels 0.1.19 tiles yet; "
+                    "every layer is checked with the CPU reference");
+        return 0;
+    }
+    char why[256];
+    int sm = hc_gpu_available(why, sizeof why);
+    if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
+        hc_conv_log(opts, "verify: no GPU is available (%s); falling back to the CPU reference",
+                    why);
+    else if (sm > 0)
+        hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels "
+                    "and is compared with the CPU reference", sm);
+    return sm > 0;
+}
+
 hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_plan *plan,
                                hc_conv_verify **out, hc_error *err)
 {
@@ -102,21 +124,7 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
     }
     *out = v;
     hc_report_now(v->report->started);
-    if (v->enabled && plan->version == HC_HUMMING_0_1_19 && opts->verify != HC_VERIFY_CPU) {
-        /* kernels/ runs a6455de's tiles; 0.1.19's flat and packed-K forms are not theirs */
-        hc_conv_log(opts, "verify: the GPU kernels do not run humming-kernels 0.1.19 tiles yet; "
-                    "every layer is checked with the CPU reference");
-    } else if (v->enabled && (opts->verify == HC_VERIFY_GPU || opts->verify == HC_VERIFY_AUTO)) {
-        char why[256];
-        int sm = hc_gpu_available(why, sizeof why);
-        if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
-            hc_conv_log(opts, "verify: no GPU is available (%s); falling back to the CPU "
-                        "reference", why);
-        else if (sm > 0)
-            hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels "
-                        "and is compared with the CPU reference", sm);
-        v->use_gpu = sm > 0;
-    }
+    if (v->enabled) v->use_gpu = use_gpu(opts, plan);
     if (v->enabled && opts->calib_path)
         HC_TRY_CTX(err, hc_st_open(opts->calib_path, &v->calib, err), "--calib: ");
     describe_run(v);
