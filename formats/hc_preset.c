@@ -16,7 +16,7 @@ static const hc_preset presets[] = {
     {"w7a16", {HC_FMT_UINT7, P_, 128, 0, HC_TARGET_ZP_NONE, 0, P_, HC_TARGET_RTN}, "uint7 group 128, 16-bit activations"},
     {"w8a16", {HC_FMT_UINT8, P_, 128, 0, HC_TARGET_ZP_NONE, 0, P_, HC_TARGET_RTN}, "uint8 group 128, 16-bit activations"},
     {"w4a8", {HC_FMT_UINT4, P_, 128, 0, HC_TARGET_ZP_NONE, 0, HC_FMT_F8E4M3, HC_TARGET_RTN}, "uint4 group 128, fp8 e4m3 activations"},
-    {"w4a8-int8", {HC_FMT_UINT4, P_, 128, 0, HC_TARGET_ZP_NONE, 0, HC_FMT_INT8, HC_TARGET_RTN}, "uint4 group 128, int8 activations (int16 weight scales)"},
+    {"w4a8-int8", {HC_FMT_UINT4, P_, 128, 0, HC_TARGET_ZP_NONE, 0, HC_FMT_INT8, HC_TARGET_RTN}, "uint4 group 128, int8 activations"},
     {"w8a8", {HC_FMT_F8E4M3, P_, 0, 0, HC_TARGET_ZP_NONE, 0, HC_FMT_F8E4M3, HC_TARGET_RTN}, "fp8 e4m3 per-channel weights, fp8 e4m3 activations"},
     {"w8a8-int8", {HC_FMT_INT8, P_, 0, 0, HC_TARGET_ZP_NONE, 0, HC_FMT_INT8, HC_TARGET_RTN}, "int8 per-channel weights, int8 activations"},
     {"w4a4", {HC_FMT_INT4, P_, 0, 0, HC_TARGET_ZP_NONE, 0, HC_FMT_INT4, HC_TARGET_RTN}, "int4 per-channel weights, int4 activations"},

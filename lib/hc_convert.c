@@ -114,6 +114,14 @@ static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_
 {
     HC_TRY(hc_conv_read_config(opts, plan, err));
     plan->activation = opts->has_activation ? opts->activation : plan->param_format;
+    if (!opts->has_activation && plan->kind == HC_SRC_HUMMING) { /* as vLLM would run it */
+        plan->activation = hc_humming_qconfig_activation(&plan->qconfig);
+        if (plan->qconfig.has_act && plan->activation != plan->qconfig.act_format)
+            hc_conv_log(opts, "activations: %s, as vLLM runs a_dtype %s with group-wise weight "
+                        "scales when allow_fallback is not false",
+                        hc_format_get(plan->activation)->name,
+                        hc_format_get(plan->qconfig.act_format)->name);
+    }
     HC_TRY(hc_conv_plan_build(opts, model, plan, err));
     log_plan(opts, plan);
     if (opts->dry_run) return HC_OK;

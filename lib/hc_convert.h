@@ -36,7 +36,8 @@ typedef void (*hc_progress_fn)(void *ctx, int done, int total, int64_t bytes_don
 typedef enum {
     HC_LAYOUT_CANONICAL, /* Humming's canonical pre-repack tensors, quant_method "humming":
                             what stock vLLM loads (Humming repacks at load) */
-    HC_LAYOUT_TILES      /* the kernel-ready tile layout, quant_method "humming-convert-tiles" */
+    HC_LAYOUT_TILES      /* the tensors humming-kernels 0.1.19 builds at load (what vLLM 0.33
+                            holds), quant_method "humming-convert-tiles" */
 } hc_layout_kind;
 
 typedef struct {
@@ -49,8 +50,9 @@ typedef struct {
     int force;                  /* replace an existing out_dir */
     int dry_run;                /* plan and print, write nothing */
     int64_t max_shard_bytes;    /* 0: default 4 GiB */
-    int humming_bug_compat;     /* reproduce Humming's bytes where its transform
-                                   disagrees with its kernel (tests only) */
+    const char *humming_version; /* tiles: the Humming whose post-transform tensors are
+                                   written; NULL: "0.1.19" (the only one accepted,
+                                   hc_humming_version_parse). Canonical: must be NULL */
     hc_target_fn choose_target; /* required for float inputs */
     int has_target;             /* quantized inputs: a target was given (--format, field
                                    flags, --recipe): layers whose target differs from the

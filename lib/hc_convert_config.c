@@ -12,10 +12,15 @@
 #include "hc_fs.h"
 #include "hc_version.h"
 
+/* Version of our tiles output: 2 = humming-kernels 0.1.19's tensors as vLLM
+ * 0.33 holds them, with a LayerConfig per layer. Outputs without it hold
+ * Humming a6455de's tiles. */
+#define HC_TILES_LAYOUT_VERSION 2
+
 static const char *fmt_name(hc_format_id f) { return hc_format_get(f)->name; }
 
 /* The per-layer record of the output quantization_config (docs/output-format.md). */
-static cJSON *layer_record(const hc_conv_layer *L)
+static cJSON *layer_record(const hc_conv_plan *plan, const hc_conv_layer *L)
 {
     const hc_layer_config *c = &L->cfg;
     const hc_layer_meta *m = &L->meta;
@@ -46,6 +51,11 @@ static cJSON *layer_record(const hc_conv_layer *L)
     cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
     cJSON_AddBoolToObject(o, "scale_applied_on_c", m->to_apply_on_c);
     cJSON_AddBoolToObject(o, "int_to_fp_preprocessed", m->preprocess_int2fp);
+    char *lc = hc_layer_config_json(c, m, L->has_bias,
+                                    L->has_global && c->scale_type != HC_SCALE_TENSOR,
+                                    plan->weight_e0m[L - plan->layers]);
+    if (lc) cJSON_AddItemToObject(o, "layer_config", cJSON_Parse(lc)); /* LayerConfig(**obj) */
+    free(lc);
     if (L->kind == HC_SRC_QUANTIZED) { /* docs/checkpoints.md */
         cJSON_AddStringToObject(o, "source_format", L->source_format);
         cJSON_AddBoolToObject(o, "lossless", L->lossless);
@@ -107,6 +117,10 @@ static hc_status quant_record(const hc_convert_options *opts, const hc_conv_plan
     cJSON_AddStringToObject(q, "format", tiles ? "humming-kernel-ready" : "humming-canonical");
     cJSON_AddStringToObject(q, "layout", tiles ? "tiles" : "canonical");
     cJSON_AddNumberToObject(q, "format_version", 2);
+    if (tiles) { /* the tensors are those of this Humming; layout_version: ours of them */
+        cJSON_AddStringToObject(q, "humming_version", hc_humming_version_name(plan->version));
+        cJSON_AddNumberToObject(q, "layout_version", HC_TILES_LAYOUT_VERSION);
+    }
     cJSON_AddStringToObject(q, "producer", "humming-convert " HC_VERSION);
     cJSON_AddStringToObject(q, "arch", arch);
     cJSON_AddStringToObject(q, "activation_dtype", fmt_name(plan->activation));
@@ -114,7 +128,7 @@ static hc_status quant_record(const hc_convert_options *opts, const hc_conv_plan
     if (source_qc) cJSON_AddItemToObject(q, "source_quantization_config", source_qc);
     for (int i = 0; i < plan->n_layers; i++) {
         const hc_conv_layer *L = &plan->layers[i];
-        cJSON *rec = layer_record(L);
+        cJSON *rec = layer_record(plan, L);
         if (rec && L->kind == HC_SRC_FLOAT) {
             cJSON_AddStringToObject(rec, "source_format", "float");
             cJSON_AddItemToObject(rec, "quant_target", target_record(&L->target));
@@ -169,14 +183,17 @@ hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_pla
     return st;
 }
 
-/* Files we regenerate or that describe the input's quantization. */
+/* Files we regenerate or that describe the input's quantization (an input
+ * that is our own output has its manifest and report, which would clash
+ * with the new ones). */
 static int is_weight_or_config(const char *name)
 {
     static const char *const skip[] = {"config.json", "model.safetensors.index.json",
                                        "quantize_config.json", "quant_config.json",
-                                       "hf_quant_config.json", NULL};
+                                       "hf_quant_config.json", HC_MANIFEST_NAME, NULL};
     size_t len = strlen(name);
     if (len > 12 && strcmp(name + len - 12, ".safetensors") == 0) return 1;
+    if (strncmp(name, "humming_report.", 15) == 0) return 1;
     for (int i = 0; skip[i]; i++)
         if (strcmp(name, skip[i]) == 0) return 1;
     return 0;

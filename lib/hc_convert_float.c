@@ -229,7 +229,7 @@ void hc_conv_target_config(const hc_convert_options *opts, const hc_conv_plan *p
         .scale_type = target_scale_type(t), .group_size = t->group_size > 0 ? t->group_size : 0,
         .group_size_n = t->group_size_n, .has_zero_point = t->zero_point != HC_TARGET_ZP_NONE,
         .is_fp_zero_point = t->zero_point == HC_TARGET_ZP_FLOAT, .sm = opts->sm,
-        .humming_bug_compat = opts->humming_bug_compat};
+        .version = plan->version};
 }
 
 hc_status hc_conv_quantize_float(const hc_target *t, const float *w, int64_t E, int64_t N,

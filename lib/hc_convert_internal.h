@@ -81,6 +81,10 @@ typedef struct {
     hc_st_tensor *extra;              /* act-order permute: P.input_perm (owned) */
     hc_conv_qexpert *qexperts;        /* quantized per-expert stack, expert i at [i] (owned) */
     int n_qexperts;
+    const hc_st_tensor **hexperts;    /* Humming per-expert stack "X.experts.<i>.Y": expert i's
+                                         role r at [i * HC_ROLE_COUNT + r], NULL where absent
+                                         (owned array); pre[] stays NULL */
+    int n_hexperts;
 } hc_conv_layer;
 
 /* One output entry: a transformed layer, or a tensor copied unchanged. */
@@ -112,6 +116,8 @@ typedef struct {
 typedef struct {
     hc_src_kind kind;                 /* of every layer in the input */
     hc_layout_kind layout;            /* of the output (opts->layout) */
+    hc_humming_version version;       /* of every layer's transform: tiles 0.1.19; canonical
+                                         a6455de, the tiles kernels/ verifies them through */
     hc_humming_qconfig qconfig;       /* Humming inputs */
     hc_format_id param_format;        /* layer / output dtype: F16 or BF16 */
     char model_type[64];              /* config.json model_type, "" if absent */
@@ -120,6 +126,9 @@ typedef struct {
     hc_st_model *model;               /* the input (not owned): read at write time */
     hc_conv_layer *layers;
     int n_layers;
+    int *weight_e0m;                  /* per layer: its transform recoded the weights as
+                                         float{b}e0m{b-1} (post->weight_e0m); set when the
+                                         layer is written or read back, for config.json */
     hc_conv_item *items;
     int n_items;
     int n_shards;

@@ -154,9 +154,10 @@ hc_status hc_conv_fingerprint(const hc_convert_options *opts, const hc_conv_plan
     for (size_t i = 0; i < run->n_inputs; i++)
         h = fnv_str(h, "in %s %llu %lld\n", run->inputs[i].name,
                     (unsigned long long)run->inputs[i].size, (long long)run->inputs[i].mtime_ns);
-    h = fnv_str(h, "opts sm%d act%d shard%lld compat%d actorder%d target%d verify%d tokens%d "
+    h = fnv_str(h, "opts sm%d act%d shard%lld humming %s actorder%d target%d verify%d tokens%d "
                 "degraded%d calib %s\n", opts->sm, (int)plan->activation,
-                (long long)opts->max_shard_bytes, opts->humming_bug_compat, opts->act_order,
+                (long long)opts->max_shard_bytes, hc_humming_version_name(plan->version),
+                opts->act_order,
                 opts->has_target, (int)opts->verify, opts->verify_tokens, opts->allow_degraded,
                 opts->calib_path ? opts->calib_path : "-");
     for (int i = 0; i < plan->n_items; i++) {

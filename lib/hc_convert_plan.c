@@ -40,21 +40,34 @@ static void set_desc_e(hc_out_desc *d, hc_dtype dt, const hc_layer_meta *m, int6
     else set_desc(d, dt, 2, s2);
 }
 
+/* The weight: tiles (E?, Kp/P, Np*P*b/32); 0.1.19 packed-K has P = 64 and
+ * flat weights keep the row-packed shape (E?, Np, Kp*b/32). */
+static void describe_weight(hc_conv_layer *L)
+{
+    const hc_layer_meta *m = &L->meta;
+    int64_t Np = m->Np, Kp = m->Kp, b = m->weight_bits;
+    int64_t P = m->use_packed_k_layout ? 64 : 256 / m->act_bits;
+    if (m->use_flat_weight) set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Np, Kp * b / 32);
+    else set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Kp / P, Np * P * b / 32);
+}
+
 /* Shapes and dtypes of the kernel-ready tensors, from the plan alone (spec 5.8). */
 void hc_conv_describe_outputs(hc_conv_layer *L)
 {
     const hc_layer_meta *m = &L->meta;
     const hc_layer_config *c = &L->cfg;
-    int64_t Np = m->Np, Kp = m->Kp, P = 256 / m->act_bits;
+    int64_t Np = m->Np, Kp = m->Kp;
     int64_t G = c->group_size > 0 ? Kp / c->group_size : 1;
     hc_dtype param = hc_dtype_of_format(c->param_format);
-    set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Kp / P, Np * P * m->weight_bits / 32);
+    describe_weight(L);
     if (m->scale_type == HC_SCALE_BLOCK)
         set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_F32, m, Kp / c->group_size, Np / c->group_size_n);
     else if (m->scale_type != HC_SCALE_TENSOR)
         set_desc_e(&L->out[HC_ROLE_SCALE], hc_dtype_of_format(m->scale_format), m, G, Np);
     if (L->has_zero && c->is_fp_zero_point) {
         set_desc_e(&L->out[HC_ROLE_ZERO], param, m, G, Np);
+    } else if (L->has_zero && m->version == HC_HUMMING_0_1_19) { /* keeps the expert dim */
+        set_desc_e(&L->out[HC_ROLE_ZERO], HC_DT_I32, m, G, Np * (m->weight_bits <= 4 ? 4 : 8) / 32);
     } else if (L->has_zero) {
         int64_t zb = m->weight_bits <= 4 ? 4 : 8, shape[2] = {m->E * G, Np * zb / 32};
         set_desc(&L->out[HC_ROLE_ZERO], HC_DT_I32, 2, shape);
@@ -85,6 +98,8 @@ int64_t hc_conv_layer_in_bytes(const hc_conv_layer *L)
     for (int e = 0; e < L->n_experts; e++) total += (int64_t)L->experts[e]->nbytes;
     for (int s = 0; s < L->n_src; s++)
         if (L->src[s] != L->pre[HC_ROLE_BIAS]) total += (int64_t)L->src[s]->nbytes;
+    for (int s = 0; s < L->n_hexperts * HC_ROLE_COUNT; s++)
+        if (L->hexperts[s]) total += (int64_t)L->hexperts[s]->nbytes;
     return total;
 }
 
@@ -117,7 +132,8 @@ static const void **consumed_tensors(const hc_conv_plan *plan, size_t *n_out)
 {
     size_t cap = 1;
     for (int i = 0; i < plan->n_layers; i++)
-        cap += HC_ROLE_COUNT + (size_t)plan->layers[i].n_experts + (size_t)plan->layers[i].n_src;
+        cap += HC_ROLE_COUNT + (size_t)plan->layers[i].n_experts + (size_t)plan->layers[i].n_src +
+               (size_t)plan->layers[i].n_hexperts * HC_ROLE_COUNT;
     const void **list = malloc(cap * sizeof *list);
     size_t n = 0;
     for (int i = 0; list && i < plan->n_layers; i++) {
@@ -126,6 +142,8 @@ static const void **consumed_tensors(const hc_conv_plan *plan, size_t *n_out)
             if (L->pre[r]) list[n++] = L->pre[r];
         for (int e = 0; e < L->n_experts; e++) list[n++] = L->experts[e];
         for (int s = 0; s < L->n_src; s++) list[n++] = L->src[s];
+        for (int s = 0; s < L->n_hexperts * HC_ROLE_COUNT; s++)
+            if (L->hexperts[s]) list[n++] = L->hexperts[s];
     }
     if (list) qsort(list, n, sizeof *list, cmp_ptr);
     *n_out = n;
@@ -164,17 +182,45 @@ static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const int *
     return HC_OK;
 }
 
+/* The Humming of every layer's transform: the tiles are written for the
+ * requested version; canonical tensors are verified through the tiles of
+ * a6455de, the ones kernels/ runs. */
+static hc_status plan_version(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
+{
+    plan->version = HC_HUMMING_A6455DE;
+    if (opts->layout == HC_LAYOUT_TILES)
+        return hc_humming_version_parse(opts->humming_version ? opts->humming_version : "0.1.19",
+                                        &plan->version, err);
+    if (opts->humming_version)
+        HC_FAIL(err, HC_ERR_ARG, "--humming-version %s: the version selects the tile layout "
+                "(--layout tiles); the canonical layout is what vLLM 0.33 loads and transforms "
+                "itself", opts->humming_version);
+    return HC_OK;
+}
+
+/* 0.1.19: a second scale next to block scales fails Humming's LayerConfig. */
+static hc_status check_0119_layer(const hc_conv_plan *plan, const hc_conv_layer *L, hc_error *err)
+{
+    if (plan->version == HC_HUMMING_0_1_19 && L->has_global && L->cfg.scale_type == HC_SCALE_BLOCK)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: humming-kernels 0.1.19 takes a second scale "
+                "only with group scales or channel scales (this layer has block scales)",
+                L->prefix);
+    return HC_OK;
+}
+
 hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
                              hc_conv_plan *plan, hc_error *err)
 {
     size_t count = hc_st_model_count(model);
     plan->model = model;
     plan->layout = opts->layout;
+    HC_TRY(plan_version(opts, plan, err));
     plan->layers = calloc(count + 1, sizeof *plan->layers);
+    plan->weight_e0m = calloc(count + 1, sizeof *plan->weight_e0m);
     plan->items = calloc(2 * count + 1, sizeof *plan->items); /* + one extra per layer */
     int *item_of = malloc((count + 1) * sizeof *item_of);
     hc_status st = HC_OK;
-    if (!plan->layers || !plan->items || !item_of)
+    if (!plan->layers || !plan->items || !item_of || !plan->weight_e0m)
         st = hc_error_set(err, HC_ERR_NOMEM, "out of memory planning %zu tensors", count);
     for (size_t i = 0; st == HC_OK && i < count; i++) item_of[i] = -1;
     if (st == HC_OK)
@@ -186,6 +232,7 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
         st = L->kind == HC_SRC_HUMMING     ? hc_conv_plan_humming_layer(opts, plan, L, err)
              : L->kind == HC_SRC_QUANTIZED ? hc_conv_plan_quantized_layer(opts, plan, L, err)
                                            : hc_conv_plan_float_layer(opts, plan, L, err);
+        if (st == HC_OK) st = check_0119_layer(plan, L, err);
         if (st == HC_OK) hc_conv_describe_outputs(L);
         if (st == HC_OK) st = hc_conv_plan_outputs(opts, plan, L, err);
     }
@@ -223,6 +270,7 @@ void hc_conv_plan_free(hc_conv_plan *plan)
         free(plan->layers[i].src);
         for (int e = 0; e < plan->layers[i].n_qexperts; e++) free(plan->layers[i].qexperts[e].prefix);
         free(plan->layers[i].qexperts);
+        free(plan->layers[i].hexperts);
         hc_st_tensor *x = plan->layers[i].extra;
         if (x) {
             free((void *)x->name);
@@ -231,6 +279,7 @@ void hc_conv_plan_free(hc_conv_plan *plan)
         }
     }
     free(plan->ckpt);
+    free(plan->weight_e0m);
     free(plan->layers);
     free(plan->items);
     memset(plan, 0, sizeof *plan);

@@ -318,7 +318,7 @@ static void lossless_config(const hc_convert_options *opts, const hc_conv_plan *
         .group_size_n = d->group_size_n > 1 ? d->group_size_n : 0,
         .has_zero_point = d->zero_point != HC_ZP_NONE,
         .is_fp_zero_point = d->zero_point == HC_ZP_FLOAT, .sm = opts->sm,
-        .humming_bug_compat = opts->humming_bug_compat};
+        .version = plan->version};
     L->has_zero = L->cfg.has_zero_point;
     L->has_global = global;
 }
@@ -355,6 +355,31 @@ static int canonical_requant(const hc_convert_options *opts, const hc_conv_plan 
     size_t n = strlen(L->note);
     snprintf(L->note + n, sizeof L->note - n, "%srequantized for the canonical layout: %s",
              n ? "; " : "", why);
+    return 1;
+}
+
+/* 0.1.19 tiles: with 16-bit activations humming-kernels 0.1.19 takes 16-bit
+ * scales only in the model dtype (get_dtype_compatibility_error), so a
+ * source with others (GPTQ's float16 scales in a bfloat16 model) is
+ * requantized with scales in the model dtype, its form otherwise kept, as
+ * the canonical layout does. vLLM's loader limits (MoE zero points, per-tensor
+ * scales on fused modules) do not bind tiles, which are written per module. */
+static int tiles_requant(const hc_convert_options *opts, const hc_conv_plan *plan,
+                         hc_conv_layer *L, const hc_quant_desc *d, hc_format_id act)
+{
+    lossless_config(opts, plan, L, d, act, d->global_scale || d->group_size == HC_QUANT_GROUP_TENSOR);
+    const hc_layer_config *c = &L->cfg;
+    if (plan->version != HC_HUMMING_0_1_19 || hc_format_get(act)->bits != 16 ||
+        hc_format_get(c->scale_format)->bits != 16 || c->scale_format == plan->param_format ||
+        c->scale_type == HC_SCALE_BLOCK || c->scale_type == HC_SCALE_TENSOR)
+        return 0;
+    L->target = source_target(d, act);
+    L->target.scale_format = plan->param_format;
+    L->canonical_fix = 1;
+    size_t n = strlen(L->note);
+    snprintf(L->note + n, sizeof L->note - n, "%srequantized with %s scales: humming-kernels "
+             "0.1.19 takes 16-bit scales only in the model dtype", n ? "; " : "",
+             hc_format_get(plan->param_format)->name);
     return 1;
 }
 
@@ -399,6 +424,8 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
                  (cl.perm && opts->act_order == HC_ACT_ORDER_REQUANT);
     if (!L->requant && opts->layout == HC_LAYOUT_CANONICAL)
         L->requant = canonical_requant(opts, plan, L, d, act, cl.is_moe);
+    else if (!L->requant)
+        L->requant = tiles_requant(opts, plan, L, d, act);
     hc_status st = HC_OK;
     if (L->requant) {
         if (!want_target && !L->canonical_fix) /* act-order requant: the source's format */

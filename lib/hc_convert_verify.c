@@ -85,6 +85,28 @@ static void describe_run(hc_conv_verify *v)
     r->allow_degraded = o->allow_degraded;
 }
 
+/* Whether the GPU kernels check the layers too (--verify auto / gpu, a GPU
+ * present), with the reason in the log when not. */
+static int use_gpu(const hc_convert_options *opts, const hc_conv_plan *plan)
+{
+    if (opts->verify != HC_VERIFY_GPU && opts->verify != HC_VERIFY_AUTO) return 0;
+    if (plan->version == HC_HUMMING_0_1_19) {
+        /* kernels/ runs a6455de's tiles; 0.1.19's flat and packed-K forms are not theirs */
+        hc_conv_log(opts, "verify: the GPU kernels do not run humming-kernels 0.1.19 tiles yet; "
+                    "every layer is checked with the CPU reference");
+        return 0;
+    }
+    char why[256];
+    int sm = hc_gpu_available(why, sizeof why);
+    if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
+        hc_conv_log(opts, "verify: no GPU is available (%s); falling back to the CPU reference",
+                    why);
+    else if (sm > 0)
+        hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels "
+                    "and is compared with the CPU reference", sm);
+    return sm > 0;
+}
+
 hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_plan *plan,
                                hc_conv_verify **out, hc_error *err)
 {
@@ -102,17 +124,7 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
     }
     *out = v;
     hc_report_now(v->report->started);
-    if (v->enabled && (opts->verify == HC_VERIFY_GPU || opts->verify == HC_VERIFY_AUTO)) {
-        char why[256];
-        int sm = hc_gpu_available(why, sizeof why);
-        if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
-            hc_conv_log(opts, "verify: no GPU is available (%s); falling back to the CPU "
-                        "reference", why);
-        else if (sm > 0)
-            hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels "
-                        "and is compared with the CPU reference", sm);
-        v->use_gpu = sm > 0;
-    }
+    if (v->enabled) v->use_gpu = use_gpu(opts, plan);
     if (v->enabled && opts->calib_path)
         HC_TRY_CTX(err, hc_st_open(opts->calib_path, &v->calib, err), "--calib: ");
     describe_run(v);
@@ -273,9 +285,28 @@ int hc_conv_verify_failed(const hc_conv_verify *v)
 
 /* Arch, activation and layout recorded in OUT_DIR/config.json (outputs from
  * before the canonical layout record none: tiles). */
-static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act,
-                               hc_layout_kind *layout, hc_error *err)
+/* The Humming version a tiles output was written for (absent: a6455de's
+ * tiles, from before 0.1.19 was implemented: no longer read). */
+static hc_status output_version(const cJSON *q, const char *path, hc_convert_options *opts,
+                                hc_error *err)
 {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, "humming_version");
+    if (opts->layout != HC_LAYOUT_TILES) return HC_OK;
+    if (!cJSON_IsString(v))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: tiles without quantization_config.humming_version "
+                "hold Humming a6455de's layout, which this version no longer reads or writes: "
+                "convert the input again", path);
+    hc_humming_version ver;
+    HC_TRY(hc_humming_version_parse(v->valuestring, &ver, err));
+    opts->humming_version = hc_humming_version_name(ver); /* static storage */
+    return HC_OK;
+}
+
+/* Arch, activation, layout and Humming version of an existing output, from
+ * its config.json, into opts and *act. */
+static hc_status output_target(hc_convert_options *opts, hc_format_id *act, hc_error *err)
+{
+    const char *out_dir = opts->out_dir;
     char path[4096], *text = NULL;
     HC_TRY(hc_path_join(path, sizeof path, out_dir, "config.json", err));
     HC_TRY(hc_file_read_all(path, &text, NULL, err));
@@ -285,14 +316,15 @@ static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act,
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(q, "arch");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(q, "activation_dtype");
     const cJSON *l = cJSON_GetObjectItemCaseSensitive(q, "layout");
-    *layout = cJSON_IsString(l) && !strcmp(l->valuestring, "canonical") ? HC_LAYOUT_CANONICAL
-                                                                        : HC_LAYOUT_TILES;
+    opts->layout = cJSON_IsString(l) && !strcmp(l->valuestring, "canonical")
+                       ? HC_LAYOUT_CANONICAL : HC_LAYOUT_TILES;
     hc_status st = HC_OK;
     if (!cJSON_IsString(a) || !cJSON_IsString(d))
         st = hc_error_set(err, HC_ERR_FORMAT, "%s: not a humming-convert output (no "
                           "quantization_config.arch / activation_dtype)", path);
-    if (st == HC_OK) st = hc_arch_parse(a->valuestring, sm, err);
+    if (st == HC_OK) st = hc_arch_parse(a->valuestring, &opts->sm, err);
     if (st == HC_OK) st = hc_activation_parse(d->valuestring, act, err);
+    if (st == HC_OK) st = output_version(q, path, opts, err);
     cJSON_Delete(o);
     return st;
 }
@@ -353,6 +385,9 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
     if (st == HC_OK && plan->layout == HC_LAYOUT_TILES) {
         post = written;
         memset(&written, 0, sizeof written);
+        /* not in the file: what the transform of pre decides */
+        post.weight_e0m = plan->weight_e0m[L - plan->layers] =
+            hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
     } else if (st == HC_OK) {
         st = hc_layer_transform(&L->cfg, &L->meta, &written, &post, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s (as written): ", L->prefix);
@@ -407,7 +442,8 @@ hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *sta
     memset(&plan, 0, sizeof plan);
     hc_conv_verify *v = NULL;
     hc_recorded_targets *targets = NULL;
-    hc_status st = output_target(opts.out_dir, &opts.sm, &plan.activation, &opts.layout, err);
+    opts.humming_version = NULL;
+    hc_status st = output_target(&opts, &plan.activation, err);
     if (st == HC_OK) st = hc_conv_read_config(&opts, &plan, err);
     if (st == HC_OK) st = hc_recorded_targets_load(opts.out_dir, &targets, err);
     opts.has_activation = 1;

@@ -69,6 +69,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     }
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
+    if (st == HC_OK) plan->weight_e0m[L - plan->layers] = post.weight_e0m;
     if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post, ref, err);
     const hc_layer_tensors *src = plan->layout == HC_LAYOUT_TILES ? &post : &pre;
     for (int i = 0; st == HC_OK && i < L->n_outs; i++) {
@@ -105,6 +106,8 @@ static void release_item(const hc_conv_plan *plan, const hc_conv_item *it)
     for (int r = 0; r < HC_ROLE_COUNT; r++) hc_st_model_release(plan->model, L->pre[r]);
     for (int e = 0; e < L->n_experts; e++) hc_st_model_release(plan->model, L->experts[e]);
     for (int s = 0; s < L->n_src; s++) hc_st_model_release(plan->model, L->src[s]);
+    for (int s = 0; s < L->n_hexperts * HC_ROLE_COUNT; s++)
+        if (L->hexperts[s]) hc_st_model_release(plan->model, L->hexperts[s]);
 }
 
 static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer *w,
@@ -208,6 +211,26 @@ static void skip_shard_items(const hc_convert_options *opts, const hc_conv_plan 
         if (plan->items[i].shard == shard) report_progress(opts, plan, i);
 }
 
+/* The layers of a shard reused from an interrupted run were not transformed
+ * in this one: whether their MoE weights were recoded as e0m (config.json
+ * records it) comes from their pre tensors again. */
+static hc_status e0m_of_shard(const hc_conv_plan *plan, int shard, hc_error *err)
+{
+    for (int i = 0; i < plan->n_items; i++) {
+        const hc_conv_item *it = &plan->items[i];
+        if (it->shard != shard || it->layer < 0) continue;
+        const hc_conv_layer *L = &plan->layers[it->layer];
+        if (L->meta.version != HC_HUMMING_0_1_19 || !L->meta.is_moe) continue;
+        hc_layer_tensors pre;
+        float *ref = NULL;
+        HC_TRY(hc_conv_load_pre(plan, L, &pre, &ref, err));
+        plan->weight_e0m[it->layer] = hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
+        hc_layer_tensors_free(&pre);
+        free(ref);
+    }
+    return HC_OK;
+}
+
 /* A shard recorded complete by an interrupted run whose bytes still match:
  * not rewritten, but its layers are verified again from the file. */
 static hc_status reuse_shard(const hc_convert_options *opts, const hc_conv_plan *plan, int s,
@@ -222,6 +245,7 @@ static hc_status reuse_shard(const hc_convert_options *opts, const hc_conv_plan 
     char path[4096];
     HC_TRY(hc_path_join(path, sizeof path, dir, name, err));
     HC_TRY(hc_conv_verify_shard_file(plan->verify, plan, s, path, err));
+    HC_TRY(e0m_of_shard(plan, s, err));
     skip_shard_items(opts, plan, s);
     hc_conv_log(opts, "resume: %s already complete (CRC-32 %08x checked)", name,
                 run->shards[s].crc);

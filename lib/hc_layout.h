@@ -1,10 +1,14 @@
 /* hc_layout.h - from Humming's row-packed form to the kernel-ready tensors.
  *
- * Implements sections 4 and 5 of shared/docs/humming-layout-spec.md on the CPU:
- * kernel-level decisions (5.2), padding (5.1), fused e8m0 (5.3), weight repack
- * into the tile layout (4), scale / zero-point / bias permutations (5.4-5.6)
- * and integer weight scales (5.7). Dense layers (E = 0 in tensors: no expert
- * dim) and MoE expert stacks (leading E dim) alike. */
+ * Two versions of Humming's transform (docs/layout.md):
+ * - humming-kernels 0.1.19, the Humming vLLM 0.33 runs: its LayerConfig
+ *   decisions, vLLM's padding (N to 256, K to 128) and the tensors vLLM holds
+ *   after load (tiled, packed-K or flat weights). `--layout tiles` writes it.
+ * - Humming commit a6455de (shared/docs/humming-layout-spec.md sections 4
+ *   and 5): the tiles our GPU kernels (kernels/) run. Canonical outputs are
+ *   verified through it; it is no longer written.
+ * Dense layers (E = 0 in tensors: no expert dim) and MoE expert stacks
+ * (leading E dim) alike. */
 #ifndef HC_LAYOUT_H
 #define HC_LAYOUT_H
 
@@ -13,6 +17,12 @@
 #include "hc_error.h"
 #include "hc_format.h"
 #include "hc_tensor.h"
+
+/* Which Humming's transform a layer config follows. */
+typedef enum {
+    HC_HUMMING_A6455DE,  /* commit a6455de: what kernels/ runs (the zero value) */
+    HC_HUMMING_0_1_19    /* humming-kernels 0.1.19 as vLLM 0.33 loads it */
+} hc_humming_version;
 
 typedef enum {
     HC_SCALE_CHANNEL,      /* (E?, N, 1) */
@@ -34,11 +44,13 @@ typedef struct {
     int has_zero_point;
     int is_fp_zero_point;
     int sm;                      /* target arch: 75, 80, 86, 89, 90, 100, 120 */
-    int humming_bug_compat;      /* 0 (default): write what makes Humming's kernel
-                                    compute the right values (true straddling zero
-                                    points in the int->fp transform, two's-complement
-                                    nibbles for W4A4). 1: reproduce Humming's bytes
-                                    exactly, bugs included (spec 8 items 3 and 4). */
+    hc_humming_version version;
+    int humming_bug_compat;      /* a6455de only. 0 (default): write what makes
+                                    Humming's kernel compute the right values (true
+                                    straddling zero points in the int->fp transform,
+                                    two's-complement nibbles for W4A4). 1: reproduce
+                                    a6455de's bytes exactly, bugs included (spec 8
+                                    items 3 and 4). 0.1.19 fixed both. */
 } hc_layer_config;
 
 /* Kernel-level decisions and shapes for one layer (spec 5.2, 4.1). */
@@ -64,19 +76,31 @@ typedef struct {
     int64_t G;                   /* scale groups along Kp (1 for channel) */
     hc_scale_type scale_type;    /* after 5.2 adjustments */
     hc_format_id scale_format;   /* after 5.2 adjustments (int weight scale: param) */
+    hc_humming_version version;  /* cfg->version */
+    /* 0.1.19 only (all 0 for a6455de): LayerConfig properties */
+    int use_flat_weight;         /* (E?, Np, Kp*b/32) row-packed, 64 x 128-bit chunks */
+    int use_ldmatrix_dequant;    /* flat int4 x int8 / int2 x int4: top bit of each code flipped */
+    int use_packed_k_layout;     /* sm90, 8-bit activations, even b, group 128: P = 64 rows */
+    int use_native_dequant;      /* fp8 weights x fp16 on sm89: no slot interleave */
+    int e8m0_as_e5m0;            /* e8m0 scales with fp16 output: re-biased bytes */
 } hc_layer_meta;
 
 /* The tensors of one layer. Absent tensors have data == NULL. */
 typedef struct {
     hc_tensor weight, weight_scale, zero_point, global_scale, bias;
+    int weight_e0m;  /* post, 0.1.19: the symmetric integer codes were recoded as
+                        sign-magnitude float{b}e0m{b-1} (hc_layer_e0m_applies) */
 } hc_layer_tensors;
 
 /* Validates cfg for the given shapes and decides the kernel-level options.
  * N, K are the unpadded sizes, E the expert count (is_moe: tensors have an
- * expert dim). Pads N to a multiple of 64 (and of gn for block scales) and K
- * to a multiple of lcm(512/a, group size, 64 for MoE stacks). cfg->sm picks the
- * tile variant (WGMMA transposed mini-blocks iff sm / 10 == 9). Fails with HC_ERR_UNSUPPORTED (message saying what is
- * supported) for combinations the kernels do not support. */
+ * expert dim). a6455de: pads N to a multiple of 64 (and of gn for block
+ * scales) and K to a multiple of lcm(512/a, group size, 64 for MoE stacks);
+ * cfg->sm picks the tile variant (WGMMA transposed mini-blocks iff
+ * sm / 10 == 9). 0.1.19: vLLM's padding (N to 256, K to 128) and the
+ * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90. Fails with
+ * HC_ERR_UNSUPPORTED (message saying what is supported) for combinations the
+ * version does not support or that are not implemented. */
 hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                         int64_t K, hc_layer_meta *meta, hc_error *err);
 
@@ -88,10 +112,31 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
                              const hc_layer_tensors *pre, hc_layer_tensors *post,
                              hc_error *err);
 
+/* 0.1.19: Humming's LayerConfig of the planned layer as the JSON object
+ * `humming.config.LayerConfig(**obj)` accepts (LayerConfig.to_str()'s keys and
+ * values), malloc'ed compact text; NULL when out of memory or for a6455de.
+ * has_bias / has_scale_2: the layer has a bias / a per-tensor second scale. */
+char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta, int has_bias,
+                           int has_scale_2, int weight_e0m);
+
+/* 0.1.19: whether vLLM 0.33's MoE path (convert_humming ->
+ * convert_symmetric_integer_weight) recodes these expert weights as
+ * sign-magnitude float{b}e0m{b-1}: symmetric uint2..uint8 codes of which none
+ * is 0. Only float activations see it: Humming turns the codes back for
+ * integer ones. hc_layer_transform then sets post->weight_e0m. */
+int hc_layer_e0m_applies(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                         const hc_layer_tensors *pre);
+
+/* "0.1.19" -> HC_HUMMING_0_1_19. Every other version is refused with the
+ * reason (0.1.20's bytes are not checked against 0.1.19's yet). */
+hc_status hc_humming_version_parse(const char *name, hc_humming_version *out, hc_error *err);
+const char *hc_humming_version_name(hc_humming_version v);
+
 /* Frees every owned tensor in t. */
 void hc_layer_tensors_free(hc_layer_tensors *t);
 
-/* "normal" or "transposed" (mini-block variant) / "fused_e8m0". */
+/* a6455de: "normal" or "transposed" (mini-block variant) / "fused_e8m0";
+ * 0.1.19: "tiled", "packed_k" or "flat". */
 const char *hc_layout_variant_name(const hc_layer_meta *meta);
 /* Name of a scale type as in Humming's schema: "channel", "group", ... */
 const char *hc_scale_type_name(hc_scale_type t);

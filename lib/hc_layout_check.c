@@ -82,3 +82,47 @@ hc_status hc_layout_check_pre(const hc_layer_config *cfg, const hc_layer_meta *m
     }
     return HC_OK;
 }
+
+/* Whether any code of the (E, N, K) row-packed b-bit weights is 0. */
+static int uses_code_zero(const hc_tensor *w, int64_t rows, int64_t K, int b)
+{
+    const uint32_t *words = w->data;
+    int64_t row_words = K * b / 32;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < K; k++) {
+            int64_t bit = k * b, at = bit / 32;
+            int off = (int)(bit % 32);
+            uint32_t v = words[r * row_words + at] >> off;
+            if (off + b > 32) v |= words[r * row_words + at + 1] << (32 - off);
+            if ((v & ((1u << b) - 1u)) == 0) return 1;
+        }
+    return 0;
+}
+
+int hc_layer_e0m_applies(const hc_layer_config *cfg, const hc_layer_meta *m,
+                         const hc_layer_tensors *pre)
+{
+    int b = m->weight_bits;
+    if (m->version != HC_HUMMING_0_1_19 || !m->is_moe || b < 2 || pre->weight.data == NULL ||
+        hc_format_get(cfg->act_format)->kind != HC_KIND_FLOAT ||
+        hc_format_get(cfg->weight_format)->kind == HC_KIND_FLOAT ||
+        (cfg->has_zero_point && !cfg->is_fp_zero_point))
+        return 0;
+    return !uses_code_zero(&pre->weight, m->E * m->N, m->K, b);
+}
+
+hc_status hc_layout_check_0119(const hc_layer_config *cfg, const hc_layer_meta *m,
+                               const hc_layer_tensors *pre, hc_error *err)
+{
+    if (pre->global_scale.data && cfg->scale_type == HC_SCALE_BLOCK)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "weight_scale_2: humming-kernels 0.1.19 takes a second "
+                "scale only with group scales or channel scales");
+    /* the recoding also moves float zero points; not implemented */
+    if (cfg->has_zero_point && hc_layer_e0m_applies(cfg, m, pre))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "weight: the %s expert weights with float zero points "
+                "never use code 0, so vLLM 0.33 recodes them as float%de0m%d with shifted zero "
+                "points (convert_symmetric_integer_weight); that is not implemented for 0.1.19 "
+                "tiles yet", hc_format_get(cfg->weight_format)->name, m->weight_bits,
+                m->weight_bits - 1);
+    return HC_OK;
+}

@@ -1,7 +1,9 @@
 /* hc_layout_layer.c - hc_layer_transform: the order of operations of spec 5.1
  * (pad, fused e8m0, weight repack, scales, zero points, bias, int weight
- * scales, global scale). Works on padded copies that always carry an expert
- * dim; the outputs drop it again for dense layers. */
+ * scales, global scale), which humming-kernels 0.1.19's
+ * transform_humming_tensors keeps (flat and packed-K weights, e8m0 scales
+ * re-biased for fp16 output). Works on padded copies that always carry an
+ * expert dim; the outputs drop it again for dense layers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,12 +101,38 @@ static hc_status pad_scales(const hc_layer_config *cfg, const hc_layer_meta *m,
     return st;
 }
 
-static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
-                            const hc_layer_tensors *pre, work_set *wk, hc_error *err)
+/* convert_symmetric_integer_weight: offset-binary codes c (none of them 0)
+ * become sign-magnitude |c - 2^(b-1)| | sign << (b-1), before vLLM pads. */
+static hc_status recode_e0m(const hc_layer_meta *m, const hc_tensor *w, hc_tensor *out,
+                            hc_error *err)
 {
     int b = m->weight_bits;
-    HC_TRY(pad3(pre->weight.data, HC_DT_I32, m->E, m->N, m->K * b / 32, m->Np, m->Kp * b / 32, 0,
-                &wk->w, err));
+    int64_t shape[2] = {m->E * m->N, m->K * b / 32};
+    HC_TRY(hc_tensor_alloc(out, HC_DT_I32, 2, shape, err));
+    const uint32_t *in = w->data, mid = 1u << (b - 1);
+    uint32_t *o = out->data;
+    for (int64_t r = 0; r < shape[0]; r++)
+        for (int64_t k = 0; k < m->K; k++) {
+            uint32_t c = hc_stream_get(in + r * shape[1], k, b);
+            uint32_t e0m = c >= mid ? c - mid : (mid - c) | mid;
+            int64_t bit = k * b, at = r * shape[1] + bit / 32;
+            int off = (int)(bit % 32);
+            o[at] |= e0m << off;
+            if (off + b > 32) o[at + 1] |= e0m >> (32 - off);
+        }
+    return HC_OK;
+}
+
+static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_layer_tensors *pre, int e0m, work_set *wk, hc_error *err)
+{
+    int b = m->weight_bits;
+    hc_tensor recoded = {0};
+    if (e0m) HC_TRY(recode_e0m(m, &pre->weight, &recoded, err));
+    hc_status st = pad3(e0m ? recoded.data : pre->weight.data, HC_DT_I32, m->E, m->N,
+                        m->K * b / 32, m->Np, m->Kp * b / 32, 0, &wk->w, err);
+    hc_tensor_free(&recoded);
+    HC_TRY(st);
     if (m->scale_type != HC_SCALE_TENSOR) HC_TRY(pad_scales(cfg, m, &pre->weight_scale, wk, err));
     const hc_tensor *z = &pre->zero_point;
     if (z->data && cfg->is_fp_zero_point)
@@ -127,7 +155,9 @@ static hc_status unpack_zero_points(const hc_layer_config *cfg, const hc_layer_m
     wk->zp_codes = malloc(count);
     HC_CHECK_ALLOC(err, wk->zp_codes, "zero-point codes");
     hc_zp_unpack(wk->zp.data, wk->zp_codes, m->E, m->Np, m->G, m->weight_bits, 0);
-    if (!m->zp_in_repack || !cfg->humming_bug_compat) return HC_OK;
+    /* 0.1.19's repack reads straddling zero points whole */
+    if (!m->zp_in_repack || !cfg->humming_bug_compat || m->version != HC_HUMMING_A6455DE)
+        return HC_OK;
     wk->zp_repack = malloc(count);
     HC_CHECK_ALLOC(err, wk->zp_repack, "truncated zero-point codes");
     hc_zp_unpack(wk->zp.data, wk->zp_repack, m->E, m->Np, m->G, m->weight_bits, 1);
@@ -141,12 +171,43 @@ static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_tensor *o
     HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->Kp / P, m->Np * P * m->weight_bits / 32, err));
     hc_repack_params p = {
         .bits = m->weight_bits, .act_bits = m->act_bits,
-        .transposed = m->transposed_mini_block, .E = m->E, .N = m->Np, .K = m->Kp,
+        .transposed = m->transposed_mini_block, .native = m->use_native_dequant,
+        .E = m->E, .N = m->Np, .K = m->Kp,
         .code_xor = m->int8_byte_flip ? 0x80u : m->int4_nibble_flip ? 0x8u : 0u,
         .int2fp = m->preprocess_int2fp, .zp_groups = m->G,
         .zp = !m->zp_in_repack ? NULL : wk->zp_repack ? wk->zp_repack : wk->zp_codes,
     };
     return hc_repack_weight(&p, wk->w.data, out->data, err);
+}
+
+/* 0.1.19 flat weights: signed codes, the top bit of each code flipped (int8
+ * minus 128, int4 minus 8, and the ldmatrix path's sign flip are all that). */
+static uint32_t flat_xor(const hc_layer_meta *m)
+{
+    if (!m->use_ldmatrix_dequant && !m->int8_byte_flip && !m->int4_nibble_flip) return 0;
+    uint32_t mask = 0;
+    for (int bit = m->weight_bits - 1; bit < 32; bit += m->weight_bits) mask |= 1u << bit;
+    return mask;
+}
+
+/* 0.1.19: flat, packed-K (the transposed tiles of 8-bit activations, rows
+ * paired) or tiled (the a6455de normal variant). */
+static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
+                                hc_error *err)
+{
+    int b = m->weight_bits;
+    if (m->use_flat_weight) {
+        HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->Np, m->Kp * b / 32, err));
+        hc_flat_weight(wk->w.data, out->data, m->E, m->Np, m->Kp, b, flat_xor(m));
+        return HC_OK;
+    }
+    if (!m->use_packed_k_layout) return repack(m, wk, out, err);
+    hc_tensor tiled = {0};
+    HC_TRY(repack(m, wk, &tiled, err));
+    hc_status st = alloc_out(out, HC_DT_I32, m, 2, m->Kp / 64, m->Np * 64 * b / 32, err);
+    if (st == HC_OK) hc_packed_k_permute(tiled.data, out->data, m->E, m->Np, m->Kp, b);
+    hc_tensor_free(&tiled);
+    return st;
 }
 
 /* 5.4: block scales transposed; others (E, Np, G) -> (E?, G, Np) permuted. */
@@ -174,11 +235,14 @@ static hc_status layout_zero_point(const hc_layer_meta *m, const work_set *wk, h
         return HC_OK;
     }
     int zb = m->weight_bits <= 4 ? 4 : 8;
-    int64_t shape[2] = {m->E * m->G, m->Np * zb / 32};
+    /* a6455de flattens the expert dim into the groups; 0.1.19 keeps it */
+    int keep_e = m->version == HC_HUMMING_0_1_19 && m->is_moe;
+    int64_t shape[3] = {m->E * m->G, m->Np * zb / 32, 0};
+    if (keep_e) shape[0] = m->E, shape[1] = m->G, shape[2] = m->Np * zb / 32;
     size_t count = (size_t)(m->E * m->G * m->Np);
     uint8_t *perm = malloc(count);
     HC_CHECK_ALLOC(err, perm, "permuted zero points");
-    hc_status st = hc_tensor_alloc(out, HC_DT_I32, 2, shape, err);
+    hc_status st = hc_tensor_alloc(out, HC_DT_I32, keep_e ? 3 : 2, shape, err);
     if (st == HC_OK) {
         hc_scales_permute(wk->zp_codes, perm, m->E, m->Np, m->G, 1, 64);
         hc_zp_pack_bytes(perm, out->data, (int64_t)count, m->weight_bits);
@@ -210,11 +274,19 @@ static hc_status alloc_global(const hc_layer_meta *m, const hc_tensor *in, hc_te
     return HC_OK;
 }
 
-static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *m,
+static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *plan,
                            const hc_layer_tensors *pre, hc_layer_tensors *post, work_set *wk,
                            hc_error *err)
 {
-    HC_TRY(pad_inputs(cfg, m, pre, wk, err));
+    /* e0m weights are float codes: no int->fp preprocessing */
+    hc_layer_meta e0m_meta = *plan;
+    const hc_layer_meta *m = plan;
+    post->weight_e0m = hc_layer_e0m_applies(cfg, plan, pre);
+    if (post->weight_e0m) {
+        e0m_meta.preprocess_int2fp = e0m_meta.zp_in_repack = 0;
+        m = &e0m_meta;
+    }
+    HC_TRY(pad_inputs(cfg, m, pre, post->weight_e0m, wk, err));
     if (pre->global_scale.data || m->use_fused_e8m0 || m->use_int_weight_scale)
         HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
     float *gs = post->global_scale.data;
@@ -222,7 +294,9 @@ static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *m,
         hc_fused_e8m0(wk->w.data, wk->s.data, m->E, m->Np, m->Kp, m->G,
                       cfg->act_format == HC_FMT_INT8, pre->global_scale.data, gs);
     if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(cfg, m, wk, err));
-    HC_TRY(repack(m, wk, &post->weight, err));
+    if (m->version == HC_HUMMING_0_1_19) HC_TRY(arrange_weight(m, wk, &post->weight, err));
+    else HC_TRY(repack(m, wk, &post->weight, err));
+    if (m->e8m0_as_e5m0 && wk->s.data) hc_e8m0_as_e5m0(wk->s.data, (int64_t)wk->s.nbytes);
     if (wk->s.data) HC_TRY(layout_scales(m, wk, &post->weight_scale, err));
     if (wk->zp.data) HC_TRY(layout_zero_point(m, wk, &post->zero_point, err));
     if (wk->bias.data) HC_TRY(layout_bias(m, wk, &post->bias, err));
@@ -240,6 +314,7 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
 {
     memset(post, 0, sizeof *post);
     HC_TRY(hc_layout_check_pre(cfg, meta, pre, err));
+    if (meta->version == HC_HUMMING_0_1_19) HC_TRY(hc_layout_check_0119(cfg, meta, pre, err));
     work_set wk;
     memset(&wk, 0, sizeof wk);
     hc_status st = run_steps(cfg, meta, pre, post, &wk, err);

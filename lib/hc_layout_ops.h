@@ -11,6 +11,7 @@
 
 #include "hc_error.h"
 #include "hc_format.h"
+#include "hc_layout.h"
 
 /* perm64[j] = 8*(j%8) + j/8; perm32[j] = {0,1,8,9,16,17,24,25}[j%8] + 2*(j/8). */
 int hc_scale_perm(int chunk, int j);
@@ -56,5 +57,26 @@ void hc_fused_e8m0(uint32_t *w, uint8_t *scales, int64_t E, int64_t N, int64_t K
 
 /* fp4 e2m1 code divided by 2^d, re-rounded with ties away from zero, sign kept. */
 uint32_t hc_fp4_shift_down(uint32_t code, int d);
+
+/* hc_layer_plan for cfg->version == HC_HUMMING_0_1_19 (hc_layout_plan0119.c). */
+hc_status hc_layer_plan_0119(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
+                             int64_t K, hc_layer_meta *meta, hc_error *err);
+
+/* 0.1.19 flat weight (use_flat_weight): the padded row-packed words
+ * (E, N, K*b/32), each XORed with `xor_mask`, seen as (E, N/64, 64, C, 4)
+ * with C = K*b/128 and stored in the order (E, C, N/64, 64, 4). N % 64 == 0,
+ * K*b % 128 == 0. */
+void hc_flat_weight(const uint32_t *in, uint32_t *out, int64_t E, int64_t N, int64_t K, int b,
+                    uint32_t xor_mask);
+
+/* 0.1.19 packed-K layout: the tiled words of 8-bit activations (E, K/32,
+ * N*b) rearranged to (E, K/64, 2*N*b): row pair (2r, 2r+1) becomes row r, the
+ * b words of each lane split into two halves of b/2 (b even). */
+void hc_packed_k_permute(const uint32_t *in, uint32_t *out, int64_t E, int64_t N, int64_t K,
+                         int b);
+
+/* In place on `count` e8m0 scale bytes: Humming's pack_e8m0_scale_for_fp16,
+ * x -> clamp(x - 112, 0, 30) << 3 (padded E5M0: 2^-14 .. 2^15). */
+void hc_e8m0_as_e5m0(uint8_t *s, int64_t count);
 
 #endif

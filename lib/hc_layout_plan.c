@@ -1,6 +1,7 @@
 /* hc_layout_plan.c - kernel-level decisions (spec 5.2, 4.1), the support
  * matrix (6.1) and our deterministic padding rule. */
 #include "hc_layout.h"
+#include "hc_layout_ops.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -41,6 +42,8 @@ const char *hc_scale_type_name(hc_scale_type t)
 
 const char *hc_layout_variant_name(const hc_layer_meta *meta)
 {
+    if (meta->version == HC_HUMMING_0_1_19)
+        return meta->use_flat_weight ? "flat" : meta->use_packed_k_layout ? "packed_k" : "tiled";
     if (meta->use_fused_e8m0) return "fused_e8m0";
     return meta->transposed_mini_block ? "transposed" : "normal";
 }
@@ -261,6 +264,7 @@ hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64
     if (hc_format_get(cfg->weight_format) == NULL || hc_format_get(cfg->act_format) == NULL ||
         hc_format_get(cfg->scale_format) == NULL)
         HC_FAIL(err, HC_ERR_ARG, "layer config has an unknown format id");
+    if (cfg->version == HC_HUMMING_0_1_19) return hc_layer_plan_0119(cfg, is_moe, E, N, K, meta, err);
     HC_TRY(check_activation(cfg, err));
     HC_TRY(check_bits(cfg, err));
     meta->act_bits = hc_format_get(cfg->act_format)->bits;

@@ -90,6 +90,14 @@ static hc_status get_bool_field(const cJSON *q, const char *key, const char *pat
     return HC_OK;
 }
 
+/* First present key among aliases, e.g. b_dtype / weight_dtype / dtype. */
+static const char *first_key(const cJSON *q, const char *const *keys)
+{
+    for (; *keys; keys++)
+        if (cJSON_GetObjectItemCaseSensitive(q, *keys) != NULL) return *keys;
+    return NULL;
+}
+
 static hc_status parse_scale_type(const cJSON *q, const char *path, hc_humming_qconfig *c,
                                   hc_error *err)
 {
@@ -98,7 +106,9 @@ static hc_status parse_scale_type(const cJSON *q, const char *path, hc_humming_q
         {"tensor", HC_SCALE_TENSOR}, {"group_tensor", HC_SCALE_GROUP_TENSOR}};
     c->scale_type = c->group_size_n > 1 ? HC_SCALE_BLOCK
                     : c->group_size == 0 ? HC_SCALE_CHANNEL : HC_SCALE_GROUP;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, "weight_scale_type");
+    static const char *const keys[] = {"weight_scale_type", "scale_type", NULL};
+    const char *key = first_key(q, keys);
+    const cJSON *v = key ? cJSON_GetObjectItemCaseSensitive(q, key) : NULL;
     if (v == NULL || cJSON_IsNull(v)) return HC_OK;
     if (cJSON_IsString(v)) {
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -112,12 +122,75 @@ static hc_status parse_scale_type(const cJSON *q, const char *path, hc_humming_q
             "tensor, group_tensor", path);
 }
 
-/* First present key among aliases, e.g. b_dtype / dtype / weight_dtype. */
-static const char *first_key(const cJSON *q, const char *const *keys)
+
+/* weight_scale_2_type: "tensor" (a per-tensor weight_scale_2) next to group
+ * or channel scales; per-channel second scales are not read yet. */
+static hc_status parse_scale_2_type(const cJSON *q, const char *path, hc_humming_qconfig *c,
+                                    hc_error *err)
 {
-    for (; *keys; keys++)
-        if (cJSON_GetObjectItemCaseSensitive(q, *keys) != NULL) return *keys;
-    return NULL;
+    static const char *const keys[] = {"weight_scale_2_type", "scale_2_type", NULL};
+    const char *key = first_key(q, keys);
+    const cJSON *v = key ? cJSON_GetObjectItemCaseSensitive(q, key) : NULL;
+    if (v == NULL || cJSON_IsNull(v) || (cJSON_IsString(v) && !strcmp(v->valuestring, "none")))
+        return HC_OK;
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "tensor") && strcmp(v->valuestring, "channel")))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be none, tensor or channel",
+                path, key);
+    if (!strcmp(v->valuestring, "channel"))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: quantization_config.%s \"channel\" (a per-channel "
+                "weight_scale_2) is not read yet", path, key);
+    if (c->scale_type == HC_SCALE_GROUP) c->scale_type = HC_SCALE_GROUP_TENSOR;
+    else if (c->scale_type != HC_SCALE_CHANNEL && c->scale_type != HC_SCALE_GROUP_TENSOR)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: a per-tensor weight_scale_2 needs group or channel "
+                "scales (weight_scale_type is %s)", path, hc_scale_type_name(c->scale_type));
+    c->has_scale_2 = 1;
+    return HC_OK;
+}
+
+/* The activations (HummingInputSchema: a_dtype / input_dtype; the shared
+ * alias "dtype" names the weights here) and vLLM's allow_fallback. Only
+ * per-token dynamic activation scales exist in our outputs. */
+static hc_status parse_input(const cJSON *q, const char *path, hc_humming_qconfig *c,
+                             hc_error *err)
+{
+    static const char *const act_keys[] = {"a_dtype", "input_dtype", NULL};
+    static const char *const mode_keys[] = {"input_quant_mode", "quant_mode", "quantization_mode", NULL};
+    const char *key = first_key(q, act_keys);
+    if (key) HC_TRY(get_dtype_field(q, key, path, &c->act_format, &c->has_act, err));
+    if (c->has_act)
+        HC_TRY_CTX(err, hc_activation_parse(hc_format_get(c->act_format)->name, &c->act_format, err),
+                   "%s: quantization_config.%s: ", path, key);
+    c->allow_fallback = 1;
+    HC_TRY(get_bool_field(q, "allow_fallback", path, &c->allow_fallback, err));
+    int64_t igs = 0, hadamard = 0;
+    HC_TRY(get_int_field(q, "input_scale_group_size", path, 0, MAX_GROUP_SIZE, &igs, err));
+    HC_TRY(get_int_field(q, "hadamard_block_size", path, -1, MAX_GROUP_SIZE, &hadamard, err));
+    key = first_key(q, mode_keys);
+    const cJSON *m = key ? cJSON_GetObjectItemCaseSensitive(q, key) : NULL;
+    int token_mode = m == NULL || cJSON_IsNull(m) ||
+                     (cJSON_IsString(m) && (!strcmp(m->valuestring, "dynamic_token") ||
+                                            !strcmp(m->valuestring, "none")));
+    if (igs != 0 || !token_mode)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: only per-token dynamic activation scales are read "
+                "(input_scale_group_size 0, input_quant_mode dynamic_token)", path);
+    if (hadamard != 0 && hadamard != 1)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: hadamard_block_size %lld: Hadamard-rotated weights "
+                "are not read", path, (long long)hadamard);
+    return HC_OK;
+}
+
+/* "+:" rules of quantization_config.dynamic give layers their own format;
+ * "-:" rules only skip modules, whose weights stay float and are copied. */
+static hc_status check_dynamic(const cJSON *q, const char *path, hc_error *err)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(q, "dynamic"), *r;
+    if (!cJSON_IsObject(d)) return HC_OK;
+    cJSON_ArrayForEach(r, d)
+        if (r->string && r->string[0] == '+')
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: quantization_config.dynamic rule \"%s\": "
+                    "per-layer formats are not read yet (convert a checkpoint with one format)",
+                    path, r->string);
+    return HC_OK;
 }
 
 static hc_status parse_param_dtype(const cJSON *root, const char *path, hc_format_id *out,
@@ -139,7 +212,7 @@ static hc_status parse_param_dtype(const cJSON *root, const char *path, hc_forma
 static hc_status parse_weight_dtype(const cJSON *q, const char *path, hc_humming_qconfig *c,
                                     hc_error *err)
 {
-    static const char *const keys[] = {"b_dtype", "dtype", "weight_dtype", NULL};
+    static const char *const keys[] = {"b_dtype", "weight_dtype", "dtype", NULL};
     const char *key = first_key(q, keys);
     int present = 0;
     if (key == NULL)
@@ -159,18 +232,21 @@ static hc_status parse_weight_dtype(const cJSON *q, const char *path, hc_humming
 static hc_status parse_quant_fields(const cJSON *q, const char *path, hc_humming_qconfig *c,
                                     hc_error *err)
 {
-    static const char *const scale_keys[] = {"bs_dtype", "scale_dtype", NULL};
+    static const char *const scale_keys[] = {"bs_dtype", "weight_scale_dtype", "scale_dtype", NULL};
     static const char *const gs_keys[] = {"weight_scale_group_size", "group_size", NULL};
+    static const char *const gsn_keys[] = {"weight_scale_group_size_n", "group_size_n", NULL};
     HC_TRY(parse_weight_dtype(q, path, c, err));
     const char *key = first_key(q, gs_keys);
     /* group sizes <= 0 mean channel-wise (spec 7.8); huge ones are nonsense */
     if (key) HC_TRY(get_int_field(q, key, path, INT32_MIN, MAX_GROUP_SIZE, &c->group_size, err));
     if (c->group_size < 0) c->group_size = 0;
-    HC_TRY(get_int_field(q, "weight_scale_group_size_n", path, 0, MAX_GROUP_SIZE,
-                         &c->group_size_n, err));
+    key = first_key(q, gsn_keys);
+    if (key) HC_TRY(get_int_field(q, key, path, 0, MAX_GROUP_SIZE, &c->group_size_n, err));
     HC_TRY(get_bool_field(q, "has_zero_point", path, &c->has_zero_point, err));
     HC_TRY(get_bool_field(q, "is_fp_zero_point", path, &c->is_fp_zero_point, err));
     HC_TRY(parse_scale_type(q, path, c, err));
+    HC_TRY(parse_scale_2_type(q, path, c, err));
+    HC_TRY(parse_input(q, path, c, err));
     int present = 0;
     key = first_key(q, scale_keys);
     if (key) HC_TRY(get_dtype_field(q, key, path, &c->scale_format, &present, err));
@@ -199,6 +275,7 @@ hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
                           "%s: quant_method is \"%s\"; this version reads only \"humming\"", path,
                           cJSON_IsString(m) ? m->valuestring : "(missing)");
     if (st == HC_OK) st = parse_quant_fields(q, path, out, err);
+    if (st == HC_OK) st = check_dynamic(q, path, err);
     cJSON_Delete(root);
     return st;
 }
@@ -261,4 +338,13 @@ hc_status hc_arch_parse(const char *name, int *sm_out, hc_error *err)
             }
     HC_FAIL(err, HC_ERR_ARG,
             "unknown arch \"%s\" (use sm75, sm80, sm86, sm89, sm90, sm100 or sm120)", name);
+}
+
+hc_format_id hc_humming_qconfig_activation(const hc_humming_qconfig *q)
+{
+    if (!q->has_act) return q->param_format;
+    /* check_and_fallback_input_schema: "prefer wna16 for groupwise weight" */
+    if (q->allow_fallback && hc_format_get(q->act_format)->bits == 8 && q->group_size > 0)
+        return q->param_format;
+    return q->act_format;
 }

@@ -11,17 +11,24 @@
 #include "hc_format.h"
 #include "hc_layout.h"
 
-/* The weight description of a Humming-format checkpoint (spec 7.8), with the
- * spec's defaults filled in for absent fields. */
+/* The weight description of a Humming-format checkpoint: the canonical keys
+ * of humming-kernels 0.1.19's HummingWeightSchema / HummingInputSchema (each
+ * field name first, then its aliases in Humming's order), with Humming's
+ * defaults for absent fields. */
 typedef struct {
     hc_format_id weight_format;    /* signed ints already mapped to unsigned */
     hc_format_id scale_format;     /* default: the param dtype */
     hc_format_id param_format;     /* torch_dtype: F16 or BF16 */
-    hc_scale_type scale_type;      /* default from group sizes */
+    hc_scale_type scale_type;      /* default from group sizes; group scales with
+                                      weight_scale_2_type "tensor": GROUP_TENSOR */
+    int has_scale_2;               /* a per-tensor weight_scale_2 (weight_scale_2_type "tensor") */
     int64_t group_size;            /* 0: channel-wise (<= 0 in the file) */
     int64_t group_size_n;          /* > 1: block scales */
     int has_zero_point;
     int is_fp_zero_point;
+    int has_act;                   /* a_dtype given: the activations to plan for */
+    hc_format_id act_format;
+    int allow_fallback;            /* vLLM's allow_fallback (default true) */
 } hc_humming_qconfig;
 
 /* What config.json says about the checkpoint as a whole. */
@@ -39,13 +46,21 @@ hc_status hc_model_info_parse(const char *json_text, const char *path, hc_model_
 
 /* Parses the JSON text of config.json (`path` is used in messages only).
  * Fails with HC_ERR_FORMAT on malformed JSON or fields of the wrong type, and
- * HC_ERR_UNSUPPORTED when quant_method is not "humming". */
+ * HC_ERR_UNSUPPORTED when quant_method is not "humming" or the config asks
+ * for what we do not read: per-layer "+:" dynamic rules, per-channel
+ * weight_scale_2, static or grouped activation scales, Hadamard rotation. */
 hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
                                    hc_humming_qconfig *out, hc_error *err);
 
 /* Reads a whole file into a NUL-terminated malloc'ed buffer (caller frees).
  * *len_out (may be NULL) receives the length without the NUL. */
 hc_status hc_file_read_all(const char *path, char **out, size_t *len_out, hc_error *err);
+
+/* The activations vLLM 0.33 runs a Humming checkpoint's layers with on
+ * sm: the config's a_dtype, or the model dtype when there is none or when
+ * vLLM's allow_fallback (default on) prefers 16-bit activations, which it
+ * does for 8-bit ones next to group-wise weight scales. */
+hc_format_id hc_humming_qconfig_activation(const hc_humming_qconfig *q);
 
 /* Parses an activation dtype name (float16, bfloat16, float8e4m3, float8e5m2,
  * int8, int4; torch spellings accepted). */

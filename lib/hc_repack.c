@@ -109,7 +109,7 @@ static void lane_map_init(const hc_repack_params *p, lane_map *m)
         m->n_of[u] = 16 * i3 + 8 * i4;
         m->k_of[u] = 4 * m->R * i5 + kk;
         m->word_of[u] = u / nw;
-        m->shift_of[u] = ((o % m->R) * gs + o / m->R) * m->bp;
+        m->shift_of[u] = (p->native ? o : (o % m->R) * gs + o / m->R) * m->bp;
     }
 }
 

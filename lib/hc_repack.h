@@ -15,6 +15,7 @@ typedef struct {
     int bits;            /* weight bits b, 1..8 */
     int act_bits;        /* activation bits a: 16, 8 or 4 (next_pow2(b) <= a) */
     int transposed;      /* transposed mini-block variant (4.6) */
+    int native;          /* 0.1.19 use_native_dequant: slots in code order, no interleave */
     int64_t E, N, K;     /* padded sizes: N % 64 == 0, K % (512/a) == 0 */
     uint32_t code_xor;   /* XORed into every code first: 0x80 int8 flip, 0x8 W4A4 fix */
     int int2fp;          /* apply the 4.7 transform */

@@ -4,7 +4,11 @@
  * inverse of the element -> (word, bit) mapping: for every lane of every tile
  * the b final words are expanded back into Bp padded words (inverse of the
  * 4.5 compaction), each of the 32 slots is read and placed at its (n, k).
- * Scales, zero points and bias are read through the inverse of perm64/perm32. */
+ * Scales, zero points and bias are read through the inverse of perm64/perm32.
+ * humming-kernels 0.1.19 layers (docs/layout.md) are read from that text too:
+ * packed-K rows pair two tile rows, flat weights are row-packed signed codes
+ * in 64-row x 128-bit chunks, native-dequant words keep codes in order, and
+ * e8m0 scales of fp16 layers are padded E5M0 bytes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +137,7 @@ typedef struct {
     int dn[32], dk[32], wd[32], sh[32];
     int is_float;
     double flut[256];   /* float weight codes -> value (is_float) */
+    int e0m;            /* 0.1.19 MoE: sign-magnitude codes (post->weight_e0m) */
 } decode_ctx;
 
 /* Fills the per-layer lane map and the float code table. */
@@ -146,7 +151,7 @@ static void lane_map(decode_ctx *c)
         int i4, i5;
         if (m->transposed_mini_block) i4 = rest % 2, i5 = (rest / 2) % 2;
         else i5 = rest % 2, i4 = (rest / 2) % 2;
-        const int o = u % Nw, slot = (o % R) * Gs + o / R;
+        const int o = u % Nw, slot = m->use_native_dequant ? o : (o % R) * Gs + o / R;
         c->dn[u] = 16 * i3 + 8 * i4;
         c->dk[u] = 4 * R * i5 + kk;
         c->wd[u] = u / Nw;
@@ -187,6 +192,8 @@ static hc_status decode_scales(decode_ctx *c, const hc_tensor *s, hc_error *err)
                     v = (double)(int16_t)rd16(s->data, src);        /* 5.7: int16 bits */
                 } else if (m->use_fused_e8m0) {
                     v = ldexp(1.0, ((const uint8_t *)s->data)[src]); /* 5.3: offsets */
+                } else if (m->e8m0_as_e5m0) { /* exponent + 15 in bits 3..7 */
+                    v = ldexp(1.0, (((const uint8_t *)s->data)[src] >> 3) - 15);
                 } else if (s->dtype == HC_DT_F16 || s->dtype == HC_DT_BF16) {
                     v = half_value(s->dtype, rd16(s->data, src));
                 } else {
@@ -287,11 +294,74 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
         const int64_t n = n0 + c->dn[u], k = k0 + c->dk[u];
         const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
         const int64_t g = g_row >= 0 ? g_row : k / m->group_size;
-        const double x = c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+        const uint32_t mag = code & (mask >> 1);
+        const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+                         : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
         if (c->global) v *= gl;
         W[(e * m->Np + n) * m->Kp + k] = (float)v;
     }
+}
+
+/* Index of word w of (expert e, tile row kb, n tile nb, chunk j, lane) in
+ * the weight tensor. The packed-K layout (0.1.19) keeps one row per 64 k:
+ * rows 2r and 2r+1 of the tiles share row r, each lane's b words split into
+ * two halves of b/2 words, and the halves of the two rows sit side by side. */
+static int64_t tile_word(const hc_layer_meta *m, int64_t e, int64_t kb, int64_t nb, int j,
+                         int lane, int w)
+{
+    const int b = m->weight_bits, P = 256 / m->act_bits;
+    if (m->use_packed_k_layout) {
+        const int hb = b / 2;
+        const int64_t row = e * (m->Kp / 64) + kb / 2, row_words = 2 * m->Np * b;
+        return row * row_words + (nb * 4 + j * 2 + w / hb) * 32 * b + (int64_t)lane * b +
+               (kb % 2) * hb + w % hb;
+    }
+    const int64_t row = e * (m->Kp / P) + kb, row_words = m->Np * P * b / 32;
+    return row * row_words + nb * 2 * P * b + (int64_t)j * 32 * b + (int64_t)lane * b + w;
+}
+
+static void decode_tiles(const decode_ctx *c, const void *words, float *W)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
+    const int64_t rows = m->Kp / P, E = m->E, tiles = m->Np / 64, chunks = 16 / a;
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * m->Kp * m->Np))
+    for (int64_t e = 0; e < E; e++)
+        for (int64_t kb = 0; kb < rows; kb++)
+            for (int64_t nb = 0; nb < tiles; nb++)
+                for (int j = 0; j < chunks; j++)
+                    for (int lane = 0; lane < 32; lane++) {
+                        uint32_t F[8];
+                        for (int w = 0; w < b; w++)
+                            F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+                        decode_lane(c, F, e, kb, nb, j, lane, W);
+                    }
+}
+
+/* 0.1.19 flat weights: row n's K*b/32 row-packed words, cut into 128-bit
+ * chunks, stored chunk-major as (E, chunk, Np/64, 64, 4). Integer codes are
+ * two's complement (offset binary with the top bit flipped). */
+static void decode_flat(const decode_ctx *c, const void *words, float *W)
+{
+    const hc_layer_meta *m = c->m;
+    const int b = m->weight_bits;
+    const int64_t Np = m->Np, Kp = m->Kp, row_words = Kp * b / 32, NB = Np / 64;
+    const uint32_t mask = (1u << b) - 1;
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(m->E * Np * Kp))
+    for (int64_t e = 0; e < m->E; e++)
+        for (int64_t n = 0; n < Np; n++)
+            for (int64_t k = 0; k < Kp; k++) {
+                const int64_t wi = k * b / 32, chunk = wi / 4;
+                const int64_t at = e * Np * row_words + ((chunk * NB + n / 64) * 64 + n % 64) * 4 + wi % 4;
+                const uint32_t code = (rd32(words, at) >> (k * b % 32)) & mask;
+                const int64_t g = k / m->group_size;
+                double x = c->is_float ? c->flut[code]
+                                       : (double)((int32_t)(code << (32 - b)) >> (32 - b));
+                double v = x * elem_scale(c, e, n, k, g);
+                if (c->global) v *= c->global[e];
+                W[(e * Np + n) * Kp + k] = (float)v;
+            }
 }
 
 hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta,
@@ -299,7 +369,7 @@ hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta
                            hc_error *err)
 {
     HC_TRY(hc_verify_check_post(cfg, meta, post, err));
-    decode_ctx c = {.cfg = cfg, .m = meta};
+    decode_ctx c = {.cfg = cfg, .m = meta, .e0m = post->weight_e0m};
     lane_map(&c);
     hc_status st = decode_scales(&c, &post->weight_scale, err);
     if (st == HC_OK) st = decode_zero(&c, &post->zero_point, err);
@@ -313,26 +383,12 @@ hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta
         ctx_free(&c);
         return st;
     }
-    int a = meta->act_bits, b = meta->weight_bits, P = 256 / a;
-    int64_t rows = meta->Kp / P, row_words = meta->Np * P * b / 32, E = meta->E;
-    int64_t tiles = meta->Np / 64, chunks = 16 / a;
-    const void *words = post->weight.data;
-#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * rows * row_words * 8))
-    for (int64_t e = 0; e < E; e++)
-        for (int64_t kb = 0; kb < rows; kb++)
-            for (int64_t nb = 0; nb < tiles; nb++)
-                for (int j = 0; j < chunks; j++)
-                    for (int lane = 0; lane < 32; lane++) {
-                        uint32_t F[8];
-                        int64_t base = (e * rows + kb) * row_words + nb * 2 * P * b +
-                                       (int64_t)j * 32 * b + (int64_t)lane * b;
-                        for (int w = 0; w < b; w++) F[w] = rd32(words, base + w);
-                        decode_lane(&c, F, e, kb, nb, j, lane, W);
-                    }
+    if (meta->use_flat_weight) decode_flat(&c, post->weight.data, W);
+    else decode_tiles(&c, post->weight.data, W);
     if (bias && post->bias.data) {
         int inv[32];
         inverse_perm(32, inv);
-        for (int64_t e = 0; e < E; e++)
+        for (int64_t e = 0; e < meta->E; e++)
             for (int64_t n = 0; n < meta->Np; n++)
                 bias[e * meta->Np + n] = (float)half_value(
                     post->bias.dtype, rd16(post->bias.data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
@@ -379,7 +435,9 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
     int64_t s[4];
     int P = 256 / m->act_bits, nd;
     hc_dtype param = hc_dtype_of_format(cfg->param_format);
-    nd = shp(m, s, m->Kp / P, m->Np * P * m->weight_bits / 32, 1);
+    if (m->use_flat_weight) nd = shp(m, s, m->Np, m->Kp * m->weight_bits / 32, 1);
+    else if (m->use_packed_k_layout) nd = shp(m, s, m->Kp / 64, m->Np * 64 * m->weight_bits / 32, 1);
+    else nd = shp(m, s, m->Kp / P, m->Np * P * m->weight_bits / 32, 1);
     HC_TRY(expect("weight", &post->weight, 1, HC_DT_I32, nd, s, err));
     if (m->scale_type == HC_SCALE_BLOCK) {
         nd = shp(m, s, m->Kp / m->group_size, m->Np / m->group_size_n, 1);
@@ -394,8 +452,12 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
             nd = shp(m, s, m->G, m->Np, 1);
             HC_TRY(expect("zero_point", &post->zero_point, 1, param, nd, s, err));
         } else {
-            int64_t zs[2] = {m->E * m->G, m->Np * (m->weight_bits <= 4 ? 4 : 8) / 32};
-            HC_TRY(expect("zero_point", &post->zero_point, cfg->has_zero_point, HC_DT_I32, 2, zs,
+            /* (E*G, ...) in a6455de; 0.1.19 keeps the expert dim */
+            int64_t zw = m->Np * (m->weight_bits <= 4 ? 4 : 8) / 32;
+            int64_t zs[3] = {m->E * m->G, zw, 0};
+            int zn = 2;
+            if (m->version == HC_HUMMING_0_1_19 && m->is_moe) zs[0] = m->E, zs[1] = m->G, zs[2] = zw, zn = 3;
+            HC_TRY(expect("zero_point", &post->zero_point, cfg->has_zero_point, HC_DT_I32, zn, zs,
                           err));
         }
     }

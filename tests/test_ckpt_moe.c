@@ -215,10 +215,18 @@ static void put_fp8(tc_ckpt *c, const moe_spec *m, const char *p, const expert_d
     memcpy(sc, x->s, (size_t)N * 2);
 }
 
+/* GPTQ and AWQ keep float16 scales: a float16 model, whose tiles
+ * (humming-kernels 0.1.19 takes 16-bit scales only in the model dtype) hold
+ * them losslessly; the other formats come with bfloat16 models. */
+static const char *model_dtype(const moe_spec *m)
+{
+    return m->fmt == FMT_GPTQ || m->fmt == FMT_AWQ ? "float16" : "bfloat16";
+}
+
 static void quant_config(const moe_spec *m, char *buf, size_t len)
 {
     if (m->fmt == FMT_AWQ) {
-        snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+        snprintf(buf, len, "{\"torch_dtype\": \"float16\", \"quantization_config\": {"
                  "\"quant_method\": \"awq\", \"bits\": %d, \"group_size\": %d, "
                  "\"zero_point\": true, \"version\": \"gemm\"}}", m->b, m->gs);
         return;
@@ -230,7 +238,7 @@ static void quant_config(const moe_spec *m, char *buf, size_t len)
         return;
     }
     if (m->fmt == FMT_GPTQ) {
-        snprintf(buf, len, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+        snprintf(buf, len, "{\"torch_dtype\": \"float16\", \"quantization_config\": {"
                  "\"quant_method\": \"gptq\", \"bits\": %d, \"group_size\": %d, \"sym\": %s, "
                  "\"desc_act\": %s, \"checkpoint_format\": \"gptq\"}}", m->b, m->gs,
                  m->asym ? "false" : "true", m->act_order ? "true" : "false");
@@ -263,8 +271,13 @@ static void put_humming(tc_ckpt *c, const moe_spec *m, const expert_data *x)
                          (int64_t[3]){E, N, G});
     uint32_t *z = m->asym ? tc_add(c, KEY ".zero_point", HC_DT_I32, 3,
                                    (int64_t[3]){E, N * b / 32, G}) : NULL;
-    uint16_t *bias = m->bias ? tc_add(c, KEY ".bias", HC_DT_BF16, 2, (int64_t[2]){E, N}) : NULL;
-    for (int e = 0; bias && e < E; e++) memcpy(bias + (size_t)e * N, x[e].bias, (size_t)N * 2);
+    /* the bias in the model dtype, as a Humming checkpoint holds it */
+    int f16 = !strcmp(model_dtype(m), "float16");
+    uint16_t *bias = m->bias ? tc_add(c, KEY ".bias", f16 ? HC_DT_F16 : HC_DT_BF16, 2,
+                                      (int64_t[2]){E, N}) : NULL;
+    for (int e = 0; bias && e < E; e++)
+        for (int n = 0; n < N; n++)
+            bias[(size_t)e * N + n] = f16 ? hc_f32_to_f16(hc_bf16_to_f32(x[e].bias[n])) : x[e].bias[n];
     for (int e = 0; e < E; e++)
         for (int n = 0; n < N; n++) {
             for (int k = 0; k < K; k++)
@@ -280,10 +293,10 @@ static void put_humming(tc_ckpt *c, const moe_spec *m, const expert_data *x)
         }
     char cfg[512], dt[16];
     snprintf(dt, sizeof dt, fp8 ? "float8e4m3" : "uint%d", b);
-    snprintf(cfg, sizeof cfg, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {"
+    snprintf(cfg, sizeof cfg, "{\"torch_dtype\": \"%s\", \"quantization_config\": {"
              "\"quant_method\": \"humming\", \"b_dtype\": \"%s\", \"bs_dtype\": \"%s\", "
              "\"weight_scale_group_size\": %d, \"has_zero_point\": %s}}",
-             dt, x[0].bf ? "bfloat16" : "float16",
+             model_dtype(m), dt, x[0].bf ? "bfloat16" : "float16",
              fp8 ? 0 : m->gs, m->asym ? "true" : "false");
     tc_write(c, cfg, NULL, NULL);
 }
@@ -314,7 +327,8 @@ static void build_set(const moe_spec *m, moe_set *set)
     }
     quant_config(m, cfg, sizeof cfg);
     tc_write(&set->quant, cfg, NULL, NULL);
-    tc_write(&set->fp, "{\"torch_dtype\": \"bfloat16\"}", NULL, NULL);
+    snprintf(cfg, sizeof cfg, "{\"torch_dtype\": \"%s\"}", model_dtype(m));
+    tc_write(&set->fp, cfg, NULL, NULL);
     if (!m->b1 && !m->act_order) put_humming(&set->humming, m, x);
     for (int e = 0; e < m->E; e++) free_expert(&x[e]);
 }
@@ -351,7 +365,7 @@ static void *out_tensor(const char *dir, const char *name, size_t *len)
 static void assert_same_layer(const char *a, const char *b, int want_zero, int want_bias)
 {
     static const char *const roles[] = {".weight", ".weight_scale", ".zero_point",
-                                        ".global_scale", ".bias"};
+                                        ".weight_scale_2", ".bias"};
     for (int r = 0; r < (want_bias < 0 ? 4 : 5); r++) {
         size_t la, lb;
         char name[160];
@@ -665,7 +679,7 @@ static float fp_expert_value(int kind, int K, const uint8_t *w, const uint8_t *s
  * bytes. Returns how many roles were compared. */
 static int assert_slices(const char *stack_dir, const char *dense_dir, int e)
 {
-    static const char *const roles[] = {".weight", ".weight_scale", ".zero_point", ".global_scale", ".bias"};
+    static const char *const roles[] = {".weight", ".weight_scale", ".zero_point", ".weight_scale_2", ".bias"};
     int compared = 0;
     for (int r = 0; r < 5; r++) {
         char a[160], b[160];

@@ -36,7 +36,10 @@ void cli_usage(FILE *out)
             "                       permute (writes P.input_perm) or requant\n"
             "common:\n"
             "  --layout L           canonical (default: Humming's pre-repack checkpoint, what\n"
-            "                       stock vLLM 0.33 loads) or tiles (kernel-ready tiles)\n"
+            "                       stock vLLM 0.33 loads) or tiles (the tensors Humming\n"
+            "                       builds from it at load, as vLLM 0.33 holds them)\n"
+            "  --humming-version V  tiles: the humming-kernels release whose tensors are\n"
+            "                       written; 0.1.19 (default, the one vLLM 0.33 pins) only\n"
             "  --arch SM            sm75 sm80 sm86 sm89 sm90 sm100 sm120\n"
             "                       (default: the recipe's, else the local GPU, else sm90)\n"
             "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
@@ -46,8 +49,7 @@ void cli_usage(FILE *out)
             "                       second read of the input; sizes and mtimes are kept)\n"
             "  --resume             finish an interrupted run from OUT_DIR.partial\n"
             "  --dry-run            print the per-layer plan, write nothing\n"
-            "  --humming-compat     reproduce Humming's bytes where its transform disagrees\n"
-            "                       with its kernel (docs/layout.md); for comparisons only\n"
+
             "verification:\n"
             "  --verify MODE        auto gpu cpu off: check every converted layer with a\n"
             "                       reference GEMM (default auto: GPU if present, else CPU)\n"
@@ -81,6 +83,7 @@ static const char **value_slot(cli_args *a, const char *s, int *is_option)
     if (!strcmp(s, "--input")) return &a->input;
     if (!strcmp(s, "--act-order")) return &a->act_order;
     if (!strcmp(s, "--layout")) return &a->layout;
+    if (!strcmp(s, "--humming-version")) return &a->opts.humming_version;
     for (size_t i = 0; i < sizeof field_flags / sizeof field_flags[0]; i++)
         if (!strcmp(s, field_flags[i][0]) && a->n_fields < 16) {
             a->fields[a->n_fields].key = field_flags[i][1];
@@ -95,7 +98,6 @@ static int set_flag(cli_args *a, const char *s)
     if (!strcmp(s, "--force")) a->opts.force = 1;
     else if (!strcmp(s, "--resume")) a->opts.resume = 1;
     else if (!strcmp(s, "--dry-run")) a->opts.dry_run = 1;
-    else if (!strcmp(s, "--humming-compat")) a->opts.humming_bug_compat = 1;
     else if (!strcmp(s, "--list-formats")) a->list_formats = 1;
     else if (!strcmp(s, "--allow-degraded")) a->opts.allow_degraded = 1;
     else if (!strcmp(s, "--no-input-crc")) a->opts.no_input_crc = 1;

@@ -1,0 +1,245 @@
+/* hc_layout_plan0119.c - the decisions humming-kernels 0.1.19 makes for one
+ * layer (LayerConfig in humming/config/config.py, is_humming_schema_compatible
+ * in humming/schema/humming.py, transform_humming_weight in
+ * humming/transform.py) for the GPUs whose layout we reproduce (sm75-sm90),
+ * and vLLM 0.33's padding (N to a multiple of 256, K to 128). */
+#include "hc_layout.h"
+#include "hc_layout_ops.h"
+
+#include <string.h>
+
+static const hc_format_info *fmt(hc_format_id id) { return hc_format_get(id); }
+
+static int is_int(hc_format_id id) { return fmt(id)->kind != HC_KIND_FLOAT; }
+
+/* Humming's fp8 activation/weight types (e3m4 needs sm100+). */
+static int is_fp8(hc_format_id id)
+{
+    return id == HC_FMT_F8E4M3 || id == HC_FMT_F8E5M2 || id == HC_FMT_F8E3M4;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* get_mma_b_dtype (config/mma.py) for float activations below sm100: the type
+ * the tensor core sees the weight as. */
+static hc_format_id mma_b_type(hc_format_id a, hc_format_id b, int zp)
+{
+    const hc_format_info *bf = fmt(b);
+    if (is_fp8(a) && is_fp8(b)) return b;
+    if (!is_fp8(a) || bf->bits >= fmt(a)->bits) return a;
+    const hc_format_id cand[2] = {a, HC_FMT_F8E4M3};
+    for (int i = 0; i < 2; i++) {
+        const hc_format_info *t = fmt(cand[i]);
+        if (bf->kind != HC_KIND_FLOAT ? bf->bits <= t->man_bits + (zp ? 1 : 2)
+                                      : bf->man_bits <= t->man_bits && bf->exp_bits <= t->exp_bits)
+            return cand[i];
+    }
+    return a;
+}
+
+/* get_dtype_compatibility_error and the activation minimum SM. */
+static hc_status check_dtypes(const hc_layer_config *c, hc_error *err)
+{
+    const hc_format_info *a = fmt(c->act_format);
+    static const struct { hc_format_id a; int sm; } min_sm[] = {
+        {HC_FMT_F16, 75}, {HC_FMT_BF16, 80}, {HC_FMT_INT8, 75}, {HC_FMT_INT4, 75},
+        {HC_FMT_F8E4M3, 89}, {HC_FMT_F8E5M2, 89}};
+    int need = 0;
+    for (size_t i = 0; i < sizeof min_sm / sizeof min_sm[0]; i++)
+        if (min_sm[i].a == c->act_format) need = min_sm[i].sm;
+    if (need == 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "activation format %s: supported are float16, "
+                "bfloat16, float8e4m3, float8e5m2, int8 and int4", a->name);
+    if (c->sm < need)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s activations need sm >= %d (target sm %d)", a->name,
+                need, c->sm);
+    if (c->param_format != HC_FMT_F16 && c->param_format != HC_FMT_BF16)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer dtype %s: supported are float16 and bfloat16",
+                fmt(c->param_format)->name);
+    if (a->bits == 16 && c->act_format != c->param_format)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit activations must be the layer dtype (%s)",
+                fmt(c->param_format)->name);
+    if (c->act_format == HC_FMT_F8E5M2 && c->param_format != HC_FMT_BF16)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e5m2 activations need a bfloat16 layer dtype");
+    if (a->bits == 16 && fmt(c->scale_format)->bits == 16 && c->scale_format != c->act_format &&
+        c->scale_type != HC_SCALE_TENSOR)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit scales must be the activation dtype %s "
+                "(humming-kernels 0.1.19 refuses %s scales)", a->name, fmt(c->scale_format)->name);
+    if (c->act_format == HC_FMT_INT4 && c->sm >= 90) /* humming/tune: b4_allowed_dtypes */
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "humming-kernels 0.1.19 runs int4 activations on "
+                "sm75-sm89 only (vLLM would fall back to int8 activations)");
+    return HC_OK;
+}
+
+/* Weights against integer activations (is_humming_schema_compatible). */
+static hc_status check_int_act(const hc_layer_config *c, hc_error *err)
+{
+    const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
+    if (!is_int(c->weight_format))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with %s activations: integer activations "
+                "take integer weights (MXFP4 x int8, the fused-e8m0 path, is not implemented "
+                "for 0.1.19 yet)", b->name, a->name);
+    if (b->bits > a->bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights with %s activations", b->bits, a->name);
+    if (c->has_zero_point && b->bits == a->bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights with %s activations take no zero "
+                "point", b->bits, a->name);
+    return HC_OK;
+}
+
+/* Weights against float activations: they must fit the MMA type. */
+static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
+{
+    const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
+    hc_format_id mid = mma_b_type(c->act_format, c->weight_format, c->has_zero_point);
+    const hc_format_info *m = fmt(mid);
+    if (mid == HC_FMT_F8E3M4) /* uses_undocumented_fp_operand: cubin patching, sm100+ */
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e3m4 weights with %s activations need sm100+",
+                a->name);
+    if (is_int(c->weight_format)) {
+        int cap = m->man_bits + (c->has_zero_point ? 1 : 2);
+        if (b->bits >= m->bits || b->bits > cap)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit integer weights %s with %s activations: "
+                    "supported up to %d bits", b->bits, c->has_zero_point ? "with zero point" :
+                    "without zero point", a->name, cap < m->bits - 1 ? cap : m->bits - 1);
+        return HC_OK;
+    }
+    if (c->has_zero_point)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "zero points need integer weights (got %s)", b->name);
+    if (b->exp_bits < 1 || b->man_bits > m->man_bits || b->exp_bits > m->exp_bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with %s activations: float weights need "
+                ">= 1 and <= %d exponent bits and <= %d mantissa bits", b->name, a->name,
+                m->exp_bits, m->man_bits);
+    return HC_OK;
+}
+
+/* MXFP4 x fp8 / int8 (use_fused_e8m0_scale). */
+static int is_fused_e8m0(const hc_layer_config *c)
+{
+    return (c->act_format == HC_FMT_F8E4M3 || c->act_format == HC_FMT_INT8) &&
+           c->weight_format == HC_FMT_F4E2M1 && c->scale_format == HC_FMT_F8E8M0 &&
+           c->group_size > 0;
+}
+
+/* Scale type against group sizes (LayerConfig.__post_init__, group limits). */
+static hc_status check_scales(const hc_layer_config *c, hc_error *err)
+{
+    int64_t gs = c->group_size;
+    int a = fmt(c->act_format)->bits;
+    hc_scale_type t = c->scale_type;
+    if ((t == HC_SCALE_CHANNEL || t == HC_SCALE_TENSOR) && gs != 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s scales with group size %lld (must be 0)",
+                hc_scale_type_name(t), (long long)gs);
+    if ((t == HC_SCALE_GROUP || t == HC_SCALE_GROUP_TENSOR || t == HC_SCALE_BLOCK) && gs <= 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s scales need a group size > 0", hc_scale_type_name(t));
+    int64_t min_gs = c->act_format == HC_FMT_INT4 ? 64 : a == 8 ? 32 : 16;
+    if (gs > 0 && gs < min_gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "group size %lld with %s activations: the smallest "
+                "is %lld", (long long)gs, fmt(c->act_format)->name, (long long)min_gs);
+    if (t == HC_SCALE_BLOCK && (c->group_size_n < 2 || c->scale_format != HC_FMT_F32))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales need group_size_n > 1 and float32 scales");
+    if (t != HC_SCALE_BLOCK && c->group_size_n > 1)
+        HC_FAIL(err, HC_ERR_ARG, "group_size_n %lld needs the block scale type",
+                (long long)c->group_size_n);
+    if (c->has_zero_point && t != HC_SCALE_GROUP && t != HC_SCALE_CHANNEL)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "zero points need group or channel scales");
+    if (t == HC_SCALE_GROUP || t == HC_SCALE_CHANNEL || t == HC_SCALE_GROUP_TENSOR) {
+        hc_format_id s = c->scale_format;
+        if (s != HC_FMT_F16 && s != HC_FMT_BF16 && s != HC_FMT_F8E4M3 && s != HC_FMT_F8E5M2 &&
+            s != HC_FMT_F8E8M0)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s scales must be float16, bfloat16, float8e4m3, "
+                    "float8e5m2 or float8e8m0", hc_scale_type_name(t));
+    }
+    return HC_OK;
+}
+
+static hc_status check_config(const hc_layer_config *c, hc_error *err)
+{
+    if (c->sm < 75 || c->sm > 90)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "humming-kernels 0.1.19 tiles are implemented for "
+                "sm75-sm90 (sm%d: its UMMA / MXMMA layouts are not implemented yet)", c->sm);
+    HC_TRY(check_dtypes(c, err));
+    const hc_format_info *b = fmt(c->weight_format);
+    if (b->bits > 8 || b->bits > fmt(c->act_format)->bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights need %s activations", b->bits,
+                b->bits > 4 ? "8- or 16-bit" : "4-, 8- or 16-bit");
+    if (is_fused_e8m0(c))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "MXFP4 weights with %s activations (humming-kernels "
+                "0.1.19's fused-e8m0 path) are not implemented for 0.1.19 yet: use 16-bit "
+                "activations or the canonical layout", fmt(c->act_format)->name);
+    HC_TRY(is_int(c->act_format) ? check_int_act(c, err) : check_float_act(c, err));
+    return check_scales(c, err);
+}
+
+static hc_status check_shape(const hc_layer_config *c, hc_layer_meta *m, hc_error *err)
+{
+    int b = m->weight_bits;
+    if (m->E < 1 || (!m->is_moe && m->E != 1) || m->N < 1 || m->K < 1 ||
+        m->N > INT64_MAX / 64 || m->K > INT64_MAX / 64)
+        HC_FAIL(err, HC_ERR_ARG, "bad layer shape E=%lld N=%lld K=%lld (dense layers have E=1)",
+                (long long)m->E, (long long)m->N, (long long)m->K);
+    if (m->K * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "row-packed %d-bit weights need K*%d to be a multiple "
+                "of 32 (K=%lld)", b, b, (long long)m->K);
+    if (c->has_zero_point && !c->is_fp_zero_point && m->N * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "N-packed %d-bit zero points need N*%d to be a "
+                "multiple of 32 (N=%lld)", b, b, (long long)m->N);
+    if (c->group_size > 0 && (m->K % c->group_size || m->Kp % c->group_size))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "K=%lld (padded %lld) is not a multiple of the group "
+                "size %lld", (long long)m->K, (long long)m->Kp, (long long)c->group_size);
+    if (c->scale_type == HC_SCALE_BLOCK && (m->N % c->group_size_n || m->Np % c->group_size_n))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales need N=%lld and its padding %lld to be "
+                "multiples of the block height %lld", (long long)m->N, (long long)m->Np,
+                (long long)c->group_size_n);
+    return HC_OK;
+}
+
+/* The LayerConfig properties that shape the tensors. */
+static void decide(const hc_layer_config *c, hc_layer_meta *m)
+{
+    int a = m->act_bits, b = m->weight_bits, wint = is_int(c->weight_format);
+    int aint = is_int(c->act_format), zp = c->has_zero_point;
+    m->use_wgmma = c->sm / 10 == 9 && c->act_format != HC_FMT_INT4; /* default MMA only */
+    m->use_ldmatrix_dequant = !zp && wint && ((c->act_format == HC_FMT_INT8 && b == 4) ||
+                                              (c->act_format == HC_FMT_INT4 && b == 2));
+    m->use_flat_weight = m->use_ldmatrix_dequant || a == b;
+    m->use_packed_k_layout = c->sm / 10 == 9 && !m->use_flat_weight && a == 8 && b % 2 == 0 &&
+                             c->group_size == 128;
+    m->transposed_mini_block = m->use_packed_k_layout;
+    m->use_native_dequant = !m->use_flat_weight && c->sm / 10 != 9 && c->sm >= 89 &&
+                            c->act_format == HC_FMT_F16 &&
+                            (c->weight_format == HC_FMT_F8E4M3 || c->weight_format == HC_FMT_F8E5M2);
+    m->to_apply_on_c = c->group_size == 0;  /* should_apply_bs_on_c */
+    m->kernel_weight_signed = wint && aint && a == b;
+    m->int8_byte_flip = c->act_format == HC_FMT_INT8 && wint && b == 8;
+    m->int4_nibble_flip = c->act_format == HC_FMT_INT4 && wint && b == 4;
+    if (wint && !aint && !(zp && c->is_fp_zero_point))
+        m->preprocess_int2fp = a < 16 || (c->act_format == HC_FMT_BF16 && b > (zp ? 6 : 7));
+    m->zp_in_repack = m->preprocess_int2fp && zp && !c->is_fp_zero_point;
+    m->e8m0_as_e5m0 = c->scale_format == HC_FMT_F8E8M0 && c->param_format == HC_FMT_F16 &&
+                      c->scale_type != HC_SCALE_TENSOR;
+    m->scale_type = c->scale_type;
+    m->scale_format = c->scale_format;
+}
+
+hc_status hc_layer_plan_0119(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
+                             int64_t K, hc_layer_meta *m, hc_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->version = HC_HUMMING_0_1_19;
+    HC_TRY(check_config(cfg, err));
+    m->E = E;
+    m->is_moe = is_moe != 0;
+    m->N = N;
+    m->K = K;
+    m->act_bits = fmt(cfg->act_format)->bits;
+    m->weight_bits = fmt(cfg->weight_format)->bits;
+    m->Np = N > 0 && N < INT64_MAX / 64 ? round_up(N, 256) : N;
+    m->Kp = K > 0 && K < INT64_MAX / 64 ? round_up(K, 128) : K;
+    HC_TRY(check_shape(cfg, m, err));
+    m->group_size = cfg->group_size > 0 ? cfg->group_size : m->Kp;
+    m->group_size_n = cfg->scale_type == HC_SCALE_BLOCK ? cfg->group_size_n : 0;
+    m->G = m->Kp / m->group_size;
+    decide(cfg, m);
+    return HC_OK;
+}
