@@ -351,6 +351,21 @@ void hc_ckpt_layer_free(hc_ckpt_layer *l)
     memset(l, 0, sizeof *l);
 }
 
+/* What every reader must hand on: whole groups along K, and rows of whole
+ * 32-bit words (the row-packed form), whatever the source's own shapes allowed. */
+static hc_status check_geometry(const char *prefix, const hc_quant_result *q, hc_error *err)
+{
+    if (q->groups < 1 || q->group_cols * q->groups != q->k)
+        HC_FAIL(err, HC_ERR_FORMAT, "layer %s: K = %lld is not a whole number of scale groups "
+                "(%lld groups of %lld)", prefix, (long long)q->k, (long long)q->groups,
+                (long long)q->group_cols);
+    if (q->k * q->bits % 32 != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: K = %lld %d-bit codes do not fill whole "
+                "32-bit words; Humming's row-packed form cannot hold this layer", prefix,
+                (long long)q->k, q->bits);
+    return HC_OK;
+}
+
 hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
                        const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
                        hc_error *err)
@@ -387,6 +402,7 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
     case HC_CK_FP8: st = hc_ckpt_read_fp8(cfg, model, prefix, opts, out, err); break;
     default: st = hc_error_set(err, HC_ERR_INTERNAL, "%s: unknown layer kind", prefix);
     }
+    if (st == HC_OK) st = check_geometry(prefix, &out->q, err);
     if (st != HC_OK) hc_ckpt_layer_free(out);
     return st;
 }
