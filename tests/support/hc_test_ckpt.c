@@ -69,7 +69,12 @@ void tc_free(tc_ckpt *c)
         hc_tensor_free(&c->t[i]);
         free(c->names[i]);
     }
-    if (c->dir) hc_test_rm_rf(c->dir);
+    if (c->dir) {
+        char *out = tc_out_dir(c->dir);
+        hc_test_rm_rf(out);
+        free(out);
+        hc_test_rm_rf(c->dir);
+    }
     free(c->dir);
     memset(c, 0, sizeof *c);
 }
@@ -142,7 +147,8 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
 {
     static const char *const orders[] = {"refuse", "permute", "requant"};
     const char *cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
-    char *out = hc_test_path_join(dir, "out-cli"), cmd[8192];
+    char *out = tc_out_dir(dir), cmd[8192];
+    strcat(out, "-cli");
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --force -q --act-order %s %s%s "
              "2>/dev/null >/dev/null", cli, dir, out, orders[act_order], format ? "--format " : "",
              format ? format : "");
@@ -172,7 +178,7 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
 static hc_status run_convert(const char *dir, const char *format, int act_order, char **config,
                              int keep, hc_error *err)
 {
-    char *out = hc_test_path_join(dir, "out");
+    char *out = tc_out_dir(dir);
     hc_convert_options o = {.in_dir = dir, .out_dir = out, .sm = 90, .force = 1,
                             .act_order = act_order, .has_target = format != NULL,
                             .choose_target = pick, .choose_ctx = (void *)format};
@@ -188,6 +194,13 @@ static hc_status run_convert(const char *dir, const char *format, int act_order,
     if (!keep) hc_test_rm_rf(out);
     free(out);
     return st;
+}
+
+char *tc_out_dir(const char *dir)
+{
+    char *out = malloc(strlen(dir) + 16);
+    if (out) sprintf(out, "%s-out", dir);
+    return out;
 }
 
 hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
