@@ -6,13 +6,13 @@
 
 #include <cjson/cJSON.h>
 #include <fnmatch.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hc_fs.h"
 #include "hc_model_config.h"
+#include "hc_regex.h"
 
 const char *hc_ckpt_method_name(hc_ckpt_method m)
 {
@@ -48,17 +48,43 @@ static void get_str(const cJSON *o, const char *key, char *dst, size_t len)
     if (cJSON_IsString(v)) snprintf(dst, len, "%s", v->valuestring);
 }
 
-static void add_skips(hc_ckpt_config *c, const cJSON *list)
+/* Checks one pattern of a skip list or target list: it must fit its field
+ * (a cut pattern would match other modules) and, as "re:...", pass the
+ * regex guard. */
+static hc_status check_pattern(const hc_ckpt_config *c, const char *key, const char *s,
+                               size_t room, hc_error *err)
 {
-    const cJSON *it;
-    if (cJSON_IsString(list)) { /* a single name */
-        if (c->n_skip < HC_CKPT_MAX_SKIP)
-            snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", list->valuestring);
-        return;
-    }
+    size_t n = strlen(s);
+    if (n >= room)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%.200s%s' is %zu bytes, longer than the "
+                "%zu this reader holds", c->source_file, key, s, n > 200 ? "..." : "", n,
+                room - 1);
+    if (strncmp(s, "re:", 3) != 0) return HC_OK;
+    hc_regex re;
+    char why[256];
+    if (hc_regex_compile(&re, s + 3, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why) != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%s': bad regular expression: %s",
+                c->source_file, key, s, why);
+    hc_regex_free(&re);
+    return HC_OK;
+}
+
+static hc_status add_skip(hc_ckpt_config *c, const char *key, const char *s, hc_error *err)
+{
+    if (c->n_skip >= HC_CKPT_MAX_SKIP) return HC_OK;
+    HC_TRY(check_pattern(c, key, s, sizeof c->skip[0], err));
+    snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", s);
+    return HC_OK;
+}
+
+/* The skip list under key: a single name or a list of names. */
+static hc_status add_skips(hc_ckpt_config *c, const cJSON *q, const char *key, hc_error *err)
+{
+    const cJSON *list = get(q, key), *it;
+    if (cJSON_IsString(list)) return add_skip(c, key, list->valuestring, err);
     cJSON_ArrayForEach(it, list)
-        if (cJSON_IsString(it) && c->n_skip < HC_CKPT_MAX_SKIP)
-            snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", it->valuestring);
+        if (cJSON_IsString(it)) HC_TRY(add_skip(c, key, it->valuestring, err));
+    return HC_OK;
 }
 
 static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
@@ -81,11 +107,17 @@ static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
     char pack[16] = "int32";
     get_str(q, "pack_dtype", pack, sizeof pack);
     (void)pack; /* the reader follows the qweight dtype */
-    add_skips(c, get(q, "modules_to_not_convert"));
+    HC_TRY(add_skips(c, q, "modules_to_not_convert", err));
     const cJSON *dyn = get(q, "dynamic"), *it;
-    cJSON_ArrayForEach(it, dyn) /* GPTQModel "-:regex" keys skip modules */
-        if (it->string && strncmp(it->string, "-:", 2) == 0 && c->n_skip < HC_CKPT_MAX_SKIP)
-            snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "re:%s", it->string + 2);
+    cJSON_ArrayForEach(it, dyn) { /* GPTQModel "-:regex" keys skip modules */
+        if (it->string == NULL || strncmp(it->string, "-:", 2) != 0) continue;
+        char *pat = malloc(strlen(it->string) + 2);
+        HC_CHECK_ALLOC(err, pat, "dynamic key");
+        sprintf(pat, "re:%s", it->string + 2);
+        hc_status st = add_skip(c, "dynamic", pat, err);
+        free(pat);
+        HC_TRY(st);
+    }
     return HC_OK;
 }
 
@@ -110,18 +142,22 @@ static hc_status parse_awq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
     if (strcmp(c->awq_version, "gemm") != 0 && strcmp(c->awq_version, "gemv") != 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AWQ version \"%s\": supported are gemm and gemv",
                 c->source_file, c->awq_version);
-    add_skips(c, get(q, "modules_to_not_convert"));
+    HC_TRY(add_skips(c, q, "modules_to_not_convert", err));
     c->dialect = HC_SKIP_SUBSTRING;
     return HC_OK;
 }
 
-static void parse_ct_group(const cJSON *g, hc_ckpt_ct_group *out)
+static hc_status parse_ct_group(const hc_ckpt_config *c, const cJSON *g, hc_ckpt_ct_group *out,
+                                hc_error *err)
 {
     const cJSON *w = get(g, "weights"), *t, *it;
     memset(out, 0, sizeof *out);
-    cJSON_ArrayForEach(it, (t = get(g, "targets")))
-        if (cJSON_IsString(it) && out->n_targets < 8)
-            snprintf(out->targets[out->n_targets++], sizeof out->targets[0], "%s", it->valuestring);
+    cJSON_ArrayForEach(it, (t = get(g, "targets"))) {
+        if (!cJSON_IsString(it) || out->n_targets >= 8) continue;
+        HC_TRY(check_pattern(c, "config_groups targets", it->valuestring, sizeof out->targets[0],
+                             err));
+        snprintf(out->targets[out->n_targets++], sizeof out->targets[0], "%s", it->valuestring);
+    }
     get_str(g, "format", out->format, sizeof out->format);
     out->num_bits = (int)get_int(w, "num_bits", 8);
     snprintf(out->type, sizeof out->type, "int");
@@ -135,6 +171,7 @@ static void parse_ct_group(const cJSON *g, hc_ckpt_ct_group *out)
         out->block[0] = (int64_t)cJSON_GetArrayItem(bs, 0)->valuedouble;
         out->block[1] = (int64_t)cJSON_GetArrayItem(bs, 1)->valuedouble;
     }
+    return HC_OK;
 }
 
 static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, hc_error *err)
@@ -163,26 +200,26 @@ static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, hc_error *err)
                 c->ct_format);
     const cJSON *groups = get(q, "config_groups"), *it;
     cJSON_ArrayForEach(it, groups)
-        if (c->n_ct < HC_CKPT_MAX_GROUPS) parse_ct_group(it, &c->ct[c->n_ct++]);
+        if (c->n_ct < HC_CKPT_MAX_GROUPS) HC_TRY(parse_ct_group(c, it, &c->ct[c->n_ct++], err));
     if (c->n_ct == 0)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: compressed-tensors config has no config_groups",
                 c->source_file);
-    add_skips(c, get(q, "ignore"));
+    HC_TRY(add_skips(c, q, "ignore", err));
     c->dialect = HC_SKIP_CT;
     return HC_OK;
 }
 
-static void parse_modelopt(const cJSON *q, hc_ckpt_config *c)
+static hc_status parse_modelopt(const cJSON *q, hc_ckpt_config *c, hc_error *err)
 {
     c->method = HC_CKPT_MODELOPT;
     get_str(q, "quant_algo", c->quant_algo, sizeof c->quant_algo);
     c->group_size = get_int(q, "group_size", 16);
-    add_skips(c, get(q, "exclude_modules"));
-    add_skips(c, get(q, "ignore"));
     c->dialect = HC_SKIP_FNMATCH;
+    HC_TRY(add_skips(c, q, "exclude_modules", err));
+    return add_skips(c, q, "ignore", err);
 }
 
-static void parse_fp8(const cJSON *q, hc_ckpt_config *c)
+static hc_status parse_fp8(const cJSON *q, hc_ckpt_config *c, hc_error *err)
 {
     c->method = HC_CKPT_FP8;
     const cJSON *bs = get(q, "weight_block_size");
@@ -190,9 +227,9 @@ static void parse_fp8(const cJSON *q, hc_ckpt_config *c)
         c->block[0] = (int64_t)cJSON_GetArrayItem(bs, 0)->valuedouble;
         c->block[1] = (int64_t)cJSON_GetArrayItem(bs, 1)->valuedouble;
     }
-    add_skips(c, get(q, "ignored_layers"));
-    add_skips(c, get(q, "modules_to_not_convert"));
     c->dialect = HC_SKIP_SUBSTRING;
+    HC_TRY(add_skips(c, q, "ignored_layers", err));
+    return add_skips(c, q, "modules_to_not_convert", err);
 }
 
 /* quantization_config object of config.json, or a side file's object. */
@@ -205,13 +242,12 @@ static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, hc_error *err)
     if (strcmp(m, "gptq") == 0) return parse_gptq(q, c, err);
     if (strcmp(m, "awq") == 0) return parse_awq(q, c, err);
     if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, err);
-    if (strcmp(m, "modelopt") == 0) { parse_modelopt(q, c); return HC_OK; }
-    if (strcmp(m, "fp8") == 0) { parse_fp8(q, c); return HC_OK; }
+    if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, err);
+    if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, err);
     if (strcmp(m, "mxfp4") == 0) {
         c->method = HC_CKPT_MXFP4;
-        add_skips(c, get(q, "modules_to_not_convert"));
         c->dialect = HC_SKIP_FNMATCH;
-        return HC_OK;
+        return add_skips(c, q, "modules_to_not_convert", err);
     }
     if (m[0] == '\0' && get(q, "w_bit")) return parse_awq(q, c, err); /* old AutoAWQ file */
     if (m[0] == '\0' && get(q, "bits") && (get(q, "desc_act") || get(q, "sym")))
@@ -257,7 +293,7 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
         char pname[32] = "";
         if (producer) get_str(producer, "name", pname, sizeof pname);
         if (i == 0 && strcmp(pname, "modelopt") == 0 && cJSON_IsObject(quant)) {
-            parse_modelopt(quant, cfg);
+            st = parse_modelopt(quant, cfg, err);
             snprintf(cfg->quant_method, sizeof cfg->quant_method, "modelopt");
         } else {
             st = parse_qconfig(cJSON_IsObject(get(side, "quantization_config"))
@@ -275,30 +311,14 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
 
 /* ---- skip lists ---- */
 
-/* Python-style regex to POSIX ERE: \d \w \s classes; match from the start. */
+/* Python re.match of pat (checked by check_pattern when the config was read). */
 static int regex_match_start(const char *pat, const char *name)
 {
-    char ere[512];
-    size_t o = 0;
-    ere[o++] = '^';
-    ere[o++] = '(';
-    for (const char *p = pat; *p && o + 12 < sizeof ere; p++) {
-        if (p[0] == '\\' && (p[1] == 'd' || p[1] == 'w' || p[1] == 's')) {
-            const char *cls = p[1] == 'd' ? "[0-9]" : p[1] == 'w' ? "[A-Za-z0-9_]" : "[ \t]";
-            size_t l = strlen(cls);
-            memcpy(ere + o, cls, l);
-            o += l;
-            p++;
-        } else {
-            ere[o++] = *p;
-        }
-    }
-    ere[o++] = ')';
-    ere[o] = '\0';
-    regex_t re;
-    if (regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0) return 0;
-    int m = regexec(&re, name, 0, NULL, 0) == 0;
-    regfree(&re);
+    hc_regex re;
+    char why[256];
+    if (hc_regex_compile(&re, pat, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why) != 0) return 0;
+    int m = hc_regex_match(&re, name) == 1;
+    hc_regex_free(&re);
     return m;
 }
 

@@ -185,7 +185,7 @@ static hc_status parse_architectures(pctx *c, yaml_node_t *n)
 }
 
 static hc_status compile_or_fail(pctx *c, const yaml_node_t *n, const char *where,
-                                 const char *pattern, regex_t *re)
+                                 const char *pattern, hc_regex *re)
 {
     char why[256];
     if (hc_recipe_compile(pattern, re, why, sizeof why) != 0)
@@ -216,7 +216,6 @@ static hc_status parse_ignore(pctx *c, yaml_node_t *n)
         g->pattern = dupstr(pat);
         HC_CHECK_ALLOC(c->err, g->pattern, "recipe ignore entry");
         HC_TRY(compile_or_fail(c, e, "ignore", pat, &g->re));
-        g->compiled = 1;
     }
     return HC_OK;
 }
@@ -262,7 +261,6 @@ static hc_status parse_rule(pctx *c, yaml_node_t *n, int number)
                 rule->n_targets = i + 1;
                 HC_CHECK_ALLOC(c->err, rule->targets[i], "rule target");
                 HC_TRY(compile_or_fail(c, e, where, pat, &rule->res[i]));
-                rule->n_compiled = i + 1;
             }
         } else if (!strcmp(key, "skip")) {
             HC_TRY(get_bool(c, v, "skip", &rule->skip));
@@ -486,13 +484,13 @@ void hc_recipe_free(hc_recipe *r)
     free(r->description);
     patch_free(&r->defaults);
     for (int i = 0; i < r->n_ignore; i++) {
-        if (r->ignore[i].compiled) regfree(&r->ignore[i].re);
+        hc_regex_free(&r->ignore[i].re);
         free(r->ignore[i].pattern);
     }
     free(r->ignore);
     for (int i = 0; i < r->n_rules; i++) {
         hc_recipe_rule *rule = &r->rules[i];
-        for (int j = 0; j < rule->n_compiled; j++) regfree(&rule->res[j]);
+        for (int j = 0; j < rule->n_targets; j++) hc_regex_free(&rule->res[j]);
         for (int j = 0; j < rule->n_targets; j++) free(rule->targets[j]);
         free(rule->targets);
         free(rule->res);
