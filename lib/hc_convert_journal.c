@@ -224,7 +224,7 @@ static int journal_load(hc_conv_run *run, char fingerprint[24])
 {
     char path[4096], *text = NULL;
     if (hc_path_join(path, sizeof path, run->partial, JOURNAL_NAME, NULL) != HC_OK ||
-        hc_file_read_all(path, &text, NULL, NULL) != HC_OK)
+        hc_fs_read_file(path, HC_FS_MAX_JSON, HC_FS_NOFOLLOW, &text, NULL, NULL) != HC_OK)
         return -1;
     cJSON *root = cJSON_Parse(text);
     free(text);

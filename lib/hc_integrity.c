@@ -5,7 +5,6 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,10 +69,10 @@ void hc_file_crc_free(hc_file_crc *f)
 /* Whole-file CRC by reading. */
 static hc_status crc_plain(const char *path, hc_file_crc *out, hc_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    int bad = fstat(fd, &sb) != 0 || crc_range(fd, 0, (uint64_t)sb.st_size, &out->crc) != 0;
+    HC_TRY(hc_fs_open_regular(path, 0, &fd, &sb, err));
+    int bad = crc_range(fd, 0, (uint64_t)sb.st_size, &out->crc) != 0;
     int saved = errno;
     close(fd);
     if (bad) HC_FAIL(err, HC_ERR_IO, "%s: read failed: %s", path, strerror(saved));
@@ -90,10 +89,9 @@ static hc_status crc_safetensors(const char *path, hc_file_crc *out, hc_error *e
     uint64_t data_bytes = 0;
     out->tensors = calloc(n ? n : 1, sizeof *out->tensors);
     hc_status st = out->tensors ? HC_OK : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-    int fd = st == HC_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int fd = -1;
     struct stat sb;
-    if (st == HC_OK && (fd < 0 || fstat(fd, &sb) != 0))
-        st = hc_error_set(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (st == HC_OK) st = hc_fs_open_regular(path, 0, &fd, &sb, err);
     for (size_t i = 0; st == HC_OK && i < n; i++) data_bytes += hc_st_tensor_at(f, i)->nbytes;
     if (st == HC_OK) {
         out->size = (uint64_t)sb.st_size;
@@ -274,7 +272,7 @@ hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err
     char path[4096], tmp[4200], *text = NULL;
     HC_TRY(hc_path_join(path, sizeof path, dir, HC_MANIFEST_NAME, err));
     if (!hc_path_exists(path)) return HC_OK;
-    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    HC_TRY(hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, err));
     cJSON *root = cJSON_Parse(text);
     free(text);
     cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
@@ -348,8 +346,8 @@ static int json_crc(const cJSON *o, const char *key, uint32_t *out)
 static void locate_tensors(const char *path, const char *name, const cJSON *entry,
                            hc_check_fn fn, void *ctx, int *count)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+    int fd;
+    if (hc_fs_open_regular(path, 0, &fd, NULL, NULL) != HC_OK) return;
     uint64_t header_end = 0;
     uint32_t want_h, got_h;
     int found = 0;
@@ -408,11 +406,17 @@ static void check_file(const char *dir, const cJSON *entry, hc_check_fn fn, void
         problem(fn, ctx, count, "%s: missing", name);
         return;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int bad = fd < 0 || crc_range(fd, 0, (uint64_t)sb.st_size, &got) != 0;
-    if (fd >= 0) close(fd);
+    hc_error e;
+    int fd;
+    if (hc_fs_open_regular(path, 0, &fd, &sb, &e) != HC_OK) {
+        problem(fn, ctx, count, "%s", e.msg); /* a FIFO or device: never waited on */
+        return;
+    }
+    int bad = crc_range(fd, 0, (uint64_t)sb.st_size, &got) != 0;
+    int saved = errno;
+    close(fd);
     if (bad) {
-        problem(fn, ctx, count, "%s: cannot read: %s", name, strerror(errno));
+        problem(fn, ctx, count, "%s: cannot read: %s", name, strerror(saved));
         return;
     }
     if ((uint64_t)sb.st_size != size)
@@ -434,7 +438,7 @@ hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems
     HC_TRY(hc_path_join(path, sizeof path, dir, HC_MANIFEST_NAME, err));
     if (!hc_path_exists(path))
         HC_FAIL(err, HC_ERR_IO, "%s: missing (not a complete humming-convert output)", path);
-    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    HC_TRY(hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, err));
     cJSON *root = cJSON_Parse(text);
     free(text);
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");

@@ -2,18 +2,17 @@
  * docs/recipes.md). Parsed with libyaml's document API; every node keeps its
  * start mark, so each error names the file, line and column. */
 #include "hc_recipe.h"
+#include "hc_fs.h"
 #include "hc_model_config.h"
 #include "hc_recipe_internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <yaml.h>
 
-#define RECIPE_MAX_BYTES (16u << 20)
+#define RECIPE_MAX_BYTES ((size_t)16 << 20)
 
 typedef struct {
     const char *file;     /* for messages */
@@ -421,36 +420,9 @@ hc_status hc_recipe_parse_text(const char *text, const char *name_for_messages, 
 hc_status hc_recipe_load(const char *path, hc_recipe **out, hc_error *err)
 {
     if (path == NULL || out == NULL) HC_FAIL(err, HC_ERR_ARG, "hc_recipe_load: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) HC_FAIL(err, HC_ERR_IO, "%s: cannot open recipe: %s", path, strerror(errno));
-    struct stat stt;
-    if (fstat(fileno(f), &stt) != 0 || !S_ISREG(stt.st_mode)) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_IO, "%s: not a regular file", path);
-    }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_IO, "%s: cannot read recipe (not a regular file?)", path);
-    }
-    if ((unsigned long)size > RECIPE_MAX_BYTES) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: recipe larger than %u bytes", path, RECIPE_MAX_BYTES);
-    }
-    char *buf = malloc((size_t)size + 1);
-    if (buf == NULL) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    size_t n = fread(buf, 1, (size_t)size, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        HC_FAIL(err, HC_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = '\0';
+    char *buf = NULL;
+    size_t n = 0;
+    HC_TRY_CTX(err, hc_fs_read_file(path, RECIPE_MAX_BYTES, 0, &buf, &n, err), "recipe ");
     if (strlen(buf) != n) {
         free(buf);
         HC_FAIL(err, HC_ERR_FORMAT, "%s: recipe contains a NUL byte", path);

@@ -4,13 +4,13 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hc_fs.h"
 #include "hc_utf8.h"
 
 #define META_KEY "__metadata__"
@@ -34,24 +34,21 @@ typedef unsigned long long ull;
 
 static uint64_t data_len(const hc_st_file *f) { return f->size - 8 - f->hlen; }
 
+/* Maps the file read-only; messages name the path (hc_fs_open_regular's do). */
 static hc_status map_file(hc_st_file *f, hc_error *err)
 {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) HC_FAIL(err, HC_ERR_IO, "cannot open: %s", strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        HC_FAIL(err, HC_ERR_IO, "not a readable regular file");
-    }
+    HC_TRY(hc_fs_open_regular(f->path, 0, &fd, &st, err));
     if (st.st_size < 8) {
         close(fd);
-        HC_FAIL(err, HC_ERR_FORMAT, "file is %lld bytes, shorter than the 8-byte header length",
-                (long long)st.st_size);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: file is %lld bytes, shorter than the 8-byte header "
+                "length", f->path, (long long)st.st_size);
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
-    if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "cannot map file: %s", strerror(e));
+    if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "%s: cannot map file: %s", f->path, strerror(e));
     f->map = p;
     f->size = (size_t)st.st_size;
     f->mapped = 1;
@@ -375,9 +372,11 @@ static hc_status open_common(const char *path, const void *data, size_t len, hc_
         f->map = data;
         f->size = len;
         st = validate(f, err);
-    } else {
-        st = map_file(f, err);
-        if (st == HC_OK) st = validate(f, err);
+    } else if ((st = map_file(f, err)) == HC_OK) {
+        st = validate(f, err);
+    } else { /* map_file's messages name the path already */
+        hc_st_close(f);
+        return st;
     }
     if (st != HC_OK) {
         hc_st_close(f);
