@@ -12,13 +12,21 @@
 #include <string.h>
 #include <yaml.h>
 
+/* Limits (docs/recipes.md, "Limits"): libyaml's loader takes time quadratic
+ * in the nesting depth (100k levels: over a minute) and memory per node, and
+ * every pattern is a compiled regex of tens of KiB in glibc (200k patterns:
+ * 7 GB). A recipe needs 4 levels and a few dozen patterns. */
 #define RECIPE_MAX_BYTES ((size_t)16 << 20)
+#define RECIPE_MAX_DEPTH 64
+#define RECIPE_MAX_NODES 100000
+#define RECIPE_MAX_PATTERNS 4096
 
 typedef struct {
     const char *file;     /* for messages */
     yaml_document_t *doc;
     hc_recipe *r;
     hc_error *err;
+    int n_patterns;       /* compiled so far (an alias counts each time) */
 } pctx;
 
 static hc_status perr(pctx *c, const yaml_node_t *n, const char *fmt, ...)
@@ -187,6 +195,9 @@ static hc_status compile_or_fail(pctx *c, const yaml_node_t *n, const char *wher
                                  const char *pattern, hc_regex *re)
 {
     char why[256];
+    if (++c->n_patterns > RECIPE_MAX_PATTERNS)
+        return perr(c, n, "%s: more than %d patterns in one recipe (ignore entries and targets "
+                    "together)", where, RECIPE_MAX_PATTERNS);
     if (hc_recipe_compile(pattern, re, why, sizeof why) != 0)
         return perr(c, n, "%s: bad regular expression '%s': %s", where, pattern, why);
     return HC_OK;
@@ -353,22 +364,61 @@ static hc_status prepend_builtin(hc_recipe *r, hc_error *err)
     return HC_OK;
 }
 
+/* A first pass over the event stream, before libyaml builds the document:
+ * refuses a stream nested deeper than RECIPE_MAX_DEPTH or holding more than
+ * RECIPE_MAX_NODES nodes as soon as it gets there. Syntax errors are left
+ * to the loader, which reports them with their position. */
+static hc_status check_shape(const char *text, size_t len, const char *file, hc_error *err)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory starting the YAML parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0;
+    long nodes = 0;
+    hc_status st = HC_OK;
+    yaml_event_t ev;
+    while (st == HC_OK && yaml_parser_parse(&p, &ev)) {
+        yaml_event_type_t t = ev.type;
+        size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+        yaml_event_delete(&ev);
+        if (t == YAML_STREAM_END_EVENT) break;
+        depth += t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+        depth -= t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT;
+        nodes += t == YAML_SCALAR_EVENT || t == YAML_ALIAS_EVENT ||
+                 t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+        if (depth > RECIPE_MAX_DEPTH)
+            st = hc_error_set(err, HC_ERR_FORMAT, "%s:%zu:%zu: nested more than %d levels deep "
+                              "(a recipe needs 4)", file, line, col, RECIPE_MAX_DEPTH);
+        else if (nodes > RECIPE_MAX_NODES)
+            st = hc_error_set(err, HC_ERR_FORMAT, "%s:%zu:%zu: more than %d YAML nodes (values, "
+                              "lists, mappings)", file, line, col, RECIPE_MAX_NODES);
+    }
+    yaml_parser_delete(&p);
+    return st;
+}
+
 hc_status hc_recipe_parse_text(const char *text, const char *name_for_messages, hc_recipe **out,
                                hc_error *err)
 {
     if (text == NULL || out == NULL) HC_FAIL(err, HC_ERR_ARG, "hc_recipe_parse_text: NULL argument");
     const char *file = name_for_messages ? name_for_messages : "<recipe>";
+    size_t len = strnlen(text, RECIPE_MAX_BYTES + 1);
+    if (len > RECIPE_MAX_BYTES)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: larger than the limit of %zu bytes for a recipe", file,
+                RECIPE_MAX_BYTES);
+    HC_TRY(check_shape(text, len, file, err));
     hc_recipe *r = calloc(1, sizeof *r);
     HC_CHECK_ALLOC(err, r, "recipe");
     yaml_parser_t parser;
     yaml_document_t doc;
-    pctx c = {file, &doc, r, err};
+    pctx c = {file, &doc, r, err, 0};
     hc_status st = HC_OK;
     if (!yaml_parser_initialize(&parser)) {
         free(r);
         HC_FAIL(err, HC_ERR_NOMEM, "out of memory starting the YAML parser");
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         st = hc_error_set(err, HC_ERR_FORMAT, "%s:%zu:%zu: YAML syntax error: %s%s%s", file,
                           (size_t)parser.problem_mark.line + 1, (size_t)parser.problem_mark.column + 1,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hc_model_config.h"
@@ -191,6 +192,63 @@ static void test_recipe_patterns(void **state)
     hc_recipe_free(r);
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Builds head + n x item + tail into a malloc'ed string. */
+static char *repeat(const char *head, const char *item, int n, const char *tail)
+{
+    size_t a = strlen(head), b = strlen(item), c = strlen(tail);
+    char *s = malloc(a + (size_t)n * b + c + 1), *p = s;
+    assert_non_null(s);
+    memcpy(p, head, a), p += a;
+    for (int i = 0; i < n; i++) memcpy(p, item, b), p += b;
+    memcpy(p, tail, c + 1);
+    return s;
+}
+
+/* Recipes libyaml or glibc would spend minutes or gigabytes on are refused
+ * at once: deep nesting (quadratic in libyaml's loader: 100k flow levels took
+ * 23 s), too many nodes, too many patterns (each a compiled regex; an alias
+ * counts each time it is used). */
+static void test_recipe_size_limits(void **state)
+{
+    (void)state;
+    char *deep = repeat("ignore: ", "[", 100000, "");
+    char *tail = repeat(deep, "]", 100000, "\n");
+    double t0 = now_s();
+    recipe_expect(tail, "nested more than 64 levels deep");
+    free(deep), free(tail);
+    deep = repeat("ignore:\n  ", "- ", 100000, "a\n");
+    recipe_expect(deep, "nested more than 64 levels deep");
+    free(deep);
+    char *many = repeat("ignore:\n", "  - a\n", 200000, "");
+    recipe_expect(many, "more than 100000 YAML nodes");
+    free(many);
+    many = repeat("ignore:\n", "  - a\n", 4097, "");
+    recipe_expect(many, "limits.yaml:4098:5: ignore: more than 4096 patterns");
+    free(many);
+    char *targets = repeat("rules:\n  - &r {skip: true, targets: [a", ", a", 999, "]}\n");
+    char *aliased = repeat(targets, "  - *r\n", 5, "");
+    recipe_expect(aliased, "more than 4096 patterns");
+    free(targets), free(aliased);
+    double t = now_s() - t0;
+    printf("  five oversized recipes refused in %.3f s\n", t);
+    assert_true(t < 5.0);
+    /* just under the pattern limit (the 8 built-in ignores make 4096) it loads */
+    many = repeat("ignore:\n", "  - a\n", 4096 - 8, "");
+    hc_recipe *r = NULL;
+    hc_error e;
+    assert_int_equal(hc_recipe_parse_text(many, "ok.yaml", &r, &e), HC_OK);
+    assert_int_equal(hc_recipe_ignore_count(r), 4096);
+    hc_recipe_free(r);
+    free(many);
+}
+
 static void config_expect(const char *q, hc_status want, const char *needle)
 {
     char json[512];
@@ -263,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_group_sizes_fields),
         cmocka_unit_test(test_group_sizes_recipes),
         cmocka_unit_test(test_recipe_patterns),
+        cmocka_unit_test(test_recipe_size_limits),
         cmocka_unit_test(test_group_sizes_config),
         cmocka_unit_test(test_nonfinite_weights),
     };
