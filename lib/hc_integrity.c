@@ -317,7 +317,7 @@ static void problem(hc_check_fn fn, void *ctx, int *count, const char *fmt, ...)
     char line[1536];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    hc_vsnprintf_elide(line, sizeof line, fmt, ap);
     va_end(ap);
     (*count)++;
     if (fn) fn(ctx, line);

@@ -25,6 +25,10 @@
 
 /* Largest header the reference implementation accepts (and we write). */
 #define HC_ST_MAX_HEADER 100000000ULL
+/* Longest tensor name read or written, in bytes: longer ones are refused
+ * (real names are under 200 bytes; every regex runs on names up to this
+ * length, HC_REGEX_MAX_SUBJECT, in bounded time). */
+#define HC_ST_MAX_NAME 4096
 
 /* One tensor of an open file. Owned by the file (or model) handle: valid
  * until that handle is closed. `data` points into a read-only mapping of the

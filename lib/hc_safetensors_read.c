@@ -282,6 +282,10 @@ static hc_status collect(hc_st_file *f, hc_error *err)
     HC_CHECK_ALLOC(err, f->tensors, "tensor table");
     for (const cJSON *c = f->root->child; c; c = c->next) {
         if (strcmp(c->string, META_KEY) == 0) continue;
+        size_t len = strlen(c->string);
+        if (len > HC_ST_MAX_NAME)
+            HC_FAIL(err, HC_ERR_FORMAT, "tensor '%.200s...': the name is %zu bytes, longer than "
+                    "the limit of %d", c->string, len, HC_ST_MAX_NAME);
         HC_TRY_CTX(err, parse_entry(f, c, &f->tensors[f->count], err), "tensor '%s': ", c->string);
         f->count++;
     }

@@ -249,6 +249,40 @@ static void test_recipe_size_limits(void **state)
     free(many);
 }
 
+/* A long tensor name in a message is cut, not the reason after it. */
+static void test_long_names_in_messages(void **state)
+{
+    (void)state;
+    char *name = repeat("model.", "x", 3000, ".weight");
+    hc_error e;
+    hc_error_set(&e, HC_ERR_FORMAT, "/data/in/model.safetensors: tensor '%s': unknown dtype "
+                 "\"F12\"", name);
+    printf("  %s\n", e.msg);
+    assert_true(strlen(e.msg) < HC_ERROR_MSG_MAX);
+    assert_non_null(strstr(e.msg, "/data/in/model.safetensors: tensor 'model.xxx"));
+    assert_non_null(strstr(e.msg, " ... "));
+    assert_non_null(strstr(e.msg, "xxx.weight': unknown dtype \"F12\""));
+    /* a context prefix with the name, added in front of a short reason */
+    hc_error_set(&e, HC_ERR_FORMAT, "shape[0] is negative");
+    hc_error_prefix(&e, "limits.safetensors: tensor '%s': ", name);
+    assert_non_null(strstr(e.msg, "limits.safetensors: tensor 'model.x"));
+    assert_non_null(strstr(e.msg, "': shape[0] is negative"));
+    /* the reader: a 3000-byte name with a bad dtype, and a name past the limit */
+    unsigned char buf[12000];
+    char header[11000];
+    snprintf(header, sizeof header, "{\"%s\": {\"dtype\": \"F12\", \"shape\": [], "
+             "\"data_offsets\": [0, 0]}}", name);
+    st_expect(buf, st_bytes(buf, sizeof buf, strlen(header), header), "unknown dtype \"F12\"");
+    free(name);
+    name = repeat("", "y", HC_ST_MAX_NAME + 1, "");
+    snprintf(header, sizeof header, "{\"%s\": {\"dtype\": \"F32\", \"shape\": [], "
+             "\"data_offsets\": [0, 4]}}", name);
+    size_t n = st_bytes(buf, sizeof buf, strlen(header), header);
+    memset(buf + n, 0, 4);
+    st_expect(buf, n + 4, "the name is 4097 bytes, longer than the limit of 4096");
+    free(name);
+}
+
 static void config_expect(const char *q, hc_status want, const char *needle)
 {
     char json[512];
@@ -322,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_group_sizes_recipes),
         cmocka_unit_test(test_recipe_patterns),
         cmocka_unit_test(test_recipe_size_limits),
+        cmocka_unit_test(test_long_names_in_messages),
         cmocka_unit_test(test_group_sizes_config),
         cmocka_unit_test(test_nonfinite_weights),
     };
