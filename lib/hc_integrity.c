@@ -170,12 +170,15 @@ static cJSON *input_json(const hc_input_file *in)
 {
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NULL;
-    char mt[48];
+    char mt[48], ct[48];
     snprintf(mt, sizeof mt, "%lld.%09lld", (long long)(in->mtime_ns / 1000000000),
              (long long)(in->mtime_ns % 1000000000));
+    snprintf(ct, sizeof ct, "%lld.%09lld", (long long)(in->ctime_ns / 1000000000),
+             (long long)(in->ctime_ns % 1000000000));
     cJSON_AddStringToObject(o, "name", in->name);
     cJSON_AddNumberToObject(o, "size", (double)in->size);
     cJSON_AddStringToObject(o, "mtime", mt);
+    cJSON_AddStringToObject(o, "ctime", ct);
     if (in->has_crc) add_crc(o, "crc32", in->crc);
     else cJSON_AddNullToObject(o, "crc32");
     return o;

@@ -38,11 +38,14 @@ typedef struct {
 hc_status hc_file_crc_compute(const char *dir, const char *name, hc_file_crc *out, hc_error *err);
 void hc_file_crc_free(hc_file_crc *f);
 
-/* One input file as recorded at plan time. */
+/* One input file as recorded at plan time. ctime (and the inode) cannot be
+ * set back by the writer, so a file rewritten in place with its size and
+ * mtime restored is still noticed. */
 typedef struct {
     char *name;             /* relative to IN_DIR */
     uint64_t size;
-    int64_t mtime_ns;
+    int64_t mtime_ns, ctime_ns;
+    uint64_t dev, ino;
     int has_crc;
     uint32_t crc;
 } hc_input_file;

@@ -138,8 +138,32 @@ static void test_truncated_input_shard(void **state)
     free(shard);
 }
 
+enum { CHANGE_SIZE, CHANGE_MTIME, CHANGE_BYTES_MTIME_KEPT };
+
+/* Rewrites bytes in the middle of path in place (same size) and sets its
+ * mtime back: only ctime tells. */
+static void rewrite_keep_mtime(const char *path)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char b[64];
+    off_t at = sb.st_size / 2;
+    assert_int_equal(pread(fd, b, sizeof b, at), (ssize_t)sizeof b);
+    for (size_t i = 0; i < sizeof b; i++) b[i] ^= 0x5a;
+    assert_int_equal(pwrite(fd, b, sizeof b, at), (ssize_t)sizeof b);
+    close(fd);
+    struct timespec ts[2] = {sb.st_atim, sb.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    struct stat after;
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(after.st_size, sb.st_size);
+    assert_memory_equal(&after.st_mtim, &sb.st_mtim, sizeof sb.st_mtim);
+}
+
 /* Pauses the run after the first shard, changes the input, lets it go on. */
-static void change_during_run(fixture *f, int size_change)
+static void change_during_run(fixture *f, int how)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -158,25 +182,38 @@ static void change_during_run(fixture *f, int size_change)
         if (!paused) usleep(10000);
     }
     assert_true(paused);
-    const char *changed = size_change ? "generation_config.json" : "model.safetensors";
+    const char *changed = how == CHANGE_SIZE ? "generation_config.json" : "model.safetensors";
     char *path = hc_test_path_join(f->in, changed);
-    if (size_change) {
+    if (how == CHANGE_SIZE) {
         FILE *fp = fopen(path, "a");
         fputs("\n", fp);
         fclose(fp);
-    } else { /* same bytes, new mtime */
+    } else if (how == CHANGE_MTIME) { /* same bytes, new mtime */
         struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
         assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    } else {
+        rewrite_keep_mtime(path);
     }
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     assert_clean_failure(f, f->out, rc, changed, "changed during the run");
+    if (how == CHANGE_BYTES_MTIME_KEPT) {
+        char *log = hc_test_read_file(f->log, NULL);
+        assert_non_null(strstr(log, "ctime"));
+        free(log);
+    }
     free(path);
 }
 
-static void test_input_changed_size(void **state) { change_during_run(*state, 1); }
-static void test_input_changed_mtime(void **state) { change_during_run(*state, 0); }
+static void test_input_changed_size(void **state) { change_during_run(*state, CHANGE_SIZE); }
+static void test_input_changed_mtime(void **state) { change_during_run(*state, CHANGE_MTIME); }
+/* an input rewritten in place between shards with its mtime set back: the
+ * output would mix two inputs */
+static void test_input_rewritten_mtime_kept(void **state)
+{
+    change_during_run(*state, CHANGE_BYTES_MTIME_KEPT);
+}
 
 static void test_permission_denied(void **state)
 {
@@ -291,6 +328,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated_input_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_changed_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_changed_mtime, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_rewritten_mtime_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
