@@ -210,6 +210,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     if (st == HC_OK && ref == NULL) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
     if (st == HC_OK && ref != NULL && bias) bias_to_float(&pre->bias, bias, nb);
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
+    if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
         hc_verify_source src = {ref ? ref : W, bias,
                                 ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
@@ -308,6 +309,9 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
         st = load_role(t, ot[r], err);
     }
     if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
+    /* at the layer boundary: nothing read past a truncation (hc_sigbus.h) */
+    if (st == HC_OK) st = hc_st_model_check(plan->model, err);
+    if (st == HC_OK) st = out_model ? hc_st_model_check(out_model, err) : hc_st_check(f, err);
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&post);
     free(ref);

@@ -115,6 +115,7 @@ static hc_status crc_safetensors(const char *path, hc_file_crc *out, hc_error *e
         out->crc = (uint32_t)crc32_combine(out->crc, tc->crc, (z_off_t)t->nbytes);
         hc_st_release(f, t);
     }
+    if (st == HC_OK) st = hc_st_check(f, err); /* no CRC of zeros read past a truncation */
     if (fd >= 0) close(fd);
     hc_st_close(f);
     return st;

@@ -343,6 +343,19 @@ const hc_st_file *hc_st_model_file_at(const hc_st_model *m, size_t i)
     return i < m->nfiles ? m->files[i] : NULL;
 }
 
+hc_status hc_st_model_check(const hc_st_model *m, hc_error *err)
+{
+    for (size_t i = 0; m && i < m->nfiles; i++) HC_TRY(hc_st_check(m->files[i], err));
+    return HC_OK;
+}
+
+hc_status hc_st_model_check_tensor(const hc_st_model *m, const hc_st_tensor *t, hc_error *err)
+{
+    for (size_t i = 0; m && t && i < m->nfiles; i++)
+        if (hc_st_holds(m->files[i], t)) return hc_st_check(m->files[i], err);
+    return HC_OK;
+}
+
 void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d)
 {
     for (size_t i = 0; m && d && i < hc_st_model_file_count(m); i++)

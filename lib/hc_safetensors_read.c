@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hc_fs.h"
+#include "hc_sigbus.h"
 #include "hc_utf8.h"
 
 #define META_KEY "__metadata__"
@@ -21,6 +22,9 @@ struct hc_st_file {
     const unsigned char *map; /* whole file, PROT_READ (or the caller's buffer) */
     size_t size;
     int mapped;               /* 1: map is our mmap, 0: borrowed from hc_st_open_buffer */
+    int guard;                /* hc_sigbus slot of the mapping, or -1 */
+    dev_t dev;                /* the mapped file, for hc_st_check */
+    ino_t ino;
     uint64_t hlen;            /* N: header bytes after the 8-byte prefix */
     cJSON *root;              /* parsed header; names and metadata point into it */
     const cJSON *meta;        /* "__metadata__" object or NULL */
@@ -52,6 +56,9 @@ static hc_status map_file(hc_st_file *f, hc_error *err)
     f->map = p;
     f->size = (size_t)st.st_size;
     f->mapped = 1;
+    f->guard = hc_sigbus_watch(p, f->size);
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
     return HC_OK;
 }
 
@@ -366,6 +373,7 @@ static hc_status open_common(const char *path, const void *data, size_t len, hc_
     *out = NULL;
     hc_st_file *f = calloc(1, sizeof *f);
     HC_CHECK_ALLOC(err, f, "safetensors handle");
+    f->guard = -1;
     f->path = strdup(path);
     if (f->path == NULL) {
         free(f);
@@ -411,12 +419,33 @@ hc_status hc_st_open_buffer(const void *data, size_t len, const char *name, hc_s
 void hc_st_close(hc_st_file *f)
 {
     if (f == NULL) return;
+    hc_sigbus_unwatch(f->guard);
     if (f->map && f->mapped) munmap((void *)f->map, f->size);
     cJSON_Delete(f->root);
     free(f->tensors);
     free(f->by_name);
     free(f->path);
     free(f);
+}
+
+hc_status hc_st_check(const hc_st_file *f, hc_error *err)
+{
+    if (f == NULL || !f->mapped) return HC_OK;
+    struct stat sb;
+    int same = stat(f->path, &sb) == 0 && sb.st_dev == f->dev && sb.st_ino == f->ino;
+    if (same && (uint64_t)sb.st_size < (uint64_t)f->size)
+        HC_FAIL(err, HC_ERR_IO, "%s: truncated while being read (%zu -> %lld bytes); what was "
+                "read from it is not used", f->path, f->size, (long long)sb.st_size);
+    if (hc_sigbus_faults(f->guard))
+        HC_FAIL(err, HC_ERR_IO, "%s: a read of the file failed (SIGBUS: truncated, or an I/O "
+                "error of its storage); what was read from it is not used", f->path);
+    return HC_OK;
+}
+
+int hc_st_holds(const hc_st_file *f, const hc_st_tensor *t)
+{
+    uintptr_t a = (uintptr_t)t, b = f ? (uintptr_t)f->tensors : 0;
+    return f && t && f->count && a >= b && a < b + f->count * sizeof *f->tensors;
 }
 
 const char *hc_st_path(const hc_st_file *f) { return f->path; }

@@ -138,7 +138,11 @@ static void test_truncated_input_shard(void **state)
     free(shard);
 }
 
-enum { CHANGE_SIZE, CHANGE_MTIME, CHANGE_BYTES_MTIME_KEPT };
+enum { CHANGE_SIZE, CHANGE_MTIME, CHANGE_BYTES_MTIME_KEPT, CHANGE_TRUNCATE };
+
+/* Shard 2 of the run below ends with a copied tensor, shard 3 begins with a
+ * layer: a truncation after shard 1 is met by write() from the mapping
+ * (EFAULT), after shard 2 by the layer's reads (SIGBUS). */
 
 /* Rewrites bytes in the middle of path in place (same size) and sets its
  * mtime back: only ctime tells. */
@@ -162,14 +166,17 @@ static void rewrite_keep_mtime(const char *path)
     assert_memory_equal(&after.st_mtim, &sb.st_mtim, sizeof sb.st_mtim);
 }
 
-/* Pauses the run after the first shard, changes the input, lets it go on. */
-static void change_during_run(fixture *f, int how)
+/* Pauses the run after shard `after` (1-based), changes the input, lets it go on. */
+static void change_during_run(fixture *f, int how, int after)
 {
+    char point[32], pause[40];
+    snprintf(point, sizeof point, "after_shard_%d", after);
+    snprintf(pause, sizeof pause, "%s:3", point);
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(f->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 2);
-        setenv("HC_TEST_PAUSE_AT", "after_shard_1:3", 1);
+        setenv("HC_TEST_PAUSE_AT", pause, 1);
         execl(f->cli, f->cli, f->in, f->out, "--max-shard-size", "64K", "--verify", "off",
               (char *)NULL);
         _exit(127);
@@ -177,14 +184,18 @@ static void change_during_run(fixture *f, int how)
     int paused = 0;
     for (int i = 0; i < 3000 && !paused; i++) {
         char *log = hc_test_read_file(f->log, NULL);
-        paused = log && strstr(log, "test: paused at after_shard_1") != NULL;
+        paused = log && strstr(log, point) != NULL;
         free(log);
         if (!paused) usleep(10000);
     }
     assert_true(paused);
     const char *changed = how == CHANGE_SIZE ? "generation_config.json" : "model.safetensors";
     char *path = hc_test_path_join(f->in, changed);
-    if (how == CHANGE_SIZE) {
+    struct stat sb;
+    if (how == CHANGE_TRUNCATE) { /* to 4 KiB: the next tensors' pages raise SIGBUS */
+        assert_int_equal(stat(path, &sb), 0);
+        assert_int_equal(truncate(path, 4096), 0);
+    } else if (how == CHANGE_SIZE) {
         FILE *fp = fopen(path, "a");
         fputs("\n", fp);
         fclose(fp);
@@ -197,7 +208,9 @@ static void change_during_run(fixture *f, int how)
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    assert_clean_failure(f, f->out, rc, changed, "changed during the run");
+    assert_clean_failure(f, f->out, rc, changed,
+                         how == CHANGE_TRUNCATE ? "truncated while being read"
+                                                : "changed during the run");
     if (how == CHANGE_BYTES_MTIME_KEPT) {
         char *log = hc_test_read_file(f->log, NULL);
         assert_non_null(strstr(log, "ctime"));
@@ -206,13 +219,25 @@ static void change_during_run(fixture *f, int how)
     free(path);
 }
 
-static void test_input_changed_size(void **state) { change_during_run(*state, CHANGE_SIZE); }
-static void test_input_changed_mtime(void **state) { change_during_run(*state, CHANGE_MTIME); }
+static void test_input_changed_size(void **state) { change_during_run(*state, CHANGE_SIZE, 1); }
+static void test_input_changed_mtime(void **state) { change_during_run(*state, CHANGE_MTIME, 1); }
 /* an input rewritten in place between shards with its mtime set back: the
  * output would mix two inputs */
 static void test_input_rewritten_mtime_kept(void **state)
 {
-    change_during_run(*state, CHANGE_BYTES_MTIME_KEPT);
+    change_during_run(*state, CHANGE_BYTES_MTIME_KEPT, 1);
+}
+/* the mapped input shard truncated between two output shards: the next
+ * layer's read raised SIGBUS and killed the run (now it gets zeros and the
+ * tensor boundary after it fails the run naming the input); a copied
+ * tensor's write() failed with "Bad address" naming the output */
+static void test_input_truncated_before_layer(void **state)
+{
+    change_during_run(*state, CHANGE_TRUNCATE, 2);
+}
+static void test_input_truncated_before_copy(void **state)
+{
+    change_during_run(*state, CHANGE_TRUNCATE, 1);
 }
 
 static void test_permission_denied(void **state)
@@ -329,6 +354,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_input_changed_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_changed_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_rewritten_mtime_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_truncated_before_layer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_truncated_before_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
