@@ -232,13 +232,19 @@ hc_status hc_conv_journal_save(hc_conv_run *run, hc_error *err)
     char tmp[4096], path[4096];
     if (st == HC_OK) st = hc_path_join(tmp, sizeof tmp, run->partial, JOURNAL_TMP, err);
     if (st == HC_OK) st = hc_path_join(path, sizeof path, run->partial, JOURNAL_NAME, err);
-    if (st == HC_OK) {
+    /* the first journal is created under its own name, so that a kill before
+     * it is complete leaves the directory empty or holding (a piece of) our
+     * journal, which a new run recognises; later ones replace it atomically */
+    int first = st == HC_OK && !hc_path_exists(path);
+    if (st == HC_OK && first) {
+        st = hc_fs_write_file(path, text, strlen(text), err);
+    } else if (st == HC_OK) {
         unlink(tmp);
         st = hc_fs_write_file(tmp, text, strlen(text), err);
+        if (st == HC_OK && rename(tmp, path) != 0)
+            st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
+                              strerror(errno));
     }
-    if (st == HC_OK && rename(tmp, path) != 0)
-        st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
-                          strerror(errno));
     if (st == HC_OK) st = hc_fs_sync_path(run->partial, err);
     free(text);
     cJSON_Delete(root);
