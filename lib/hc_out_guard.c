@@ -41,10 +41,11 @@ hc_status hc_real_path(const char *path, char *buf, size_t len, hc_error *err)
         else if (slash) snprintf(parent, sizeof parent, "%.*s", (int)(slash - p), p);
         else snprintf(parent, sizeof parent, ".");
         HC_TRY(hc_real_path(parent, r, sizeof r, err));
-        size_t rl = strlen(r);
-        if (rl + 1 + strlen(name) + 1 > sizeof r)
+        size_t rl = strlen(r), nl = strlen(name);
+        if (rl + 1 + nl + 1 > sizeof r)
             HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", path);
-        snprintf(r + rl, sizeof r - rl, "%s%s", rl > 1 ? "/" : "", name);
+        if (rl > 1) r[rl++] = '/'; /* memcpy, not snprintf: gcc -O1 saw a truncation */
+        memcpy(r + rl, name, nl + 1);
     }
     if (strlen(r) >= len) HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", path);
     memcpy(buf, r, strlen(r) + 1);
