@@ -373,7 +373,6 @@ hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *sta
     if (st == HC_OK) st = hc_conv_verify_begin(&opts, &plan, &v, err);
     if (st == HC_OK) st = verify_existing(v, &plan, out_model, err);
     if (st == HC_OK) st = hc_conv_verify_finish(v, opts.out_dir, err);
-    if (st == HC_OK) st = hc_manifest_refresh(opts.out_dir, "humming_report.", err);
     if (st == HC_OK && stats) {
         stats->layers = plan.n_layers;
         stats->bytes_in = plan.bytes_in;

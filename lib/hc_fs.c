@@ -186,7 +186,10 @@ hc_status hc_fs_write_file(const char *path, const void *data, size_t len, hc_er
     int bad = write_all(fd, data, len) != 0 || fsync(fd) != 0;
     int saved = errno;
     if (close(fd) != 0 && !bad) { bad = 1; saved = errno; }
-    if (bad) HC_FAIL(err, HC_ERR_IO, "%s: write failed: %s", path, strerror(saved));
+    if (bad) {
+        unlink(path); /* ours (O_EXCL): no half-written file is left */
+        HC_FAIL(err, HC_ERR_IO, "%s: write failed: %s", path, strerror(saved));
+    }
     return HC_OK;
 }
 

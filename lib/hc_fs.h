@@ -60,7 +60,8 @@ hc_status hc_fs_remove_tree(const char *path, hc_error *err);
  * refused, never waited on) to dst (created new, fsynced). */
 hc_status hc_fs_copy_file(const char *src, const char *dst, hc_error *err);
 
-/* Writes len bytes to a new file at path and fsyncs it. */
+/* Writes len bytes to a new file at path (created: an existing one is an
+ * error) and fsyncs it; on failure the file is removed again. */
 hc_status hc_fs_write_file(const char *path, const void *data, size_t len, hc_error *err);
 
 /* fsyncs a file or directory by path. */

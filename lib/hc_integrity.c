@@ -271,9 +271,43 @@ hc_status hc_manifest_write(const char *dir, const hc_file_crc *infos, size_t n_
     return st;
 }
 
-hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err)
+/* Sets (or appends) the entry of files named f->name in the array. */
+static hc_status set_entry(cJSON *files, const hc_file_crc *f, hc_error *err)
 {
-    char path[4096], tmp[4200], *text = NULL;
+    cJSON *o = file_json(f);
+    HC_CHECK_ALLOC(err, o, "manifest entry");
+    int i = 0;
+    for (cJSON *e = files->child; e; e = e->next, i++) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(nm) && strcmp(nm->valuestring, f->name) == 0) {
+            if (cJSON_ReplaceItemInArray(files, i, o)) return HC_OK;
+            cJSON_Delete(o);
+            HC_FAIL(err, HC_ERR_NOMEM, "out of memory updating the manifest");
+        }
+    }
+    cJSON_AddItemToArray(files, o);
+    return HC_OK;
+}
+
+/* The entry of dir/src (a staged file) under the name final. */
+static hc_status staged_entry(const char *dir, const char *src, const char *final, cJSON *files,
+                              hc_error *err)
+{
+    hc_file_crc f;
+    HC_TRY(hc_file_crc_compute(dir, src, &f, err));
+    free(f.name);
+    f.name = strdup(final);
+    hc_status st = f.name ? set_entry(files, &f, err)
+                          : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+    hc_file_crc_free(&f);
+    return st;
+}
+
+hc_status hc_manifest_stage(const char *dir, const char *const *finals, const char *const *srcs,
+                            size_t n, char *staged, size_t staged_len, hc_error *err)
+{
+    char path[4096], *text = NULL;
+    staged[0] = '\0';
     HC_TRY(hc_path_join(path, sizeof path, dir, HC_MANIFEST_NAME, err));
     if (!hc_path_exists(path)) return HC_OK;
     HC_TRY(hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, err));
@@ -285,28 +319,18 @@ hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err
         HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (no \"files\" array)", path);
     }
     hc_status st = HC_OK;
-    for (int i = 0; st == HC_OK && i < cJSON_GetArraySize(files); i++) {
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(files, i), "name");
-        if (!cJSON_IsString(nm) || strncmp(nm->valuestring, prefix, strlen(prefix)) != 0)
-            continue;
-        hc_file_crc f;
-        st = hc_file_crc_compute(dir, nm->valuestring, &f, err);
-        cJSON *o = st == HC_OK ? file_json(&f) : NULL;
-        if (st == HC_OK && o == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-        if (o) cJSON_ReplaceItemInArray(files, i, o);
-        if (st == HC_OK) hc_file_crc_free(&f);
-    }
+    for (size_t i = 0; st == HC_OK && i < n; i++)
+        st = staged_entry(dir, srcs[i], finals[i], files, err);
     char *out = st == HC_OK ? cJSON_Print(root) : NULL;
     if (st == HC_OK && out == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (st == HC_OK && snprintf(staged, staged_len, "%s/.%s.tmp-%ld", dir, HC_MANIFEST_NAME,
+                                (long)getpid()) >= (int)staged_len)
+        st = hc_error_set(err, HC_ERR_ARG, "path too long: %s", dir);
     if (st == HC_OK) {
-        unlink(tmp);
-        st = hc_fs_write_file(tmp, out, strlen(out), err);
+        unlink(staged);
+        st = hc_fs_write_file(staged, out, strlen(out), err);
     }
-    if (st == HC_OK && rename(tmp, path) != 0)
-        st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
-                          strerror(errno));
-    if (st == HC_OK) st = hc_fs_sync_path(dir, err);
+    if (st != HC_OK) staged[0] = '\0';
     free(out);
     cJSON_Delete(root);
     return st;

@@ -57,10 +57,15 @@ typedef struct {
 hc_status hc_manifest_write(const char *dir, const hc_file_crc *infos, size_t n_infos,
                             const hc_input_file *inputs, size_t n_inputs, hc_error *err);
 
-/* Recomputes the entries of files whose name starts with prefix in an
- * existing dir/humming_manifest.json (atomically replaced); no manifest: HC_OK.
- * `report` uses it after rewriting humming_report.*. */
-hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err);
+/* Stages a manifest update for files about to replace others in dir: for
+ * each i, the entry named finals[i] gets the size and CRCs of the file
+ * dir/srcs[i] (already written and fsynced; it is renamed to finals[i]
+ * later). The updated manifest is written, fsynced, to a new dot file whose
+ * path goes into staged (caller renames it over humming_manifest.json after
+ * the files, or unlinks it). No manifest in dir: staged = "", HC_OK. On
+ * failure nothing is left behind and the manifest is untouched. */
+hc_status hc_manifest_stage(const char *dir, const char *const *finals, const char *const *srcs,
+                            size_t n, char *staged, size_t staged_len, hc_error *err);
 
 /* Receives one problem line from hc_check_dir. */
 typedef void (*hc_check_fn)(void *ctx, const char *line);

@@ -291,6 +291,62 @@ static void test_missing_indexed_shard(void **state)
     free(index), free(ipath), free(single), free(first);
 }
 
+static int check_out(const fixture *f, const char *dir);
+
+/* Fills the file system of dir: a file grown until ENOSPC. */
+static void fill_disk(const char *dir)
+{
+    char *path = hc_test_path_join(dir, "filler");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    static char block[4096];
+    while (write(fd, block, sizeof block) > 0) {}
+    while (write(fd, block, 1) > 0) {}
+    close(fd);
+    free(path);
+}
+
+/* `report OUT` on a full disk: it fails, and the output is as it was (old
+ * reports, old manifest, no temporary file); with room again it succeeds and
+ * the manifest follows. It used to delete the old reports first. */
+static void test_report_disk_full(void **state)
+{
+    fixture *f = *state;
+    char *mnt = hc_test_path_join(f->root, "tiny");
+    mkdir(mnt, 0755);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m") != 0) {
+        hc_test_skip_notice("privilege", "cannot mount a tmpfs here (not root / no "
+                            "CAP_SYS_ADMIN): report-on-a-full-disk case skipped");
+        free(mnt);
+        skip();
+        return;
+    }
+    char *out = hc_test_path_join(mnt, "out"), cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --max-shard-size 64K --verify cpu -q 2>'%s'",
+             f->cli, f->in, out, f->log);
+    assert_int_equal(system(cmd), 0);
+    uint32_t before = dir_sum(out);
+    int files = hc_test_dir_count(out);
+    fill_disk(mnt);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' --verify cpu -q 2>'%s'", f->cli, out, f->log);
+    int rc = system(cmd);
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("  message: %s", log ? log : "(none)\n");
+    assert_int_equal(WEXITSTATUS(rc), 1);
+    assert_non_null(strstr(log, "No space left on device"));
+    free(log);
+    assert_int_equal(hc_test_dir_count(out), files); /* no temporary file left */
+    assert_int_equal(dir_sum(out), before);          /* every file as it was */
+    assert_int_equal(check_out(f, out), 0);
+    char *filler = hc_test_path_join(mnt, "filler");
+    unlink(filler);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(check_out(f, out), 0); /* new reports, manifest updated with them */
+    assert_int_equal(hc_test_dir_count(out), files);
+    umount(mnt);
+    free(filler), free(out), free(mnt);
+}
+
 static int check_out(const fixture *f, const char *dir)
 {
     char cmd[16384];
@@ -359,6 +415,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_disk_full, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
