@@ -458,6 +458,119 @@ static void check_file(const char *dir, const cJSON *entry, hc_check_fn fn, void
         locate_tensors(path, name, entry, fn, ctx, count);
 }
 
+/* ---- what config.json and the index promise -------------------------- */
+
+static const cJSON *entry_named(const cJSON *files, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, files) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0) return e;
+    }
+    return NULL;
+}
+
+/* dir/name parsed, or NULL (unreadable or corrupt: its own entry says so). */
+static cJSON *read_json(const char *dir, const char *name)
+{
+    char path[4096], *text = NULL;
+    if (hc_path_join(path, sizeof path, dir, name, NULL) != HC_OK ||
+        hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, NULL) != HC_OK)
+        return NULL;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    return root;
+}
+
+/* Every shard the index names is in the manifest. */
+static void check_index_shards(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
+                               int *count)
+{
+    cJSON *root = read_json(dir, "model.safetensors.index.json");
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e, *f;
+    cJSON_ArrayForEach(e, wm) {
+        if (!cJSON_IsString(e) || entry_named(files, e->valuestring)) continue;
+        int first = 1; /* one line per shard, at its first tensor */
+        cJSON_ArrayForEach(f, wm) {
+            if (f == e) break;
+            if (cJSON_IsString(f) && strcmp(f->valuestring, e->valuestring) == 0) first = 0;
+        }
+        if (first)
+            problem(fn, ctx, count, "%s: named by model.safetensors.index.json (tensor %s) but "
+                    "not in the manifest", e->valuestring, e->string);
+    }
+    cJSON_Delete(root);
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+typedef struct {
+    const char **v;
+    size_t n, cap;
+} name_list;
+
+/* Appends the names of one entry's "tensors"; -1 when out of memory. */
+static int add_tensor_names(name_list *l, const cJSON *entry)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(entry, "tensors"), *t;
+    cJSON_ArrayForEach(t, list) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name");
+        if (!cJSON_IsString(nm)) continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 256;
+            const char **g = realloc(l->v, cap * sizeof *g);
+            if (g == NULL) return -1;
+            l->v = g;
+            l->cap = cap;
+        }
+        l->v[l->n++] = nm->valuestring;
+    }
+    return 0;
+}
+
+/* Every layer config.json records has its weight tensor in a listed shard. */
+static void check_layers(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
+                         int *count)
+{
+    cJSON *root = read_json(dir, "config.json");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(q, "layers"), *e;
+    name_list l = {NULL, 0, 0};
+    int oom = 0;
+    cJSON_ArrayForEach(e, files) oom = oom || add_tensor_names(&l, e) != 0;
+    if (oom) problem(fn, ctx, count, "out of memory listing the manifest's tensors");
+    if (l.n) qsort(l.v, l.n, sizeof *l.v, cmp_cstr);
+    const cJSON *walk = oom || !cJSON_IsObject(layers) ? NULL : layers;
+    cJSON_ArrayForEach(e, walk) {
+        char w[HC_ST_MAX_NAME + 16];
+        const char *key = w;
+        snprintf(w, sizeof w, "%s.weight", e->string);
+        if (l.n == 0 || !bsearch(&key, l.v, l.n, sizeof *l.v, cmp_cstr))
+            problem(fn, ctx, count, "config.json: layer %s: its tensor %s is in no shard the "
+                    "manifest lists", e->string, w);
+    }
+    free(l.v);
+    cJSON_Delete(root);
+}
+
+/* A shard and its manifest entry both gone are noticed through what
+ * config.json and the index (themselves checked above) promise. */
+static void check_promises(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
+                           int *count)
+{
+    if (entry_named(files, "config.json") == NULL)
+        problem(fn, ctx, count, "config.json: not in the manifest (every output has one)");
+    if (entry_named(files, "model.safetensors.index.json"))
+        check_index_shards(dir, files, fn, ctx, count);
+    else if (entry_named(files, "model.safetensors") == NULL)
+        problem(fn, ctx, count, "model.safetensors: not in the manifest, and no "
+                "model.safetensors.index.json there names other shards");
+    check_layers(dir, files, fn, ctx, count);
+}
+
 hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems, hc_error *err)
 {
     *problems = 0;
@@ -470,12 +583,14 @@ hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems
     cJSON *root = cJSON_Parse(text);
     free(text);
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
-    if (!cJSON_IsArray(files)) {
+    if (!cJSON_IsArray(files) || cJSON_GetArraySize(files) == 0) {
         cJSON_Delete(root);
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (no \"files\" array)", path);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (%s)", path,
+                files ? "it lists no files" : "no \"files\" array");
     }
     const cJSON *e;
     cJSON_ArrayForEach(e, files) check_file(dir, e, fn, ctx, problems);
+    check_promises(dir, files, fn, ctx, problems);
     char **names = NULL;
     size_t n = 0;
     hc_status st = list_files(dir, &names, &n, err);

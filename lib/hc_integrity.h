@@ -71,9 +71,11 @@ hc_status hc_manifest_stage(const char *dir, const char *const *finals, const ch
 typedef void (*hc_check_fn)(void *ctx, const char *line);
 
 /* Recomputes every file of dir against its manifest. *problems counts the
- * problems found (missing, extra, size, CRC, tensor CRC), each reported to
- * fn. HC_OK whenever the manifest could be read (problems or not);
- * HC_ERR_IO / HC_ERR_FORMAT when dir or its manifest cannot be read. */
+ * problems found (missing, extra, size, CRC, tensor CRC, and files or layers
+ * that config.json and the index promise but the manifest does not list),
+ * each reported to fn. HC_OK whenever the manifest could be read (problems
+ * or not); HC_ERR_IO / HC_ERR_FORMAT when dir or its manifest cannot be read
+ * or the manifest lists no files. */
 hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems, hc_error *err);
 
 #endif

@@ -21,6 +21,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cjson/cJSON.h>
+
+#include "hc_integrity.h"
 #include "hc_safetensors.h"
 #include "hc_test_util.h"
 
@@ -402,6 +405,104 @@ static void test_check_reports_corruption(void **state)
     assert_int_equal(WEXITSTATUS(rc), 2);
 }
 
+/* Edits dir's manifest: drops the entry named drop (may be NULL) and, when
+ * refresh is not NULL, recomputes that file's entry from its bytes. */
+static void edit_manifest(const char *dir, const char *drop, const char *refresh)
+{
+    char *path = hc_test_path_join(dir, "humming_manifest.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *root = cJSON_Parse(text), *files = cJSON_GetObjectItem(root, "files");
+    for (int i = cJSON_GetArraySize(files) - 1; i >= 0; i--) {
+        const char *nm = cJSON_GetObjectItem(cJSON_GetArrayItem(files, i), "name")->valuestring;
+        if ((drop && !strcmp(nm, drop)) || (refresh && !strcmp(nm, refresh)))
+            cJSON_DeleteItemFromArray(files, i);
+    }
+    if (refresh) {
+        hc_file_crc c;
+        assert_int_equal(hc_file_crc_compute(dir, refresh, &c, NULL), HC_OK);
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08x", c.crc);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", refresh);
+        cJSON_AddNumberToObject(o, "size", (double)c.size);
+        cJSON_AddStringToObject(o, "crc32", crc);
+        cJSON_AddItemToArray(files, o);
+        hc_file_crc_free(&c);
+    }
+    char *out = cJSON_Print(root);
+    assert_int_equal(hc_test_write_file(path, out, strlen(out)), 0);
+    free(out), free(text), free(path);
+    cJSON_Delete(root);
+}
+
+/* Removes every weight_map entry that names shard from dir's index. */
+static void drop_from_index(const char *dir, const char *shard)
+{
+    char *path = hc_test_path_join(dir, "model.safetensors.index.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *root = cJSON_Parse(text), *wm = cJSON_GetObjectItem(root, "weight_map");
+    for (int i = cJSON_GetArraySize(wm) - 1; i >= 0; i--)
+        if (!strcmp(cJSON_GetArrayItem(wm, i)->valuestring, shard))
+            cJSON_DeleteItemFromArray(wm, i);
+    char *out = cJSON_Print(root);
+    assert_int_equal(hc_test_write_file(path, out, strlen(out)), 0);
+    free(out), free(text), free(path);
+    cJSON_Delete(root);
+}
+
+static void check_expect(const fixture *f, const char *dir, int want, const char *needle)
+{
+    int rc = check_out(f, dir);
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("  check exit %d: %s", rc, log ? log : "(no output)\n");
+    assert_int_equal(rc, want);
+    if (needle && (log == NULL || strstr(log, needle) == NULL))
+        fail_msg("check does not say \"%s\"", needle);
+    free(log);
+}
+
+/* A shard deleted together with its manifest entry (and its index entries)
+ * still fails `check`: config.json and the index say what must be there.
+ * An empty or missing manifest fails too. */
+static void test_check_promises(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(run_cli(f, f->out, NULL), 0);
+    const char *s4 = "model-00004-of-00013.safetensors";
+    char *p4 = hc_test_path_join(f->out, s4);
+    assert_int_equal(unlink(p4), 0);
+    edit_manifest(f->out, s4, NULL);
+    check_expect(f, f->out, 1, "model-00004-of-00013.safetensors: named by "
+                 "model.safetensors.index.json");
+    /* the index rewritten to match (its entry recomputed): the layers remain */
+    drop_from_index(f->out, s4);
+    edit_manifest(f->out, NULL, "model.safetensors.index.json");
+    check_expect(f, f->out, 1, "config.json: layer model.layers.0.mlp.gate_proj: its tensor "
+                 "model.layers.0.mlp.gate_proj.weight is in no shard");
+    /* a single-shard output without its shard and entry */
+    char *one = hc_test_path_join(f->root, "one"), cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --verify off -q", f->cli, f->in, one);
+    assert_int_equal(system(cmd), 0);
+    check_expect(f, one, 0, NULL);
+    char *single = hc_test_path_join(one, "model.safetensors");
+    assert_int_equal(unlink(single), 0);
+    edit_manifest(one, "model.safetensors", NULL);
+    check_expect(f, one, 1, "model.safetensors: not in the manifest");
+    /* an empty manifest file, a manifest listing nothing, none at all */
+    char *man = hc_test_path_join(one, "humming_manifest.json");
+    assert_int_equal(hc_test_write_file(man, "", 0), 0);
+    check_expect(f, one, 1, "not a manifest");
+    const char *nothing = "{\"format\": \"humming-manifest\", \"version\": 1, \"files\": []}";
+    char *bare = hc_test_path_join(f->root, "bare");
+    assert_int_equal(mkdir(bare, 0755), 0);
+    char *bare_man = hc_test_path_join(bare, "humming_manifest.json");
+    assert_int_equal(hc_test_write_file(bare_man, nothing, strlen(nothing)), 0);
+    check_expect(f, bare, 1, "it lists no files");
+    assert_int_equal(unlink(bare_man), 0);
+    check_expect(f, bare, 1, "humming_manifest.json: missing");
+    free(p4), free(one), free(single), free(man), free(bare), free(bare_man);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +517,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_promises, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
