@@ -143,12 +143,16 @@ hc_status hc_conv_write_config(const hc_convert_options *opts, const hc_conv_pla
     return st;
 }
 
-/* Files we regenerate or that describe the input's quantization. */
+/* Files we regenerate or that describe the input's quantization; an input
+ * that is itself an output (converted again) also holds our manifest and
+ * reports, which describe that other output: this run writes its own. */
 static int is_weight_or_config(const char *name)
 {
     static const char *const skip[] = {"config.json", "model.safetensors.index.json",
                                        "quantize_config.json", "quant_config.json",
-                                       "hf_quant_config.json", NULL};
+                                       "hf_quant_config.json", "humming_manifest.json",
+                                       "humming_report.json", "humming_report.html",
+                                       "humming_report.md", NULL};
     size_t len = strlen(name);
     if (len > 12 && strcmp(name + len - 12, ".safetensors") == 0) return 1;
     for (int i = 0; skip[i]; i++)
