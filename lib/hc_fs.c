@@ -220,7 +220,7 @@ hc_status hc_fs_copy_file(const char *src, const char *dst, hc_error *err)
 
 hc_status hc_fs_sync_path(const char *path, hc_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* never waits on a FIFO */
     if (fd < 0) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     int bad = fsync(fd) != 0;
     int saved = errno;
