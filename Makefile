@@ -9,7 +9,11 @@ SHARED_DIR ?= $(abspath ../shared)
 
 WARN    := -Wall -Wextra -Werror
 CPPFLAGS_ALL := -Ilib -Iformats -D_GNU_SOURCE
-CFLAGS_ALL   := -std=c11 $(WARN) -fopenmp $(OPT) $(EXTRA_CFLAGS)
+# -ffp-contract=off: the quantizer reproduces Humming's CUDA float32
+# arithmetic bit for bit (docs/quantization.md), so a*b+c must stay two
+# roundings. GCC's -std=c11 already implies it, clang's default ("on") fuses
+# within an expression wherever FMA is available (aarch64, -march=native).
+CFLAGS_ALL   := -std=c11 $(WARN) -ffp-contract=off -fopenmp $(OPT) $(EXTRA_CFLAGS)
 LDLIBS_ALL   := -fopenmp -lcjson -lyaml -lz -lm $(EXTRA_LDFLAGS)
 
 LIB_SRC  := $(wildcard lib/*.c) $(wildcard formats/*.c)
@@ -108,7 +112,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -Itests/fuzz -MMD -MP -c $< -o $@
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -Itests/support -Itests/fuzz -Icmd/humming-convert -MMD -MP -c $< -o $@
 
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -124,8 +128,10 @@ $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIB_A)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
 
-# The corpus replay shares the fuzz targets' entry code (tests/fuzz/*_entry.c).
-FUZZ_ENTRY_SRC := tests/fuzz/fuzz_common.c $(wildcard tests/fuzz/fuzz_*_entry.c)
+# The corpus replay shares the fuzz targets' entry code (tests/fuzz/*_entry.c);
+# fuzz_cli drives the CLI's argument parser (cli_args.c).
+FUZZ_ENTRY_SRC := tests/fuzz/fuzz_common.c $(wildcard tests/fuzz/fuzz_*_entry.c) \
+                  cmd/humming-convert/cli_args.c
 $(BUILD)/tests/test_fuzz_regressions: $(BUILD)/obj/tests/test_fuzz_regressions.o \
     $(FUZZ_ENTRY_SRC:%.c=$(BUILD)/obj/%.o) $(TSUP_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -172,7 +178,7 @@ bench: deps
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := safetensors index config recipe format_field
+FUZZ_TARGETS := safetensors index config recipe format_field ckpt cli
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS  := -std=c11 $(WARN) -Wno-unknown-pragmas -O1 -g -fno-omit-frame-pointer \
                 $(FUZZ_SAN) -fsanitize=fuzzer-no-link
@@ -188,7 +194,7 @@ fuzz-build: fuzz-deps
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -Itests/fuzz -MMD -MP -c $< -o $@
+	$(FUZZ_CC) $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -Itests/fuzz -Icmd/humming-convert -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ -lcjson -lyaml -lz -lm

@@ -18,7 +18,7 @@ typedef enum {
 typedef enum {
     HC_SPECIAL_NONE, /* every code is a finite number (Humming's eXmY weights) */
     HC_SPECIAL_IEEE, /* all-ones exponent: Inf (mantissa 0) or NaN */
-    HC_SPECIAL_FN,   /* no Inf; all-ones exponent and mantissa is NaN (E4M3FN) */
+    HC_SPECIAL_FN,   /* no Inf; all-ones exponent and mantissa is NaN (E4M3FN, E3M4) */
     HC_SPECIAL_E8M0  /* unsigned power of two 2^(x-127); 0xFF is NaN */
 } hc_format_specials;
 
@@ -28,7 +28,8 @@ typedef enum {
  * min_pos: smallest positive value (subnormal for floats; 1 for integers).
  * The last three are derivable; tests check them against the formulas.
  * Floats: every signed floatNeXmY with 1 <= E and E + M <= 7, plus the wider
- * scale formats. */
+ * scale formats. float8e3m4 is FN (max 30, 0x7F NaN) because Humming's weight
+ * and activation quantizers treat it so. */
 #define HC_FORMAT_LIST(X)                                                        \
     X(UINT1, "uint1", HC_KIND_UINT, 1, 0, 0, 0, HC_SPECIAL_NONE, 1, 0x0.0p+0, 0x1.0000000000000p+0) \
     X(UINT2, "uint2", HC_KIND_UINT, 2, 0, 0, 0, HC_SPECIAL_NONE, 2, 0x1.0000000000000p+0, 0x1.0000000000000p+0) \
@@ -68,7 +69,7 @@ typedef enum {
     X(F7E6M0, "float7e6m0", HC_KIND_FLOAT, 7, 6, 0, 1, HC_SPECIAL_NONE, 31, 0x1.0000000000000p+32, 0x1.0000000000000p-30) \
     X(F8E1M6, "float8e1m6", HC_KIND_FLOAT, 8, 1, 6, 1, HC_SPECIAL_NONE, 0, 0x1.fc00000000000p+1, 0x1.0000000000000p-5) \
     X(F8E2M5, "float8e2m5", HC_KIND_FLOAT, 8, 2, 5, 1, HC_SPECIAL_NONE, 1, 0x1.f800000000000p+2, 0x1.0000000000000p-5) \
-    X(F8E3M4, "float8e3m4", HC_KIND_FLOAT, 8, 3, 4, 1, HC_SPECIAL_NONE, 3, 0x1.f000000000000p+4, 0x1.0000000000000p-6) \
+    X(F8E3M4, "float8e3m4", HC_KIND_FLOAT, 8, 3, 4, 1, HC_SPECIAL_FN, 3, 0x1.e000000000000p+4, 0x1.0000000000000p-6) \
     X(F8E4M3, "float8e4m3", HC_KIND_FLOAT, 8, 4, 3, 1, HC_SPECIAL_FN, 7, 0x1.c000000000000p+8, 0x1.0000000000000p-9) \
     X(F8E5M2, "float8e5m2", HC_KIND_FLOAT, 8, 5, 2, 1, HC_SPECIAL_IEEE, 15, 0x1.c000000000000p+15, 0x1.0000000000000p-16) \
     X(F8E6M1, "float8e6m1", HC_KIND_FLOAT, 8, 6, 1, 1, HC_SPECIAL_NONE, 31, 0x1.8000000000000p+32, 0x1.0000000000000p-31) \
@@ -121,9 +122,11 @@ double hc_format_decode(hc_format_id id, uint32_t code);
  * code (or 0 for formats without one). Signed zero is kept for signed floats. */
 uint32_t hc_format_encode(hc_format_id id, float x);
 
-/* Humming quant-kernel e8m0 encoder: float32 exponent field of x (truncation
- * toward the power of two at or below |x|, sign dropped). */
-uint8_t hc_e8m0_encode_trunc(float x);
+/* Humming's quant-kernel e8m0 encoder: the exponent field of
+ * (float32 bits of x) + 0x7FFFFF, i.e. |x| rounded up to a power of two, sign
+ * dropped (2^127 < |x| and Inf -> 0xFF; 0 and NaN -> 0; float32 subnormals
+ * -> 1). */
+uint8_t hc_e8m0_encode_ceil(float x);
 /* PyTorch float8_e8m0fnu cast: exponent field, +1 when mantissa >= 0.5
  * (normal) or > 0.5 (subnormal); NaN/Inf -> 0xFF; sign ignored. */
 uint8_t hc_e8m0_encode_round(float x);

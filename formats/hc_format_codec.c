@@ -221,7 +221,10 @@ static uint32_t f32_bits(float x)
     return u;
 }
 
-uint8_t hc_e8m0_encode_trunc(float x) { return (uint8_t)((f32_bits(x) >> 23) & 0xFF); }
+uint8_t hc_e8m0_encode_ceil(float x)
+{
+    return (uint8_t)(((f32_bits(x) + 0x007FFFFFu) & 0x7F800000u) >> 23);
+}
 
 uint8_t hc_e8m0_encode_round(float x)
 {

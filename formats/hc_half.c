@@ -51,7 +51,15 @@ uint16_t hc_f32_to_bf16(float f)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+
+/* F16C from CPUID leaf 1: clang (make fuzz-build) has no __builtin_cpu_supports("f16c"). */
+static int have_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
 
 /* vcvtph2ps is exact (every half is a float); only used where the CPU has it. */
 __attribute__((target("avx,f16c"))) static void f16_array_f16c(const unsigned char *src,
@@ -72,7 +80,7 @@ void hc_f16_to_f32_array(const void *src, float *dst, int64_t n)
 {
     const unsigned char *p = src;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) {
+    if (__builtin_cpu_supports("avx") && have_f16c()) { /* avx: also enabled by the OS */
         f16_array_f16c(p, dst, n);
         return;
     }

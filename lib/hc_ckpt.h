@@ -135,7 +135,7 @@ typedef struct {
 } hc_ckpt_read_opts;
 
 /* One layer in Humming's pre form. */
-typedef struct {
+typedef struct hc_ckpt_layer {
     hc_quant_result q;        /* codes NULL when meta_only */
     int is_moe;
     int32_t *perm;            /* act-order permute: column j of q = source column perm[j] */
@@ -163,6 +163,31 @@ double hc_ckpt_float_at(const hc_st_tensor *t, int64_t i);
 /* 1 if t is a floating-point tensor (F16/BF16/F32). */
 int hc_ckpt_is_float_dtype(hc_dtype dt);
 
+/* Validation before any arithmetic (every message names tensor and file). */
+#define HC_CKPT_SHAPE_STR 128
+/* "[a, b, c]" into buf; returns buf. */
+const char *hc_ckpt_shape_str(const hc_st_tensor *t, char *buf, size_t len);
+/* Every dimension of t is >= 1: an empty one leaves the others unchecked (0
+ * bytes either way) and makes every later division one by zero. */
+hc_status hc_ckpt_check_dims(const hc_st_tensor *t, hc_error *err);
+/* 1 if t's shape is exactly dims (ndim of them). */
+int hc_ckpt_shape_is(const hc_st_tensor *t, int ndim, const int64_t *dims);
+/* HC_ERR_FORMAT unless t's shape is exactly dims; meaning ("[G, N]") goes in
+ * the message. */
+hc_status hc_ckpt_check_shape(const hc_st_tensor *t, int ndim, const int64_t *dims,
+                              const char *meaning, hc_error *err);
+/* Element i (value v) of scale tensor s: refuses NaN / Inf (E8M0 0xFF) and
+ * negative values, naming the element. Zero is allowed (an all-zero group). */
+hc_status hc_ckpt_scale_ok(const hc_st_tensor *s, int64_t i, double v, hc_error *err);
+/* hc_ckpt_scale_ok on every element; *zeros (if not NULL) counts zeros. */
+hc_status hc_ckpt_check_scales(const hc_st_tensor *s, int64_t *zeros, hc_error *err);
+/* The value of a per-tensor scale: exactly one F32/F16/BF16 element, finite,
+ * >= 0, and > 0 when it is a divisor. */
+hc_status hc_ckpt_scalar_scale(const hc_st_tensor *t, int divisor, double *out, hc_error *err);
+struct hc_ckpt_layer;
+/* Notes zero scales of integer formats, whose producers clamp scales above 0. */
+void hc_ckpt_note_zero_scales(struct hc_ckpt_layer *l, const hc_st_tensor *s, int64_t zeros);
+
 /* Allocates q's buffers for (E, N, K), bits, NS x G scales of scale_format,
  * zero points as desc says; codes only when with_codes. */
 hc_status hc_ckpt_alloc(hc_quant_result *q, const hc_quant_desc *d, int64_t E, int64_t N,
@@ -176,8 +201,9 @@ int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v);
 hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format_id param);
 /* Packs unpacked codes (rows x K, one per byte) into q->codes at row offset. */
 void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
-/* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points. */
-void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z);
+/* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points
+ * (HC_ERR_NOMEM when its column buffers cannot be had: never half-packed). */
+hc_status hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z, hc_error *err);
 /* Act-order: g_idx (K entries, groups of exactly gs members) -> permutation
  * sorting the columns by group (stable). Returns 1 if non-trivial, 0 if
  * g_idx[k] == k / gs everywhere, -1 (err set) if malformed. */
@@ -212,10 +238,13 @@ hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const 
  *   tensor: 1 element (shape [] or [1]) -> tensor scale (float32 global)
  *   channel: N elements ([N] or [N, 1])
  *   group: [N, K/gs]            (gs > 0)
- *   block: [ceil(N/bn), ceil(K/bk)] (bn, bk > 0), edge blocks partial */
+ *   block: [ceil(N/bn), ceil(K/bk)] or [ceil(N/bn), 1, ceil(K/bk), 1] (bn, bk
+ *          in 1..2^20), edge blocks partial
+ * Every shape is checked exactly; scales must be finite and not negative. */
 typedef struct {
     int64_t gs, bn, bk;
     int e8m0;                 /* U8 scales are E8M0 exponents */
+    const char *strategy;     /* "tensor" / "channel": the scale must be that; NULL: by its size */
 } hc_ckpt_fp8_geom;
 hc_status hc_ckpt_read_float8(const hc_st_tensor *w, const hc_st_tensor *scale,
                               const hc_ckpt_fp8_geom *g, const hc_ckpt_read_opts *opts,

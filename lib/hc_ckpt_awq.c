@@ -3,7 +3,7 @@
  * nibble REV[n % 8] of word n / 8), qzeros [G, N/8] the same, scales [G, N];
  * true zero points (no +1). GEMV: qweight [N, K/8] natural order along K,
  * qzeros [N, Wz] along the group axis, scales [N, 8*Wz] (padding columns
- * cropped). 4-bit only (AutoAWQ's only width; the 8-bit interleave is not
+ * cropped; every shape checked exactly). 4-bit only (AutoAWQ's only width; the 8-bit interleave is not
  * confirmed); zero_point false is refused (layout not confirmed). */
 #include "hc_ckpt.h"
 
@@ -18,85 +18,133 @@ static uint32_t nib(const hc_st_tensor *t, int64_t idx, int which)
     return (uint32_t)(hc_ckpt_uint_at(t, idx) >> (4 * which)) & 15u;
 }
 
-hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+typedef struct {
+    const hc_st_tensor *qw, *qz, *sc;
+    int gemv;
+    int64_t N, K, gs, G;
+} awq_geom;
+
+/* GEMM: qweight [K, N/8], qzeros [G, N/8], scales [G, N]. */
+static hc_status gemm_shapes(awq_geom *g, hc_error *err)
 {
-    const hc_st_tensor *qw = hc_ckpt_find(model, prefix, ".qweight");
-    const hc_st_tensor *qz = hc_ckpt_find(model, prefix, ".qzeros");
-    const hc_st_tensor *sc = hc_ckpt_find(model, prefix, ".scales");
+    g->K = g->qw->shape[0];
+    g->N = g->qw->shape[1] * 8;
+    g->gs = g->gs > 0 ? g->gs : g->K;
+    g->G = g->K / g->gs;
+    if (g->K % g->gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): K=%lld is not a multiple of the group size "
+                "%lld", g->qw->name, g->qw->file, (long long)g->K, (long long)g->gs);
+    HC_TRY(hc_ckpt_check_shape(g->qz, 2, (int64_t[2]){g->G, g->N / 8}, "[K/group, N/8]; a "
+                               "[N, K/8] qweight is the gemv layout", err));
+    return hc_ckpt_check_shape(g->sc, 2, (int64_t[2]){g->G, g->N}, "[K/group, N]", err);
+}
+
+/* GEMV: qweight [N, K/8], qzeros [N, Wz] with Wz = ceil(G/8) rounded up to a
+ * multiple of 1, 2 or 4 (AutoAWQ's calculate_zeros_width), scales [N, 8*Wz]. */
+static hc_status gemv_shapes(awq_geom *g, hc_error *err)
+{
+    g->N = g->qw->shape[0];
+    g->K = g->qw->shape[1] * 8;
+    g->gs = g->gs > 0 ? g->gs : g->K;
+    g->G = g->K / g->gs;
+    if (g->K % g->gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): K=%lld is not a multiple of the group size "
+                "%lld", g->qw->name, g->qw->file, (long long)g->K, (long long)g->gs);
+    if (g->N % 8)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): N=%lld: Humming packs the zero points "
+                "along N and needs N*4 to be a multiple of 32", g->qw->name, g->qw->file,
+                (long long)g->N);
+    int64_t wz = g->qz->ndim == 2 ? g->qz->shape[1] : 0, base = (g->G + 7) / 8;
+    if (g->qz->ndim != 2 || g->qz->shape[0] != g->N || wz < base || wz > base + 3)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected [N, ceil(G/8) .. ceil(G/8)+3] = "
+                "[%lld, %lld..%lld] (gemv)", g->qz->name, g->qz->file, (long long)g->N,
+                (long long)base, (long long)base + 3);
+    return hc_ckpt_check_shape(g->sc, 2, (int64_t[2]){g->N, 8 * wz}, "[N, 8 * qzeros columns]",
+                               err);
+}
+
+static hc_status awq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                            awq_geom *g, hc_error *err)
+{
+    g->qw = hc_ckpt_find(model, prefix, ".qweight");
+    g->qz = hc_ckpt_find(model, prefix, ".qzeros");
+    g->sc = hc_ckpt_find(model, prefix, ".scales");
     if (cfg->bits != 4)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AWQ %d-bit: only 4-bit AWQ is read (the 8-bit "
                 "interleave is not confirmed by any producer)", prefix, cfg->bits);
-    if (!cfg->awq_zero_point || !qz)
+    if (!cfg->awq_zero_point || !g->qz)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AWQ without zero points (zero_point false): the "
                 "on-disk layout is not confirmed; refused", prefix);
     if (hc_ckpt_find(model, prefix, ".scaled_zeros"))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.scaled_zeros: AWQ gemv_fast layout refused", prefix);
-    if (!qw || !sc || qw->dtype != HC_DT_I32 || qw->ndim != 2 || qz->dtype != HC_DT_I32 ||
-        qz->ndim != 2 || !hc_ckpt_is_float_dtype(sc->dtype) || sc->ndim != 2)
+    if (!g->qw || !g->sc || g->qw->dtype != HC_DT_I32 || g->qw->ndim != 2 ||
+        g->qz->dtype != HC_DT_I32 || g->qz->ndim != 2 || !hc_ckpt_is_float_dtype(g->sc->dtype) ||
+        g->sc->ndim != 2)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: AWQ layer needs I32 qweight, I32 qzeros and float "
                 "scales (2-D)", prefix);
-    int gemv = strcmp(cfg->awq_version, "gemv") == 0;
-    int64_t N, K, G, gs;
-    if (!gemv) {
-        K = qw->shape[0];
-        N = qw->shape[1] * 8;
-        gs = cfg->group_size > 0 ? cfg->group_size : K;
-        G = K / gs;
-        if (K % gs || qz->shape[0] != G || qz->shape[1] * 8 != N || sc->shape[0] != G ||
-            sc->shape[1] != N)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: AWQ GEMM shapes: qweight [K, N/8], qzeros and "
-                    "scales [K/%lld, ...] do not agree (qweight [%lld, %lld], qzeros [%lld, "
-                    "%lld], scales [%lld, %lld]); a [N, K/8] qweight is the gemv layout",
-                    prefix, (long long)gs, (long long)qw->shape[0], (long long)qw->shape[1],
-                    (long long)qz->shape[0], (long long)qz->shape[1], (long long)sc->shape[0],
-                    (long long)sc->shape[1]);
-    } else {
-        N = qw->shape[0];
-        K = qw->shape[1] * 8;
-        gs = cfg->group_size > 0 ? cfg->group_size : K;
-        G = K / gs;
-        if (K % gs || qz->shape[0] != N || qz->shape[1] * 8 < G || sc->shape[0] != N ||
-            sc->shape[1] < G)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: AWQ GEMV shapes do not agree (qweight [N, K/8], "
-                    "qzeros [N, >=G/8], scales [N, >=G])", prefix);
-    }
+    HC_TRY(hc_ckpt_check_dims(g->qw, err));
+    HC_TRY(hc_ckpt_check_dims(g->qz, err));
+    HC_TRY(hc_ckpt_check_dims(g->sc, err));
+    g->gemv = strcmp(cfg->awq_version, "gemv") == 0;
+    g->gs = cfg->group_size;
+    return g->gemv ? gemv_shapes(g, err) : gemm_shapes(g, err);
+}
+
+/* Zero points and scales of every (n, g); scales checked (gemv: padding columns skipped). */
+static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt_layer *out,
+                                  hc_error *err)
+{
+    int64_t N = a->N, G = a->G, zeros = 0;
+    uint8_t *z = malloc((size_t)(N * G) + 1);
+    HC_CHECK_ALLOC(err, z, "AWQ zeros");
+    hc_status st = HC_OK;
+    for (int64_t n = 0; st == HC_OK && n < N; n++)
+        for (int64_t g = 0; st == HC_OK && g < G; g++) {
+            int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
+            double s = hc_ckpt_float_at(a->sc, si);
+            z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
+                                             : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
+            st = hc_ckpt_scale_ok(a->sc, si, s, err);
+            zeros += s == 0;
+            if (st == HC_OK && hc_ckpt_put_scale(q, n * G + g, s) != 0)
+                st = hc_error_set(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage "
+                                  "format", a->sc->name, (long long)si);
+        }
+    if (st == HC_OK) st = hc_ckpt_pack_zeros(q, z, err);
+    free(z);
+    hc_ckpt_note_zero_scales(out, a->sc, zeros);
+    return st;
+}
+
+hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+{
+    awq_geom a = {0};
+    HC_TRY(awq_shapes(cfg, model, prefix, &a, err));
+    int64_t N = a.N, K = a.K;
     hc_quant_desc d = {.weight_format = HC_FMT_UINT4,
-                       .scale_format = hc_ckpt_scale_format(sc->dtype, sc, opts->param_format),
-                       .group_size = cfg->group_size > 0 ? (int)gs : HC_QUANT_GROUP_CHANNEL,
+                       .scale_format = hc_ckpt_scale_format(a.sc->dtype, a.sc, opts->param_format),
+                       .group_size = cfg->group_size > 0 ? (int)a.gs : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = HC_ZP_INT};
+    if (d.scale_format == HC_FMT_COUNT) /* NaN / Inf are not exact either: say which first */
+        HC_TRY(hc_ckpt_check_scales(a.sc, NULL, err));
     if (d.scale_format == HC_FMT_COUNT)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.scales: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
-    HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    hc_quant_result *q = &out->q;
-    uint8_t *z = malloc((size_t)(N * G) + 1);
-    HC_CHECK_ALLOC(err, z, "AWQ zeros");
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t g = 0; g < G; g++) {
-            double s;
-            if (!gemv) {
-                z[n * G + g] = (uint8_t)nib(qz, g * (N / 8) + n / 8, awq_rev[n % 8]);
-                s = hc_ckpt_float_at(sc, g * N + n);
-            } else {
-                z[n * G + g] = (uint8_t)nib(qz, n * qz->shape[1] + g / 8, (int)(g % 8));
-                s = hc_ckpt_float_at(sc, n * sc->shape[1] + g);
-            }
-            hc_ckpt_put_scale(q, n * G + g, s);
-        }
-    hc_ckpt_pack_zeros(q, z);
-    free(z);
+    HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, a.G, !opts->meta_only, err));
+    HC_TRY(awq_zeros_scales(&a, &out->q, out, err));
     if (!opts->meta_only) {
+        const hc_st_tensor *qw = a.qw;
         uint8_t *codes = malloc((size_t)(N * K) + 1);
         HC_CHECK_ALLOC(err, codes, "AWQ codes");
         for (int64_t n = 0; n < N; n++)
             for (int64_t k = 0; k < K; k++)
-                codes[n * K + k] = (uint8_t)(gemv ? nib(qw, n * (K / 8) + k / 8, (int)(k % 8))
-                                                  : nib(qw, k * (N / 8) + n / 8, awq_rev[n % 8]));
-        hc_ckpt_pack_codes(q, codes);
+                codes[n * K + k] = (uint8_t)(a.gemv ? nib(qw, n * (K / 8) + k / 8, (int)(k % 8))
+                                                    : nib(qw, k * (N / 8) + n / 8, awq_rev[n % 8]));
+        hc_ckpt_pack_codes(&out->q, codes);
         free(codes);
     }
     snprintf(out->source_format, sizeof out->source_format, "awq %s uint4 g%lld zero-point",
-             gemv ? "gemv" : "gemm", (long long)gs);
+             a.gemv ? "gemv" : "gemm", (long long)a.gs);
     return HC_OK;
 }

@@ -3,6 +3,7 @@
  * storage, act-order permutations, and the reader dispatch. */
 #include "hc_ckpt.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,97 @@ double hc_ckpt_float_at(const hc_st_tensor *t, int64_t i)
     case HC_DT_F8_E8M0: case HC_DT_U8: return hc_format_decode(HC_FMT_F8E8M0, u32);
     default: return 0.0 / 0.0;
     }
+}
+
+const char *hc_ckpt_shape_str(const hc_st_tensor *t, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    o += (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < t->ndim && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    if (o < len) snprintf(buf + o, len - o, "]");
+    return buf;
+}
+
+hc_status hc_ckpt_check_dims(const hc_st_tensor *t, hc_error *err)
+{
+    char sh[HC_CKPT_SHAPE_STR];
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] < 1)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): shape %s has an empty dimension; a quantized "
+                    "layer needs at least one row, column and group", t->name, t->file,
+                    hc_ckpt_shape_str(t, sh, sizeof sh));
+    return HC_OK;
+}
+
+int hc_ckpt_shape_is(const hc_st_tensor *t, int ndim, const int64_t *dims)
+{
+    if (t->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (t->shape[i] != dims[i]) return 0;
+    return 1;
+}
+
+hc_status hc_ckpt_check_shape(const hc_st_tensor *t, int ndim, const int64_t *dims,
+                              const char *meaning, hc_error *err)
+{
+    if (hc_ckpt_shape_is(t, ndim, dims)) return HC_OK;
+    char want[HC_CKPT_SHAPE_STR], got[HC_CKPT_SHAPE_STR];
+    hc_st_tensor w = {.ndim = ndim};
+    for (int i = 0; i < ndim; i++) w.shape[i] = dims[i];
+    HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected shape %s (%s), got %s", t->name, t->file,
+            hc_ckpt_shape_str(&w, want, sizeof want), meaning, hc_ckpt_shape_str(t, got, sizeof got));
+}
+
+static int is_e8m0(hc_dtype dt) { return dt == HC_DT_U8 || dt == HC_DT_F8_E8M0; }
+
+hc_status hc_ckpt_scale_ok(const hc_st_tensor *s, int64_t i, double v, hc_error *err)
+{
+    if (is_e8m0(s->dtype) && hc_ckpt_uint_at(s, i) == 0xFF)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): E8M0 scale byte 0xFF (NaN) at element %lld; a "
+                "NaN scale makes its whole group NaN, refused", s->name, s->file, (long long)i);
+    if (!isfinite(v))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is not finite; "
+                "refused", s->name, s->file, v, (long long)i);
+    if (v < 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is negative (no "
+                "producer writes negative scales: its groups would decode sign-flipped); "
+                "refused", s->name, s->file, v, (long long)i);
+    return HC_OK;
+}
+
+hc_status hc_ckpt_check_scales(const hc_st_tensor *s, int64_t *zeros, hc_error *err)
+{
+    int64_t n = hc_shape_numel(s->ndim, s->shape), z = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = hc_ckpt_float_at(s, i);
+        HC_TRY(hc_ckpt_scale_ok(s, i, v, err));
+        z += v == 0;
+    }
+    if (zeros) *zeros = z;
+    return HC_OK;
+}
+
+hc_status hc_ckpt_scalar_scale(const hc_st_tensor *t, int divisor, double *out, hc_error *err)
+{
+    char sh[HC_CKPT_SHAPE_STR];
+    if (hc_shape_numel(t->ndim, t->shape) != 1 || !hc_ckpt_is_float_dtype(t->dtype))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected one F32 / F16 / BF16 value, got %s %s",
+                t->name, t->file, hc_dtype_name(t->dtype), hc_ckpt_shape_str(t, sh, sizeof sh));
+    double v = hc_ckpt_float_at(t, 0);
+    HC_TRY(hc_ckpt_scale_ok(t, 0, v, err));
+    if (divisor && v == 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): 0 is not a divisor; refused", t->name, t->file);
+    *out = v;
+    return HC_OK;
+}
+
+void hc_ckpt_note_zero_scales(hc_ckpt_layer *l, const hc_st_tensor *s, int64_t zeros)
+{
+    if (zeros > 0)
+        hc_ckpt_note(l, "%s: %lld scale(s) are 0 (the producer normally clamps scales above 0): "
+                     "those groups decode to 0, kept as stored", s->name, (long long)zeros);
 }
 
 hc_status hc_ckpt_alloc(hc_quant_result *q, const hc_quant_desc *d, int64_t E, int64_t N,
@@ -143,17 +235,17 @@ void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes)
     hc_pack_rows(codes, q->experts * q->n, q->k, q->bits, q->codes);
 }
 
-void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z)
+hc_status hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z, hc_error *err)
 {
     int64_t ns = q->group_rows, G = q->groups, wpc = ns * q->bits / 32;
     uint8_t col[4096];
     uint32_t words[4096];
     uint8_t *cbuf = ns <= 4096 ? col : malloc((size_t)ns);
     uint32_t *wbuf = wpc <= 4096 ? words : malloc((size_t)wpc * sizeof *wbuf);
-    if (!cbuf || !wbuf) { /* callers checked sizes; keep going safely */
+    if (!cbuf || !wbuf) {
         if (cbuf != col) free(cbuf);
         if (wbuf != words) free(wbuf);
-        return;
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory packing zero points");
     }
     for (int64_t e = 0; e < q->experts; e++)
         for (int64_t g = 0; g < G; g++) {
@@ -163,6 +255,7 @@ void hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z)
         }
     if (cbuf != col) free(cbuf);
     if (wbuf != words) free(wbuf);
+    return HC_OK;
 }
 
 int hc_ckpt_act_order_perm(const hc_st_tensor *g_idx, int64_t K, int64_t gs, int64_t G,
@@ -170,10 +263,10 @@ int hc_ckpt_act_order_perm(const hc_st_tensor *g_idx, int64_t K, int64_t gs, int
 {
     *perm_out = NULL;
     if (g_idx == NULL) return 0;
-    if (hc_shape_numel(g_idx->ndim, g_idx->shape) != K || hc_dtype_bits(g_idx->dtype) > 64 ||
+    if (g_idx->ndim != 1 || g_idx->shape[0] != K ||
         (g_idx->dtype != HC_DT_I32 && g_idx->dtype != HC_DT_I64))
-        return hc_error_set(err, HC_ERR_FORMAT, "%s: g_idx must be an I32/I64 tensor of K=%lld "
-                            "entries", prefix, (long long)K), -1;
+        return hc_error_set(err, HC_ERR_FORMAT, "%s (in %s): g_idx must be an I32/I64 tensor "
+                            "[K] = [%lld]", g_idx->name, g_idx->file, (long long)K), -1;
     int trivial = 1;
     int64_t *count = calloc((size_t)G + 1, sizeof *count);
     if (!count) return hc_error_set(err, HC_ERR_NOMEM, "out of memory (g_idx)"), -1;
@@ -182,8 +275,9 @@ int hc_ckpt_act_order_perm(const hc_st_tensor *g_idx, int64_t K, int64_t gs, int
         if (g_idx->dtype == HC_DT_I64) g = (int64_t)hc_ckpt_uint_at(g_idx, k);
         if (g < 0 || g >= G) {
             free(count);
-            return hc_error_set(err, HC_ERR_FORMAT, "%s: g_idx[%lld] = %lld is outside 0..%lld",
-                                prefix, (long long)k, (long long)g, (long long)G - 1), -1;
+            return hc_error_set(err, HC_ERR_FORMAT, "%s (in %s): g_idx[%lld] = %lld is outside "
+                                "0..%lld (groups of layer %s)", g_idx->name, g_idx->file,
+                                (long long)k, (long long)g, (long long)G - 1, prefix), -1;
         }
         count[g]++;
         if (g != k / gs) trivial = 0;
@@ -263,6 +357,24 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
 {
     memset(out, 0, sizeof *out);
     out->lossless = 1;
+    /* GPTQ / AWQ / compressed-tensors readers take their bits and groups from
+     * the config: a .qweight or .weight_packed under another method has none */
+    int gptq_like = kind == HC_CK_GPTQ || kind == HC_CK_AWQ;
+    int ct_like = kind == HC_CK_CT_PACKED || kind == HC_CK_CT_FP4 || kind == HC_CK_CT_UNPACKED;
+    if ((gptq_like && cfg->method != HC_CKPT_GPTQ && cfg->method != HC_CKPT_AWQ) ||
+        (ct_like && cfg->method != HC_CKPT_CT))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: its tensors are %s, but %s says the checkpoint "
+                "is %s; refused (mixed formats are not read)", prefix,
+                gptq_like ? "GPTQ/AWQ's (.qweight)" : "compressed-tensors' (.weight_packed)",
+                cfg->source_file[0] ? cfg->source_file : "the config",
+                hc_ckpt_method_name(cfg->method));
+    /* every reader dereferences its layer's main tensor: it must be there */
+    const char *main_suffix = gptq_like ? ".qweight" : kind == HC_CK_MXFP4 ? "_blocks"
+                              : kind == HC_CK_CT_PACKED || kind == HC_CK_CT_FP4 ? ".weight_packed"
+                                                                                : ".weight";
+    if (prefix[0] == '\0' || hc_ckpt_find(model, prefix, main_suffix) == NULL)
+        HC_FAIL(err, HC_ERR_FORMAT, "layer \"%s\": no tensor \"%s%s\" (a layer needs a name "
+                "and its main tensor)", prefix, prefix, main_suffix);
     hc_status st;
     switch (kind) {
     case HC_CK_GPTQ: st = hc_ckpt_read_gptq(cfg, model, prefix, opts, out, err); break;

@@ -25,13 +25,23 @@ static const char *group_format(const hc_ckpt_config *cfg, const hc_ckpt_ct_grou
     return g->format[0] ? g->format : cfg->ct_format;
 }
 
-static hc_status check_fp4_e8m0(const hc_st_tensor *s, hc_error *err)
+/* nvfp4: the one weight_global_scale (a divisor) -> Humming's multiplier. */
+static hc_status fp4_global(const hc_st_tensor *gsc, const char *prefix, const char *fmt,
+                            hc_ckpt_layer *out, hc_error *err)
 {
-    int64_t n = hc_shape_numel(s->ndim, s->shape);
-    for (int64_t i = 0; i < n; i++)
-        if (hc_ckpt_uint_at(s, i) == 0xFF)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: E8M0 scale byte 0xFF (NaN) at element %lld; "
-                    "refused", s->name, (long long)i);
+    double g = 0;
+    if (!gsc)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_global_scale: missing for nvfp4 (format %s)",
+                prefix, fmt);
+    HC_TRY(hc_ckpt_scalar_scale(gsc, 1, &g, err));
+    float inv = (float)(1.0 / g);
+    out->q.global_scale[0] = inv;
+    if ((double)inv * g != 1.0) {
+        out->lossless = 0;
+        hc_ckpt_note(out, "weight_global_scale %.9g is a divisor whose reciprocal is not "
+                     "exact in float32: Humming's multiplier 1/%.9g differs by at most one "
+                     "float32 rounding per block scale", g, g);
+    }
     return HC_OK;
 }
 
@@ -42,46 +52,143 @@ static hc_status read_fp4(const hc_ckpt_config *cfg, hc_st_model *model, const c
 {
     const hc_st_tensor *w = hc_ckpt_find(model, prefix, ".weight_packed");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
-    const hc_st_tensor *gsc = hc_ckpt_find(model, prefix, ".weight_global_scale");
     const char *fmt = group_format(cfg, grp);
+    if (strcmp(grp->type, "float") != 0 || grp->num_bits != 4)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_packed: U8 FP4 pairs, but the config group says "
+                "%s%d (format %s)", prefix, grp->type, grp->num_bits, fmt);
     if (!s || w->ndim != 2 || s->ndim != 2)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: FP4 layer needs weight_packed U8 [N, K/2] and a 2-D "
                 "weight_scale", prefix);
+    HC_TRY(hc_ckpt_check_dims(w, err));
     int nv = s->dtype == HC_DT_F8_E4M3;
     if (!nv && s->dtype != HC_DT_U8 && s->dtype != HC_DT_F8_E8M0)
         HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale: FP4 scales must be F8_E4M3 (nvfp4) or "
                 "U8 / F8_E8M0 (mxfp4)", prefix);
-    if (nv && !gsc)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_global_scale: missing for nvfp4 (format %s)",
-                prefix, fmt);
     int64_t N = w->shape[0], K = w->shape[1] * 2;
     int64_t gs = grp->group_size > 0 ? grp->group_size : nv ? 16 : 32;
-    if (K % gs || s->shape[0] != N || s->shape[1] != K / gs)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale: expected [%lld, %lld] (group %lld)", prefix,
-                (long long)N, (long long)(K / gs), (long long)gs);
-    if (!nv) HC_TRY(check_fp4_e8m0(s, err));
+    if (K % gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K=%lld is not a multiple of the group size %lld",
+                prefix, (long long)K, (long long)gs);
+    HC_TRY(hc_ckpt_check_shape(s, 2, (int64_t[2]){N, K / gs}, "[N, K/group]", err));
+    HC_TRY(hc_ckpt_check_scales(s, NULL, err)); /* zero block scales are normal here */
     hc_quant_desc d = {.weight_format = HC_FMT_F4E2M1,
                        .scale_format = nv ? HC_FMT_F8E4M3 : HC_FMT_F8E8M0,
                        .group_size = (int)gs, .global_scale = nv};
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, K / gs, !opts->meta_only, err));
     memcpy(out->q.scales, s->data, s->nbytes);
     if (!opts->meta_only) memcpy(out->q.codes, w->data, w->nbytes);
-    if (nv) {
-        double g = hc_ckpt_float_at(gsc, 0);
-        if (!(g > 0) || !isfinite(g))
-            HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_global_scale: %g is not a positive finite "
-                    "divisor", prefix, g);
-        float inv = (float)(1.0 / g);
-        out->q.global_scale[0] = inv;
-        if ((double)inv * g != 1.0) {
-            out->lossless = 0;
-            hc_ckpt_note(out, "weight_global_scale %.9g is a divisor whose reciprocal is not "
-                         "exact in float32: Humming's multiplier 1/%.9g differs by at most one "
-                         "float32 rounding per block scale", g, g);
-        }
-    }
+    if (nv) HC_TRY(fp4_global(hc_ckpt_find(model, prefix, ".weight_global_scale"), prefix, fmt,
+                              out, err));
     snprintf(out->source_format, sizeof out->source_format, "compressed-tensors %s",
              nv ? "nvfp4-pack-quantized (global scale is a divisor)" : "mxfp4-pack-quantized");
+    return HC_OK;
+}
+
+/* The scale tensor of an integer layer for its strategy, shape checked exactly:
+ * tensor [] / [1], channel [N] / [N, 1], group [N, G]. Sets *G. */
+static hc_status int_scale_shape(const hc_st_tensor *s, const hc_ckpt_ct_group *grp, int64_t N,
+                                 int64_t K, int64_t *G, hc_error *err)
+{
+    const char *strat = grp->strategy;
+    if (!hc_ckpt_is_float_dtype(s->dtype))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale dtype %s; expected F32, F16 or BF16",
+                s->name, s->file, hc_dtype_name(s->dtype));
+    if (!strcmp(strat, "block") || !strcmp(strat, "tensor_group"))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): integer weights with %s scales are not "
+                "read", s->name, s->file, strat);
+    int64_t gs = !strcmp(strat, "group") ? grp->group_size : 0, ns = hc_shape_numel(s->ndim, s->shape);
+    if (gs > 0 && K % gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): K=%lld is not a multiple of the group size "
+                "%lld", s->name, s->file, (long long)K, (long long)gs);
+    *G = gs > 0 ? K / gs : 1;
+    if (gs > 0) return hc_ckpt_check_shape(s, 2, (int64_t[2]){N, *G}, "[N, K/group]", err);
+    if (!strcmp(strat, "tensor") ? ns == 1 && s->ndim <= 1
+                                 : hc_ckpt_shape_is(s, 1, &N) || hc_ckpt_shape_is(s, 2, (int64_t[2]){N, 1}))
+        return HC_OK;
+    HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): %lld values for strategy %s; expected %s", s->name,
+            s->file, (long long)ns, strat, !strcmp(strat, "tensor") ? "[] or [1]" : "[N] or [N, 1]");
+}
+
+/* Scale values of an integer layer: NaN / Inf / negative refused, zeros noted
+ * (checked before the storage format is chosen, so that a NaN is named as such). */
+static hc_status check_int_scales(const hc_st_tensor *s, hc_ckpt_layer *out, hc_error *err)
+{
+    int64_t zeros = 0;
+    HC_TRY(hc_ckpt_check_scales(s, &zeros, err));
+    hc_ckpt_note_zero_scales(out, s, zeros);
+    return HC_OK;
+}
+
+/* Scales of an integer layer into q (one value repeated for a tensor scale). */
+static hc_status put_int_scales(const hc_st_tensor *s, hc_quant_result *q, hc_error *err)
+{
+    int64_t ns = hc_shape_numel(s->ndim, s->shape), N = q->n, G = q->groups;
+    for (int64_t i = 0; i < N * G; i++)
+        if (hc_ckpt_put_scale(q, i, hc_ckpt_float_at(s, ns == 1 ? 0 : i)) != 0)
+            HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage format",
+                    s->name, (long long)i);
+    return HC_OK;
+}
+
+/* float-quantized: F8 weight, scales by the group's strategy (read_float8). */
+static hc_status read_unpacked_float(const hc_st_tensor *w, const hc_st_tensor *s,
+                                     const hc_st_tensor *zp, const hc_ckpt_ct_group *grp,
+                                     const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                                     hc_error *err)
+{
+    hc_ckpt_fp8_geom g = {0};
+    if (strcmp(grp->type, "float") != 0 || grp->num_bits != 8)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): a float8 weight, but the config group says "
+                "%s%d", w->name, w->file, grp->type, grp->num_bits);
+    if (zp) HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float weights with zero points", zp->name);
+    if (!strcmp(grp->strategy, "tensor_group"))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float8 weights with tensor_group scales are not "
+                "read", w->name);
+    if (strcmp(grp->strategy, "group") == 0) g.gs = grp->group_size;
+    if (strcmp(grp->strategy, "block") == 0) { g.bn = grp->block[0]; g.bk = grp->block[1]; }
+    g.strategy = grp->strategy;
+    return hc_ckpt_read_float8(w, s, &g, opts, out, err);
+}
+
+/* Zero points I8 of the scale's shape, offset into uintB fields. */
+static hc_status put_int_zeros(const hc_st_tensor *zp, const hc_st_tensor *s, int b,
+                               hc_quant_result *q, hc_error *err)
+{
+    int64_t ns = hc_shape_numel(s->ndim, s->shape), n = q->n * q->groups;
+    if (zp->dtype != HC_DT_I8 || !hc_ckpt_shape_is(zp, s->ndim, s->shape))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected I8 of the scale's shape", zp->name,
+                zp->file);
+    if (ns == 1)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: per-tensor zero points are not held by Humming",
+                zp->name);
+    uint32_t half = 1u << (b - 1), mask = (1u << b) - 1;
+    uint8_t *z = malloc((size_t)n + 1);
+    HC_CHECK_ALLOC(err, z, "zero points");
+    for (int64_t i = 0; i < n; i++)
+        z[i] = (uint8_t)(((uint32_t)(int8_t)hc_ckpt_uint_at(zp, i) + half) & mask);
+    hc_status st = hc_ckpt_pack_zeros(q, z, err);
+    free(z);
+    return st;
+}
+
+/* int-quantized / naive-quantized: I8 weight [N, K] holding intB values. */
+static hc_status put_int_codes(const hc_st_tensor *w, int b, hc_quant_result *q, hc_error *err)
+{
+    int64_t n = q->n * q->k;
+    uint32_t half = 1u << (b - 1), mask = (1u << b) - 1;
+    uint8_t *codes = malloc((size_t)n + 1);
+    HC_CHECK_ALLOC(err, codes, "codes");
+    for (int64_t i = 0; i < n; i++) {
+        int v = (int8_t)((const uint8_t *)w->data)[i];
+        if (v < -(int)half || v > (int)half - 1) {
+            free(codes);
+            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): value %d at element %lld is outside int%d",
+                    w->name, w->file, v, (long long)i, b);
+        }
+        codes[i] = (uint8_t)((uint32_t)(v + (int)half) & mask); /* int8: byte XOR 0x80 */
+    }
+    hc_ckpt_pack_codes(q, codes);
+    free(codes);
     return HC_OK;
 }
 
@@ -94,94 +201,109 @@ static hc_status read_unpacked(const hc_ckpt_config *cfg, hc_st_model *model, co
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
     const hc_st_tensor *zp = hc_ckpt_find(model, prefix, ".weight_zero_point");
     const char *fmt = group_format(cfg, grp);
-    if (w->dtype != HC_DT_I8) { /* float-quantized */
-        hc_ckpt_fp8_geom g = {0};
-        if (strcmp(grp->strategy, "group") == 0) g.gs = grp->group_size;
-        if (strcmp(grp->strategy, "block") == 0) { g.bn = grp->block[0]; g.bk = grp->block[1]; }
-        if (zp) HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float weights with zero points", prefix);
-        HC_TRY(hc_ckpt_read_float8(w, s, &g, opts, out, err));
+    HC_TRY(hc_ckpt_check_dims(w, err));
+    if (w->dtype != HC_DT_I8) {
+        HC_TRY(read_unpacked_float(w, s, zp, grp, opts, out, err));
         snprintf(out->source_format, sizeof out->source_format, "compressed-tensors %s fp8 %s",
                  fmt, grp->strategy);
         return HC_OK;
     }
-    int b = grp->num_bits > 0 ? grp->num_bits : 8;
+    int b = grp->num_bits;
+    if (strcmp(grp->type, "int") != 0 || b < 1 || b > 8)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): an I8 weight, but the config group says %s%d "
+                "(int1..int8 expected)", w->name, w->file, grp->type, b);
     if (!s) HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale: missing", prefix);
-    int64_t N = w->shape[0], K = w->shape[1], ns = hc_shape_numel(s->ndim, s->shape);
-    int64_t gs = strcmp(grp->strategy, "group") == 0 ? grp->group_size : 0;
-    if (strcmp(grp->strategy, "block") == 0)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: integer weights with block scales are not read",
-                prefix);
-    int64_t G = gs > 0 ? K / gs : 1;
-    if ((gs > 0 && (K % gs || ns != N * G)) || (gs <= 0 && ns != N && ns != 1) || K * b % 32)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: int-quantized shapes (weight [%lld, %lld], %lld "
-                "scales, %d bits, strategy %s) do not agree", prefix, (long long)N, (long long)K,
-                (long long)ns, b, grp->strategy);
+    int64_t N = w->shape[0], K = w->shape[1], G = 1;
+    HC_TRY(int_scale_shape(s, grp, N, K, &G, err));
+    if (K * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Humming row-packs %d-bit codes along K and needs "
+                "K*%d to be a multiple of 32 (K=%lld)", prefix, b, b, (long long)K);
+    if (zp && N * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for N-packed zero "
+                "points", prefix, b);
+    HC_TRY(check_int_scales(s, out, err));
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
                        .scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format),
-                       .group_size = gs > 0 ? (int)gs : HC_QUANT_GROUP_CHANNEL,
+                       .group_size = strcmp(grp->strategy, "group") == 0
+                                         ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};
     if (d.scale_format == HC_FMT_COUNT)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
-    if (zp && (zp->dtype != HC_DT_I8 || hc_shape_numel(zp->ndim, zp->shape) != ns))
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_zero_point: expected I8 of the scale's shape",
-                prefix);
-    if (zp && ns == 1)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: per-tensor zero points are not held by Humming",
-                prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    uint32_t half = 1u << (b - 1), mask = (1u << b) - 1;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t g = 0; g < G; g++)
-            hc_ckpt_put_scale(&out->q, n * G + g, hc_ckpt_float_at(s, ns == 1 ? 0 : n * G + g));
-    if (zp) {
-        uint8_t *z = malloc((size_t)(N * G) + 1);
-        HC_CHECK_ALLOC(err, z, "zero points");
-        for (int64_t i = 0; i < N * G; i++)
-            z[i] = (uint8_t)(((uint32_t)(int8_t)hc_ckpt_uint_at(zp, i) + half) & mask);
-        hc_ckpt_pack_zeros(&out->q, z);
-        free(z);
-    }
-    if (!opts->meta_only) {
-        uint8_t *codes = malloc((size_t)(N * K) + 1);
-        HC_CHECK_ALLOC(err, codes, "codes");
-        for (int64_t i = 0; i < N * K; i++) {
-            int v = (int8_t)((const uint8_t *)w->data)[i];
-            if (v < -(int)half || v > (int)half - 1) {
-                free(codes);
-                HC_FAIL(err, HC_ERR_FORMAT, "%s.weight: value %d at %lld is outside int%d",
-                        prefix, v, (long long)i, b);
-            }
-            codes[i] = (uint8_t)((uint32_t)(v + (int)half) & mask); /* int8: byte XOR 0x80 */
-        }
-        hc_ckpt_pack_codes(&out->q, codes);
-        free(codes);
-    }
+    HC_TRY(put_int_scales(s, &out->q, err));
+    if (zp) HC_TRY(put_int_zeros(zp, s, b, &out->q, err));
+    if (!opts->meta_only) HC_TRY(put_int_codes(w, b, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "compressed-tensors %s int%d %s%s",
              fmt, b, grp->strategy, zp ? " asym" : "");
     return HC_OK;
 }
 
-/* weight_shape -> N, K (I64 or I32). */
+/* weight_shape (I64 or I32 [2]) -> N, K; absent: from weight_packed. K is
+ * range-checked before any arithmetic on it. */
 static hc_status read_shape(const hc_st_tensor *ws, const hc_st_tensor *w, int b, int64_t *N,
-                            int64_t *K, const char *prefix, hc_error *err)
+                            int64_t *K, hc_error *err)
 {
     int64_t pack = 32 / b;
-    if (ws && hc_shape_numel(ws->ndim, ws->shape) == 2 &&
-        (ws->dtype == HC_DT_I64 || ws->dtype == HC_DT_I32)) {
-        *N = ws->dtype == HC_DT_I64 ? (int64_t)hc_ckpt_uint_at(ws, 0)
-                                    : (int64_t)(int32_t)hc_ckpt_uint_at(ws, 0);
-        *K = ws->dtype == HC_DT_I64 ? (int64_t)hc_ckpt_uint_at(ws, 1)
-                                    : (int64_t)(int32_t)hc_ckpt_uint_at(ws, 1);
-    } else {
-        *N = w->shape[0];
-        *K = w->shape[1] * pack;
-    }
-    if (*N != w->shape[0] || (*K + pack - 1) / pack != w->shape[1])
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_shape (%lld, %lld) does not match weight_packed "
-                "[%lld, %lld] with %d-bit values", prefix, (long long)*N, (long long)*K,
-                (long long)w->shape[0], (long long)w->shape[1], b);
+    *N = w->shape[0];
+    *K = w->shape[1] * pack;
+    if (ws == NULL) return HC_OK;
+    if ((ws->dtype != HC_DT_I64 && ws->dtype != HC_DT_I32) || ws->ndim != 1 || ws->shape[0] != 2)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected I64 / I32 [2] = (N, K), got %s with "
+                "%lld elements", ws->name, ws->file, hc_dtype_name(ws->dtype),
+                (long long)hc_shape_numel(ws->ndim, ws->shape));
+    int64_t n = ws->dtype == HC_DT_I64 ? (int64_t)hc_ckpt_uint_at(ws, 0)
+                                       : (int64_t)(int32_t)hc_ckpt_uint_at(ws, 0);
+    int64_t k = ws->dtype == HC_DT_I64 ? (int64_t)hc_ckpt_uint_at(ws, 1)
+                                       : (int64_t)(int32_t)hc_ckpt_uint_at(ws, 1);
+    if (n != w->shape[0] || k < 1 || k > *K || (k + pack - 1) / pack != w->shape[1])
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): (%lld, %lld) does not match weight_packed "
+                "[%lld, %lld] with %d-bit values", ws->name, ws->file, (long long)n,
+                (long long)k, (long long)w->shape[0], (long long)w->shape[1], b);
+    *K = k;
     return HC_OK;
+}
+
+/* Zero points I32 [ceil(N/pack), G], packed along N like the weights along K. */
+static hc_status put_packed_zeros(const hc_st_tensor *zp, int b, hc_quant_result *q,
+                                  hc_error *err)
+{
+    int64_t N = q->n, G = q->groups, pack = 32 / b;
+    uint32_t mask = (1u << b) - 1;
+    if (zp->dtype != HC_DT_I32)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected I32", zp->name, zp->file);
+    HC_TRY(hc_ckpt_check_shape(zp, 2, (int64_t[2]){(N + pack - 1) / pack, G},
+                               "[ceil(N/values per word), G]", err));
+    if (N * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for N-packed zero "
+                "points", zp->name, b);
+    uint8_t *z = malloc((size_t)(N * G) + 1);
+    HC_CHECK_ALLOC(err, z, "zero points");
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++)
+            z[n * G + g] = (uint8_t)((hc_ckpt_uint_at(zp, (n / pack) * G + g) >>
+                                      (b * (n % pack))) & mask);
+    hc_status st = hc_ckpt_pack_zeros(q, z, err);
+    free(z);
+    return st;
+}
+
+/* Codes of I32 weight_packed [N, ceil(K/pack)] (no value straddles a word). */
+static hc_status put_packed_codes(const hc_st_tensor *w, int b, const int32_t *perm,
+                                  hc_quant_result *q, hc_error *err)
+{
+    int64_t N = q->n, K = q->k, pack = 32 / b, wc = w->shape[1];
+    uint32_t mask = (1u << b) - 1;
+    uint8_t *codes = malloc((size_t)(N * K) + 1);
+    HC_CHECK_ALLOC(err, codes, "codes");
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            codes[n * K + k] = (uint8_t)((hc_ckpt_uint_at(w, n * wc + k / pack) >>
+                                          (b * (k % pack))) & mask);
+    hc_status st = perm ? hc_ckpt_permute_columns(codes, N, K, perm, err) : HC_OK;
+    if (st == HC_OK) hc_ckpt_pack_codes(q, codes);
+    free(codes);
+    return st;
 }
 
 static hc_status read_packed(hc_st_model *model, const char *prefix,
@@ -191,7 +313,6 @@ static hc_status read_packed(hc_st_model *model, const char *prefix,
     const hc_st_tensor *w = hc_ckpt_find(model, prefix, ".weight_packed");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
     const hc_st_tensor *zp = hc_ckpt_find(model, prefix, ".weight_zero_point");
-    const hc_st_tensor *gi = hc_ckpt_find(model, prefix, ".weight_g_idx");
     int b = grp->num_bits;
     if (strcmp(grp->type, "int") != 0 || b < 1 || b > 8)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: pack-quantized %s%d: supported are int1..int8",
@@ -199,77 +320,38 @@ static hc_status read_packed(hc_st_model *model, const char *prefix,
     if (w->dtype != HC_DT_I32 || w->ndim != 2 || !s)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: pack-quantized needs I32 weight_packed and "
                 "weight_scale", prefix);
-    int64_t N, K, pack = 32 / b;
-    HC_TRY(read_shape(hc_ckpt_find(model, prefix, ".weight_shape"), w, b, &N, &K, prefix, err));
-    const char *strat = grp->strategy;
-    int64_t ns = hc_shape_numel(s->ndim, s->shape);
-    int64_t gs = strcmp(strat, "group") == 0 || strcmp(strat, "tensor_group") == 0
-                     ? grp->group_size : 0;
-    if (strcmp(strat, "block") == 0)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: integer block scales are not read", prefix);
-    if (gs > 0 && K % gs)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K=%lld is not a multiple of the group size %lld",
-                prefix, (long long)K, (long long)gs);
-    int64_t G = gs > 0 ? K / gs : 1;
-    if ((gs > 0 && ns != N * G) || (gs <= 0 && ns != N && ns != 1))
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale: %lld values for strategy %s (N=%lld, "
-                "G=%lld)", prefix, (long long)ns, strat, (long long)N, (long long)G);
+    HC_TRY(hc_ckpt_check_dims(w, err));
+    int64_t N, K, G = 1;
+    HC_TRY(read_shape(hc_ckpt_find(model, prefix, ".weight_shape"), w, b, &N, &K, err));
+    HC_TRY(int_scale_shape(s, grp, N, K, &G, err));
     if (K * b % 32)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Humming row-packs %d-bit codes along K and needs "
                 "K*%d to be a multiple of 32 (K=%lld)", prefix, b, b, (long long)K);
-    if (zp && (zp->ndim != 2 || zp->shape[0] != (N + pack - 1) / pack || zp->shape[1] != G ||
-               zp->dtype != HC_DT_I32))
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_zero_point: expected I32 [ceil(N/%lld), %lld]",
-                prefix, (long long)pack, (long long)G);
-    if (zp && N * b % 32)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for N-packed zero "
-                "points", prefix, b);
-    int32_t *perm = NULL;
-    int ao = gs > 0 ? hc_ckpt_act_order_perm(gi, K, gs, G, prefix, &perm, err) : 0;
+    int32_t *perm = NULL; /* g_idx is checked for channel / tensor too: one group of K */
+    int ao = hc_ckpt_act_order_perm(hc_ckpt_find(model, prefix, ".weight_g_idx"), K, K / G, G,
+                                    prefix, &perm, err);
     if (ao < 0) return err ? err->status : HC_ERR_FORMAT;
     if (ao && opts->act_order == HC_ACT_ORDER_REFUSE) {
         free(perm);
         return hc_ckpt_refuse_act_order(prefix, err);
     }
     out->perm = perm;
+    HC_TRY(check_int_scales(s, out, err));
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
                        .scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format),
-                       .group_size = gs > 0 ? (int)gs : HC_QUANT_GROUP_CHANNEL,
+                       .group_size = strcmp(grp->strategy, "group") == 0
+                                         ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};
     if (d.scale_format == HC_FMT_COUNT)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    uint32_t mask = (1u << b) - 1;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t g = 0; g < G; g++)
-            hc_ckpt_put_scale(&out->q, n * G + g, hc_ckpt_float_at(s, ns == 1 ? 0 : n * G + g));
-    if (zp) {
-        uint8_t *z = malloc((size_t)(N * G) + 1);
-        HC_CHECK_ALLOC(err, z, "zero points");
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t g = 0; g < G; g++)
-                z[n * G + g] = (uint8_t)((hc_ckpt_uint_at(zp, (n / pack) * G + g) >>
-                                          (b * (n % pack))) & mask);
-        hc_ckpt_pack_zeros(&out->q, z);
-        free(z);
-    }
-    if (!opts->meta_only) {
-        uint8_t *codes = malloc((size_t)(N * K) + 1);
-        HC_CHECK_ALLOC(err, codes, "codes");
-        int64_t wc = w->shape[1];
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t k = 0; k < K; k++)
-                codes[n * K + k] = (uint8_t)((hc_ckpt_uint_at(w, n * wc + k / pack) >>
-                                              (b * (k % pack))) & mask);
-        hc_status st = perm ? hc_ckpt_permute_columns(codes, N, K, perm, err) : HC_OK;
-        if (st == HC_OK) hc_ckpt_pack_codes(&out->q, codes);
-        free(codes);
-        HC_TRY(st);
-    }
+    HC_TRY(put_int_scales(s, &out->q, err));
+    if (zp) HC_TRY(put_packed_zeros(zp, b, &out->q, err));
+    if (!opts->meta_only) HC_TRY(put_packed_codes(w, b, perm, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format,
-             "compressed-tensors pack-quantized int%d %s%s%s", b, strat, zp ? " asym" : " sym",
-             ao ? " act-order" : "");
+             "compressed-tensors pack-quantized int%d %s%s%s", b, grp->strategy,
+             zp ? " asym" : " sym", ao ? " act-order" : "");
     return HC_OK;
 }
 
@@ -278,9 +360,7 @@ hc_status hc_ckpt_read_ct(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt
                           hc_error *err)
 {
     const hc_ckpt_ct_group *grp = &cfg->ct[hc_ckpt_ct_group_for(cfg, prefix)];
-    if (strcmp(grp->actorder, "group") == 0 || strcmp(grp->actorder, "dynamic") == 0) {
-        /* handled through weight_g_idx; nothing else to check */
-    }
+    /* actorder (group / dynamic) is read through weight_g_idx */
     switch (kind) {
     case HC_CK_CT_FP4: return read_fp4(cfg, model, prefix, grp, opts, out, err);
     case HC_CK_CT_UNPACKED: return read_unpacked(cfg, model, prefix, grp, opts, out, err);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hc_fs.h"
+#include "hc_json.h"
 #include "hc_model_config.h"
 #include "hc_regex.h"
 
@@ -21,50 +22,116 @@ const char *hc_ckpt_method_name(hc_ckpt_method m)
     return m <= HC_CKPT_FP8 ? names[m] : "?";
 }
 
+/* Where a field sits, for messages: "config.json: quantization_config.bits". */
+typedef struct {
+    const char *file;   /* config.json, quantize_config.json, ... */
+    const char *obj;    /* "quantization_config", "config_groups.group_0.weights", ... */
+} jwhere;
+
+/* Largest group or block size read from a config (as hc_model_config.c). */
+#define MAX_GROUP (1LL << 20)
+
+/* "file: obj.key" (obj empty for a side file's top level), for messages. */
+static const char *field(const jwhere *w, const char *key, char buf[256])
+{
+    snprintf(buf, 256, "%s: %s%s%s", w->file, w->obj, w->obj[0] ? "." : "", key);
+    return buf;
+}
+
 static const cJSON *get(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
-static int64_t get_int(const cJSON *o, const char *key, int64_t def)
+/* o[key] as an integer in [lo, hi] (number or decimal string); def when absent. */
+static hc_status get_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int64_t def,
+                         int64_t *out, const jwhere *w, hc_error *err)
 {
     const cJSON *v = get(o, key);
-    if (cJSON_IsNumber(v)) return (int64_t)v->valuedouble;
-    if (cJSON_IsString(v)) return strtoll(v->valuestring, NULL, 10);
-    return def;
+    *out = def;
+    const char *why = v ? hc_json_int(v, lo, hi, 1, out) : NULL;
+    if (why == NULL) return HC_OK;
+    char shown[64] = "";
+    if (cJSON_IsNumber(v)) snprintf(shown, sizeof shown, " = %.17g", v->valuedouble);
+    else if (cJSON_IsString(v)) snprintf(shown, sizeof shown, " = \"%.40s\"", v->valuestring);
+    char f[256];
+    HC_FAIL(err, HC_ERR_FORMAT, "%s%s %s (expected an integer in %lld..%lld)", field(w, key, f),
+            shown, why, (long long)lo, (long long)hi);
 }
 
-static int get_bool(const cJSON *o, const char *key, int def)
+/* A group size: -1 (one group over K) or 1..2^20; 0 and other negatives are refused. */
+static hc_status get_group(const cJSON *o, const char *key, int64_t def, int64_t *out,
+                           const jwhere *w, hc_error *err)
 {
-    const cJSON *v = get(o, key);
-    if (cJSON_IsBool(v)) return cJSON_IsTrue(v);
-    return def;
+    char f[256];
+    HC_TRY(get_int(o, key, -1, MAX_GROUP, def, out, w, err));
+    if (*out == 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s = 0: expected -1 (one group over K) or a group size "
+                "1..%lld", field(w, key, f), (long long)MAX_GROUP);
+    return HC_OK;
 }
 
-static void get_str(const cJSON *o, const char *key, char *dst, size_t len)
+static hc_status get_bool(const cJSON *o, const char *key, int def, int *out, const jwhere *w,
+                          hc_error *err)
 {
     const cJSON *v = get(o, key);
-    if (cJSON_IsString(v)) snprintf(dst, len, "%s", v->valuestring);
+    char f[256];
+    *out = v ? cJSON_IsTrue(v) : def;
+    if (v && !cJSON_IsBool(v)) HC_FAIL(err, HC_ERR_FORMAT, "%s must be true or false", field(w, key, f));
+    return HC_OK;
+}
+
+/* o[key] into dst when present; a non-string or a value too long for dst is refused. */
+static hc_status get_str(const cJSON *o, const char *key, char *dst, size_t len,
+                         const jwhere *w, hc_error *err)
+{
+    const cJSON *v = get(o, key);
+    char f[256];
+    if (v == NULL) return HC_OK;
+    if (!cJSON_IsString(v)) HC_FAIL(err, HC_ERR_FORMAT, "%s must be a string", field(w, key, f));
+    if (strlen(v->valuestring) >= len)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s = \"%.40s...\" is too long (no known value has %zu or "
+                "more characters)", field(w, key, f), v->valuestring, len);
+    memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
+    return HC_OK;
+}
+
+/* [rows, cols] block sizes, each 1..2^20 (weight_block_size, block_structure). */
+static hc_status get_block(const cJSON *o, const char *key, int64_t block[2], const jwhere *w,
+                           hc_error *err)
+{
+    const cJSON *bs = get(o, key);
+    char f[256];
+    if (bs == NULL) return HC_OK;
+    if (!cJSON_IsArray(bs) || cJSON_GetArraySize(bs) != 2)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s must be an array of two block sizes [rows, cols]",
+                field(w, key, f));
+    for (int i = 0; i < 2; i++) {
+        const char *why = hc_json_int(cJSON_GetArrayItem(bs, i), 1, MAX_GROUP, 0, &block[i]);
+        if (why)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s[%d] %s (expected an integer in 1..%lld)",
+                    field(w, key, f), i, why, (long long)MAX_GROUP);
+    }
+    return HC_OK;
 }
 
 /* Checks one pattern of a skip list or target list: it must fit its field
  * (a cut pattern would match other modules) and, as "re:...", pass the
- * regex guard. */
-static hc_status check_pattern(const hc_ckpt_config *c, const char *key, const char *s,
-                               size_t room, hc_error *err)
+ * regex guard (hc_regex.h). */
+static hc_status check_pattern(const char *file, const char *key, const char *s, size_t room,
+                               hc_error *err)
 {
     size_t n = strlen(s);
     if (n >= room)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%.200s%s' is %zu bytes, longer than the "
-                "%zu this reader holds", c->source_file, key, s, n > 200 ? "..." : "", n,
-                room - 1);
+                "%zu this reader holds", file, key, s, n > 200 ? "..." : "", n, room - 1);
     if (strncmp(s, "re:", 3) != 0) return HC_OK;
     hc_regex re;
     char why[256];
     if (hc_regex_compile(&re, s + 3, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why) != 0)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%s': bad regular expression: %s",
-                c->source_file, key, s, why);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%s': bad regular expression: %s", file, key,
+                s, why);
     hc_regex_free(&re);
     return HC_OK;
 }
@@ -72,7 +139,7 @@ static hc_status check_pattern(const hc_ckpt_config *c, const char *key, const c
 static hc_status add_skip(hc_ckpt_config *c, const char *key, const char *s, hc_error *err)
 {
     if (c->n_skip >= HC_CKPT_MAX_SKIP) return HC_OK;
-    HC_TRY(check_pattern(c, key, s, sizeof c->skip[0], err));
+    HC_TRY(check_pattern(c->source_file, key, s, sizeof c->skip[0], err));
     snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", s);
     return HC_OK;
 }
@@ -87,16 +154,20 @@ static hc_status add_skips(hc_ckpt_config *c, const cJSON *q, const char *key, h
     return HC_OK;
 }
 
-static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
+    int64_t bits = 4;
     c->method = HC_CKPT_GPTQ;
-    c->bits = (int)get_int(q, "bits", 4);
-    c->group_size = get_int(q, "group_size", 128);
-    c->desc_act = get_bool(q, "desc_act", 0);
-    c->sym = get_bool(q, "sym", 1);
+    HC_TRY(get_int(q, "bits", 1, 64, 4, &bits, w, err));
+    c->bits = (int)bits;
+    HC_TRY(get_group(q, "group_size", 128, &c->group_size, w, err));
+    HC_TRY(get_bool(q, "desc_act", 0, &c->desc_act, w, err));
+    HC_TRY(get_bool(q, "sym", 1, &c->sym, w, err));
     char fmt[32] = "gptq";
-    get_str(q, "checkpoint_format", fmt, sizeof fmt);
-    if (get_bool(q, "is_marlin_format", 0) || strcmp(fmt, "marlin") == 0)
+    int marlin = 0;
+    HC_TRY(get_str(q, "checkpoint_format", fmt, sizeof fmt, w, err));
+    HC_TRY(get_bool(q, "is_marlin_format", 0, &marlin, w, err));
+    if (marlin || strcmp(fmt, "marlin") == 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Marlin-serialised GPTQ (checkpoint_format "
                 "\"marlin\" / is_marlin_format) is not read; export the model as plain GPTQ",
                 c->source_file);
@@ -104,9 +175,7 @@ static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: GPTQ checkpoint_format \"%s\": supported are "
                 "\"gptq\" (v1 zeros, stored minus one) and \"gptq_v2\"", c->source_file, fmt);
     c->gptq_v2 = strcmp(fmt, "gptq_v2") == 0;
-    char pack[16] = "int32";
-    get_str(q, "pack_dtype", pack, sizeof pack);
-    (void)pack; /* the reader follows the qweight dtype */
+    /* pack_dtype is not read: the reader follows the qweight dtype */
     HC_TRY(add_skips(c, q, "modules_to_not_convert", err));
     const cJSON *dyn = get(q, "dynamic"), *it;
     cJSON_ArrayForEach(it, dyn) { /* GPTQModel "-:regex" keys skip modules */
@@ -121,17 +190,21 @@ static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
     return HC_OK;
 }
 
-static hc_status parse_awq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+static hc_status parse_awq(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
+    int64_t wbit = 4, bits = 4, qgs = 128;
     c->method = HC_CKPT_AWQ;
-    c->bits = (int)get_int(q, "bits", get_int(q, "w_bit", 4));
-    c->group_size = get_int(q, "group_size", get_int(q, "q_group_size", 128));
-    c->awq_zero_point = get_bool(q, "zero_point", 1);
+    HC_TRY(get_int(q, "w_bit", 1, 64, 4, &wbit, w, err));
+    HC_TRY(get_int(q, "bits", 1, 64, wbit, &bits, w, err));
+    c->bits = (int)bits;
+    HC_TRY(get_group(q, "q_group_size", 128, &qgs, w, err));
+    HC_TRY(get_group(q, "group_size", qgs, &c->group_size, w, err));
+    HC_TRY(get_bool(q, "zero_point", 1, &c->awq_zero_point, w, err));
     snprintf(c->awq_version, sizeof c->awq_version, "gemm");
-    get_str(q, "version", c->awq_version, sizeof c->awq_version);
+    HC_TRY(get_str(q, "version", c->awq_version, sizeof c->awq_version, w, err));
     for (char *p = c->awq_version; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
     char backend[32] = "";
-    get_str(q, "backend", backend, sizeof backend);
+    HC_TRY(get_str(q, "backend", backend, sizeof backend, w, err));
     if (strcmp(c->awq_version, "gemv_fast") == 0 || strcmp(backend, "llm-awq") == 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AWQ gemv_fast / llm-awq checkpoints store "
                 "scaled_zeros = -(s*z) rounded to fp16, so (q - z) * s cannot be recovered "
@@ -147,39 +220,82 @@ static hc_status parse_awq(const cJSON *q, hc_ckpt_config *c, hc_error *err)
     return HC_OK;
 }
 
-static hc_status parse_ct_group(const hc_ckpt_config *c, const cJSON *g, hc_ckpt_ct_group *out,
-                                hc_error *err)
+static int one_of(const char *s, const char *const *list)
 {
-    const cJSON *w = get(g, "weights"), *t, *it;
-    memset(out, 0, sizeof *out);
-    cJSON_ArrayForEach(it, (t = get(g, "targets"))) {
-        if (!cJSON_IsString(it) || out->n_targets >= 8) continue;
-        HC_TRY(check_pattern(c, "config_groups targets", it->valuestring, sizeof out->targets[0],
-                             err));
-        snprintf(out->targets[out->n_targets++], sizeof out->targets[0], "%s", it->valuestring);
-    }
-    get_str(g, "format", out->format, sizeof out->format);
-    out->num_bits = (int)get_int(w, "num_bits", 8);
-    snprintf(out->type, sizeof out->type, "int");
-    get_str(w, "type", out->type, sizeof out->type);
-    get_str(w, "strategy", out->strategy, sizeof out->strategy);
-    out->group_size = get_int(w, "group_size", 0);
-    out->symmetric = get_bool(w, "symmetric", 1);
-    get_str(w, "actorder", out->actorder, sizeof out->actorder);
-    const cJSON *bs = get(w, "block_structure");
-    if (cJSON_IsArray(bs) && cJSON_GetArraySize(bs) == 2) {
-        out->block[0] = (int64_t)cJSON_GetArrayItem(bs, 0)->valuedouble;
-        out->block[1] = (int64_t)cJSON_GetArrayItem(bs, 1)->valuedouble;
-    }
+    for (; *list; list++)
+        if (strcmp(s, *list) == 0) return 1;
+    return 0;
+}
+
+/* A group's weights arguments: type, bits, strategy and its sizes. */
+static hc_status parse_ct_weights(const cJSON *wt, hc_ckpt_ct_group *out, const jwhere *w,
+                                  hc_error *err)
+{
+    static const char *const strategies[] = {"tensor", "channel", "group", "block",
+                                             "tensor_group", NULL};
+    int64_t bits = 8;
+    HC_TRY(get_int(wt, "num_bits", 1, 8, 8, &bits, w, err));
+    out->num_bits = (int)bits;
+    HC_TRY(get_str(wt, "type", out->type, sizeof out->type, w, err));
+    char f[256];
+    if (strcmp(out->type, "int") != 0 && strcmp(out->type, "float") != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s \"%s\": expected \"int\" or \"float\"",
+                field(w, "type", f), out->type);
+    HC_TRY(get_int(wt, "group_size", -1, MAX_GROUP, 0, &out->group_size, w, err));
+    HC_TRY(get_str(wt, "strategy", out->strategy, sizeof out->strategy, w, err));
+    if (out->strategy[0] == '\0') /* as compressed-tensors: group if sized, else tensor */
+        snprintf(out->strategy, sizeof out->strategy, out->group_size > 0 ? "group" : "tensor");
+    if (!one_of(out->strategy, strategies))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s \"%s\": expected tensor, channel, group, block or "
+                "tensor_group", field(w, "strategy", f), out->strategy);
+    int grouped = !strcmp(out->strategy, "group") || !strcmp(out->strategy, "tensor_group");
+    if (grouped && out->group_size <= 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: strategy %s needs a group_size of 1..%lld",
+                field(w, "group_size", f), out->strategy, (long long)MAX_GROUP);
+    HC_TRY(get_block(wt, "block_structure", out->block, w, err));
+    if (!strcmp(out->strategy, "block") && out->block[0] <= 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: strategy block needs [rows, cols]",
+                field(w, "block_structure", f));
+    HC_TRY(get_bool(wt, "symmetric", 1, &out->symmetric, w, err));
+    const cJSON *ao = get(wt, "actorder"); /* a string, or true meaning "group" */
+    if (cJSON_IsBool(ao)) snprintf(out->actorder, sizeof out->actorder, cJSON_IsTrue(ao) ? "group" : "");
+    else HC_TRY(get_str(wt, "actorder", out->actorder, sizeof out->actorder, w, err));
     return HC_OK;
 }
 
-static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+static hc_status parse_ct_group(const cJSON *g, hc_ckpt_ct_group *out, const char *file,
+                                hc_error *err)
+{
+    const cJSON *t, *it;
+    char obj[160];
+    memset(out, 0, sizeof *out);
+    snprintf(obj, sizeof obj, "quantization_config.config_groups.%.60s", g->string ? g->string : "?");
+    jwhere w = {file, obj};
+    cJSON_ArrayForEach(it, (t = get(g, "targets"))) {
+        if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof out->targets[0])
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: %s.targets: each target must be a string of at "
+                    "most %zu characters", file, obj, sizeof out->targets[0] - 1);
+        if (out->n_targets == 8)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s: more than 8 targets are not read", file, obj);
+        HC_TRY(check_pattern(file, "config_groups targets", it->valuestring,
+                             sizeof out->targets[0], err));
+        snprintf(out->targets[out->n_targets++], sizeof out->targets[0], "%s", it->valuestring);
+    }
+    HC_TRY(get_str(g, "format", out->format, sizeof out->format, &w, err));
+    snprintf(out->type, sizeof out->type, "int");
+    const cJSON *wt = get(g, "weights");
+    if (wt != NULL && !cJSON_IsObject(wt))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s.weights must be an object", file, obj);
+    snprintf(obj + strlen(obj), sizeof obj - strlen(obj), ".weights");
+    return parse_ct_weights(wt, out, &w, err);
+}
+
+static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
     c->method = HC_CKPT_CT;
-    get_str(q, "format", c->ct_format, sizeof c->ct_format);
+    HC_TRY(get_str(q, "format", c->ct_format, sizeof c->ct_format, w, err));
     char status[32] = "compressed";
-    get_str(q, "quantization_status", status, sizeof status);
+    HC_TRY(get_str(q, "quantization_status", status, sizeof status, w, err));
     if (strcmp(status, "compressed") != 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: compressed-tensors quantization_status is \"%s\"; "
                 "only \"compressed\" checkpoints hold packed weights (a frozen / fakequant "
@@ -190,7 +306,7 @@ static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, hc_error *err)
                 "which Humming does not do; refused", c->source_file);
     const cJSON *sp = get(q, "sparsity_config");
     char sfmt[32] = "dense";
-    if (sp) get_str(sp, "format", sfmt, sizeof sfmt);
+    if (sp) HC_TRY(get_str(sp, "format", sfmt, sizeof sfmt, w, err));
     if (sp && strcmp(sfmt, "dense") != 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: compressed-tensors sparsity_config format \"%s\" "
                 "changes the weight layout; refused", c->source_file, sfmt);
@@ -199,8 +315,12 @@ static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, hc_error *err)
                 "weights; refused (convert it as a float checkpoint)", c->source_file,
                 c->ct_format);
     const cJSON *groups = get(q, "config_groups"), *it;
-    cJSON_ArrayForEach(it, groups)
-        if (c->n_ct < HC_CKPT_MAX_GROUPS) HC_TRY(parse_ct_group(c, it, &c->ct[c->n_ct++], err));
+    cJSON_ArrayForEach(it, groups) {
+        if (c->n_ct == HC_CKPT_MAX_GROUPS)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d compressed-tensors config_groups "
+                    "are not read", c->source_file, HC_CKPT_MAX_GROUPS);
+        HC_TRY(parse_ct_group(it, &c->ct[c->n_ct++], c->source_file, err));
+    }
     if (c->n_ct == 0)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: compressed-tensors config has no config_groups",
                 c->source_file);
@@ -209,49 +329,49 @@ static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, hc_error *err)
     return HC_OK;
 }
 
-static hc_status parse_modelopt(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+static hc_status parse_modelopt(const cJSON *q, hc_ckpt_config *c, const jwhere *w,
+                                hc_error *err)
 {
     c->method = HC_CKPT_MODELOPT;
-    get_str(q, "quant_algo", c->quant_algo, sizeof c->quant_algo);
-    c->group_size = get_int(q, "group_size", 16);
+    HC_TRY(get_str(q, "quant_algo", c->quant_algo, sizeof c->quant_algo, w, err));
+    HC_TRY(get_int(q, "group_size", 1, MAX_GROUP, 16, &c->group_size, w, err));
     c->dialect = HC_SKIP_FNMATCH;
     HC_TRY(add_skips(c, q, "exclude_modules", err));
     return add_skips(c, q, "ignore", err);
 }
 
-static hc_status parse_fp8(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+static hc_status parse_fp8(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
     c->method = HC_CKPT_FP8;
-    const cJSON *bs = get(q, "weight_block_size");
-    if (cJSON_IsArray(bs) && cJSON_GetArraySize(bs) == 2) {
-        c->block[0] = (int64_t)cJSON_GetArrayItem(bs, 0)->valuedouble;
-        c->block[1] = (int64_t)cJSON_GetArrayItem(bs, 1)->valuedouble;
-    }
+    HC_TRY(get_block(q, "weight_block_size", c->block, w, err));
     c->dialect = HC_SKIP_SUBSTRING;
     HC_TRY(add_skips(c, q, "ignored_layers", err));
     return add_skips(c, q, "modules_to_not_convert", err);
 }
 
-/* quantization_config object of config.json, or a side file's object. */
-static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+/* quantization_config object of config.json, or a side file's object (obj:
+ * its name in messages, "" for a side file's top level). */
+static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *obj, hc_error *err)
 {
+    const jwhere w = {c->source_file, obj};
+    const cJSON *qm = get(q, "quant_method");
     char m[32] = "";
-    get_str(q, "quant_method", m, sizeof m);
+    if (cJSON_IsString(qm)) snprintf(m, sizeof m, "%s", qm->valuestring); /* others: not ours */
     for (char *p = m; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
     snprintf(c->quant_method, sizeof c->quant_method, "%s", m);
-    if (strcmp(m, "gptq") == 0) return parse_gptq(q, c, err);
-    if (strcmp(m, "awq") == 0) return parse_awq(q, c, err);
-    if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, err);
-    if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, err);
-    if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, err);
+    if (strcmp(m, "gptq") == 0) return parse_gptq(q, c, &w, err);
+    if (strcmp(m, "awq") == 0) return parse_awq(q, c, &w, err);
+    if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, &w, err);
+    if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, &w, err);
+    if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, &w, err);
     if (strcmp(m, "mxfp4") == 0) {
         c->method = HC_CKPT_MXFP4;
         c->dialect = HC_SKIP_FNMATCH;
         return add_skips(c, q, "modules_to_not_convert", err);
     }
-    if (m[0] == '\0' && get(q, "w_bit")) return parse_awq(q, c, err); /* old AutoAWQ file */
+    if (m[0] == '\0' && get(q, "w_bit")) return parse_awq(q, c, &w, err); /* old AutoAWQ file */
     if (m[0] == '\0' && get(q, "bits") && (get(q, "desc_act") || get(q, "sym")))
-        return parse_gptq(q, c, err); /* old AutoGPTQ quantize_config.json */
+        return parse_gptq(q, c, &w, err); /* old AutoGPTQ quantize_config.json */
     return HC_OK;
 }
 
@@ -279,7 +399,7 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
     hc_status st = HC_OK;
     if (cJSON_IsObject(q)) {
         snprintf(cfg->source_file, sizeof cfg->source_file, "config.json");
-        st = parse_qconfig(q, cfg, err);
+        st = parse_qconfig(q, cfg, "quantization_config", err);
     }
     cJSON_Delete(root);
     static const char *const sides[] = {"hf_quant_config.json", "quantize_config.json",
@@ -289,15 +409,16 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
         st = read_side(dir, sides[i], &side, err);
         if (st != HC_OK || side == NULL) continue;
         snprintf(cfg->source_file, sizeof cfg->source_file, "%s", sides[i]);
-        const cJSON *producer = get(side, "producer"), *quant = get(side, "quantization");
-        char pname[32] = "";
-        if (producer) get_str(producer, "name", pname, sizeof pname);
-        if (i == 0 && strcmp(pname, "modelopt") == 0 && cJSON_IsObject(quant)) {
-            st = parse_modelopt(quant, cfg, err);
+        const cJSON *pname = get(get(side, "producer"), "name"), *quant = get(side, "quantization");
+        const cJSON *inner = get(side, "quantization_config");
+        if (i == 0 && cJSON_IsString(pname) && strcmp(pname->valuestring, "modelopt") == 0 &&
+            cJSON_IsObject(quant)) {
+            const jwhere w = {cfg->source_file, "quantization"};
+            st = parse_modelopt(quant, cfg, &w, err);
             snprintf(cfg->quant_method, sizeof cfg->quant_method, "modelopt");
         } else {
-            st = parse_qconfig(cJSON_IsObject(get(side, "quantization_config"))
-                                   ? get(side, "quantization_config") : side, cfg, err);
+            st = parse_qconfig(cJSON_IsObject(inner) ? inner : side, cfg,
+                               cJSON_IsObject(inner) ? "quantization_config" : "", err);
         }
         cJSON_Delete(side);
     }

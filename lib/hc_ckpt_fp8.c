@@ -21,33 +21,49 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-static hc_status check_e8m0(const hc_st_tensor *s, const char *what, hc_error *err)
+/* 8-bit codes: the byte stream is the row stream. NaN / Inf codes (E4M3
+ * 0x7F/0xFF, E5M2 exponent all ones) are refused: no quantizer writes them.
+ * Checked when the codes are read (not at plan time, which reads no codes). */
+static hc_status copy_codes(const hc_st_tensor *w, hc_quant_result *q, hc_error *err)
 {
-    int64_t n = hc_shape_numel(s->ndim, s->shape);
-    for (int64_t i = 0; i < n; i++)
-        if (hc_ckpt_uint_at(s, i) == 0xFF)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: E8M0 scale byte 0xFF (NaN) at element %lld; a NaN "
-                    "scale makes its whole block NaN, refused", what, (long long)i);
+    const uint8_t *b = w->data;
+    uint8_t mask = w->dtype == HC_DT_F8_E4M3 ? 0x7F : 0x7C;
+    for (size_t i = 0; i < w->nbytes; i++)
+        if ((b[i] & mask) == mask)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): element %zu is a NaN / Inf code (0x%02x); "
+                    "refused", w->name, w->file, i, b[i]);
+    memcpy(q->codes, w->data, w->nbytes);
     return HC_OK;
 }
 
-static hc_status copy_codes(const hc_st_tensor *w, hc_quant_result *q)
+/* Block scales [RB, CB] or, as ModelOpt FP8_PB_WO writes, [RB, 1, CB, 1]. */
+static hc_status check_block_shape(const hc_st_tensor *s, int64_t N, int64_t K,
+                                   const hc_ckpt_fp8_geom *g, int64_t *RB, int64_t *CB,
+                                   hc_error *err)
 {
-    memcpy(q->codes, w->data, w->nbytes); /* 8-bit codes: the byte stream is the row stream */
-    return HC_OK;
+    if (g->bn > (1 << 20) || g->bk > (1 << 20))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: block %lldx%lld: block sizes above 2^20 are refused",
+                s->name, (long long)g->bn, (long long)g->bk);
+    *RB = (N + g->bn - 1) / g->bn;
+    *CB = (K + g->bk - 1) / g->bk;
+    if (hc_ckpt_shape_is(s, 2, (int64_t[2]){*RB, *CB}) ||
+        hc_ckpt_shape_is(s, 4, (int64_t[4]){*RB, 1, *CB, 1}))
+        return HC_OK;
+    char sh[HC_CKPT_SHAPE_STR];
+    HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): block scales for a [%lld, %lld] weight with "
+            "%lldx%lld blocks must be [ceil(N/bn), ceil(K/bk)] = [%lld, %lld] (or [%lld, 1, "
+            "%lld, 1]), got %s", s->name, s->file, (long long)N, (long long)K, (long long)g->bn,
+            (long long)g->bk, (long long)*RB, (long long)*CB, (long long)*RB, (long long)*CB,
+            hc_ckpt_shape_str(s, sh, sizeof sh));
 }
 
 /* Block scales (RB x CB source grid) as float32 fine blocks, or per-row group scales. */
-static hc_status read_blocks(const hc_st_tensor *w, const hc_st_tensor *s, int64_t N, int64_t K,
+static hc_status read_blocks(const hc_st_tensor *s, int64_t N, int64_t K,
                              const hc_ckpt_fp8_geom *g, const hc_ckpt_read_opts *opts,
                              hc_quant_desc *d, hc_ckpt_layer *out, hc_error *err)
 {
-    int64_t RB = (N + g->bn - 1) / g->bn, CB = (K + g->bk - 1) / g->bk;
-    if (hc_shape_numel(s->ndim, s->shape) != RB * CB)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: block scales for a [%lld, %lld] weight with %lldx%lld "
-                "blocks must hold ceil(N/bn) x ceil(K/bk) = %lld x %lld values", s->name,
-                (long long)N, (long long)K, (long long)g->bn, (long long)g->bk, (long long)RB,
-                (long long)CB);
+    int64_t RB = 0, CB = 0;
+    HC_TRY(check_block_shape(s, N, K, g, &RB, &CB, err));
     int64_t gn = gcd64(g->bn, N), gk = gcd64(g->bk, K);
     int per_row = gn < 64;
     if (per_row) {
@@ -69,13 +85,89 @@ static hc_status read_blocks(const hc_st_tensor *w, const hc_st_tensor *s, int64
     for (int64_t i = 0; i < NS; i++)
         for (int64_t j = 0; j < G; j++) {
             int64_t n = per_row ? i : i * gn, k = j * gk;
-            hc_ckpt_put_scale(&out->q, i * G + j, hc_ckpt_float_at(s, (n / g->bn) * CB + k / g->bk));
+            if (hc_ckpt_put_scale(&out->q, i * G + j,
+                                  hc_ckpt_float_at(s, (n / g->bn) * CB + k / g->bk)) != 0)
+                HC_FAIL(err, HC_ERR_INTERNAL, "%s: block scale not exact", s->name);
         }
-    if (!opts->meta_only) copy_codes(w, &out->q);
     if (gn != g->bn || gk != g->bk)
         hc_ckpt_note(out, "%lldx%lld source blocks held as %s%lldx%lld blocks (partial edge "
                      "blocks)", (long long)g->bn, (long long)g->bk, per_row ? "per-row " : "",
                      (long long)(per_row ? 1 : gn), (long long)gk);
+    return HC_OK;
+}
+
+/* One scale for the whole tensor: a float32 global scale (exact: the source is F32/F16/BF16). */
+static hc_status read_tensor_scale(const hc_st_tensor *s, int64_t N, int64_t K,
+                                   const hc_ckpt_read_opts *opts, hc_quant_desc *d,
+                                   hc_ckpt_layer *out, hc_error *err)
+{
+    double v = 0;
+    HC_TRY(hc_ckpt_scalar_scale(s, 0, &v, err));
+    d->group_size = HC_QUANT_GROUP_TENSOR;
+    HC_TRY(hc_ckpt_alloc(&out->q, d, 1, N, K, N, 1, !opts->meta_only, err));
+    out->q.global_scale[0] = (float)v;
+    return HC_OK;
+}
+
+/* One scale per output channel: [N] or [N, 1]. */
+static hc_status read_channel_scales(const hc_st_tensor *s, int64_t N, int64_t K,
+                                     const hc_ckpt_read_opts *opts, hc_quant_desc *d,
+                                     hc_ckpt_layer *out, hc_error *err)
+{
+    char sh[HC_CKPT_SHAPE_STR];
+    if (!hc_ckpt_shape_is(s, 1, &N) && !hc_ckpt_shape_is(s, 2, (int64_t[2]){N, 1}))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): per-channel scales must be [N] or [N, 1] with "
+                "N=%lld, got %s", s->name, s->file, (long long)N,
+                hc_ckpt_shape_str(s, sh, sizeof sh));
+    d->group_size = HC_QUANT_GROUP_CHANNEL;
+    d->scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+    if (d->scale_format == HC_FMT_COUNT)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 per-channel scales are not exact in "
+                "float16 / bfloat16 (Humming's channel scales); requantize with --format",
+                s->name);
+    HC_TRY(hc_ckpt_alloc(&out->q, d, 1, N, K, N, 1, !opts->meta_only, err));
+    for (int64_t n = 0; n < N; n++)
+        if (hc_ckpt_put_scale(&out->q, n, hc_ckpt_float_at(s, n)) != 0)
+            HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale not exact", s->name);
+    return HC_OK;
+}
+
+/* Group scales [N, K/gs] (E8M0 bytes kept as they are). */
+static hc_status read_group_scales(const hc_st_tensor *s, int64_t N, int64_t K,
+                                   const hc_ckpt_fp8_geom *g, const hc_ckpt_read_opts *opts,
+                                   hc_quant_desc *d, hc_ckpt_layer *out, hc_error *err)
+{
+    if (K % g->gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K=%lld is not a multiple of the group size %lld",
+                s->name, (long long)K, (long long)g->gs);
+    int64_t G = K / g->gs;
+    HC_TRY(hc_ckpt_check_shape(s, 2, (int64_t[2]){N, G}, "[N, K/group]", err));
+    d->group_size = (int)g->gs;
+    d->scale_format = g->e8m0 ? HC_FMT_F8E8M0
+                              : hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+    if (d->scale_format == HC_FMT_COUNT)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 group scales not exact in 16 bits; "
+                "requantize with --format", s->name);
+    HC_TRY(hc_ckpt_alloc(&out->q, d, 1, N, K, N, G, !opts->meta_only, err));
+    for (int64_t i = 0; i < N * G; i++) {
+        if (g->e8m0) out->q.scales[i] = (uint8_t)hc_ckpt_uint_at(s, i);
+        else if (hc_ckpt_put_scale(&out->q, i, hc_ckpt_float_at(s, i)) != 0)
+            HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale not exact", s->name);
+    }
+    return HC_OK;
+}
+
+/* The scale tensor's dtype: float (F32/F16/BF16/F8), or E8M0 bytes where expected. */
+static hc_status check_scale_dtype(const hc_st_tensor *s, const hc_ckpt_fp8_geom *g,
+                                   hc_error *err)
+{
+    int fl = hc_ckpt_is_float_dtype(s->dtype) || s->dtype == HC_DT_F8_E4M3 ||
+             s->dtype == HC_DT_F8_E5M2;
+    int e8 = s->dtype == HC_DT_U8 || s->dtype == HC_DT_F8_E8M0;
+    if (g->e8m0 ? !e8 : !fl)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale dtype %s; expected %s", s->name, s->file,
+                hc_dtype_name(s->dtype), g->e8m0 ? "U8 / F8_E8M0 (E8M0 exponents)"
+                                                 : "F32, F16, BF16 or F8");
     return HC_OK;
 }
 
@@ -89,47 +181,17 @@ hc_status hc_ckpt_read_float8(const hc_st_tensor *w, const hc_st_tensor *s,
         HC_FAIL(err, HC_ERR_FORMAT, "%s: FP8 weight without a scale tensor (weight_scale / "
                 "weight_scale_inv); reading it as plain float8 would give wrong weights, "
                 "refused", w->name);
+    HC_TRY(hc_ckpt_check_dims(w, err));
+    HC_TRY(check_scale_dtype(s, g, err));
+    HC_TRY(hc_ckpt_check_scales(s, NULL, err)); /* zero blocks are normal here */
     int64_t N = w->shape[0], K = w->shape[1], ns = hc_shape_numel(s->ndim, s->shape);
     hc_quant_desc d = {.weight_format = w->dtype == HC_DT_F8_E4M3 ? HC_FMT_F8E4M3 : HC_FMT_F8E5M2};
-    if (g->bn > 0 && g->bk > 0) return read_blocks(w, s, N, K, g, opts, &d, out, err);
-    if (ns == 1 && g->gs <= 0) { /* per tensor: a float32 global scale, exact */
-        d.group_size = HC_QUANT_GROUP_TENSOR;
-        HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, 1, !opts->meta_only, err));
-        out->q.global_scale[0] = (float)hc_ckpt_float_at(s, 0);
-        if ((double)out->q.global_scale[0] != hc_ckpt_float_at(s, 0))
-            HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale not exact in float32", s->name);
-    } else if (g->gs <= 0) {
-        if (ns != N)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: per-channel scales must hold N=%lld values (got "
-                    "%lld)", s->name, (long long)N, (long long)ns);
-        d.group_size = HC_QUANT_GROUP_CHANNEL;
-        d.scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format);
-        if (d.scale_format == HC_FMT_COUNT)
-            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 per-channel scales are not exact in "
-                    "float16 / bfloat16 (Humming's channel scales); requantize with --format",
-                    s->name);
-        HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, 1, !opts->meta_only, err));
-        for (int64_t n = 0; n < N; n++) hc_ckpt_put_scale(&out->q, n, hc_ckpt_float_at(s, n));
-    } else {
-        int64_t G = K / g->gs;
-        if (K % g->gs || ns != N * G)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: group-%lld scales must be [N, K/%lld] = [%lld, "
-                    "%lld]", s->name, (long long)g->gs, (long long)g->gs, (long long)N,
-                    (long long)G);
-        if (g->e8m0) HC_TRY(check_e8m0(s, s->name, err));
-        d.group_size = (int)g->gs;
-        d.scale_format = g->e8m0 ? HC_FMT_F8E8M0
-                                 : hc_ckpt_scale_format(s->dtype, s, opts->param_format);
-        if (d.scale_format == HC_FMT_COUNT)
-            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 group scales not exact in 16 bits; "
-                    "requantize with --format", s->name);
-        HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-        for (int64_t i = 0; i < N * G; i++) {
-            if (g->e8m0) out->q.scales[i] = (uint8_t)hc_ckpt_uint_at(s, i);
-            else hc_ckpt_put_scale(&out->q, i, hc_ckpt_float_at(s, i));
-        }
-    }
-    if (!opts->meta_only) copy_codes(w, &out->q);
+    int tensor = g->strategy ? !strcmp(g->strategy, "tensor") : ns == 1;
+    if (g->bn > 0 && g->bk > 0) HC_TRY(read_blocks(s, N, K, g, opts, &d, out, err));
+    else if (g->gs > 0) HC_TRY(read_group_scales(s, N, K, g, opts, &d, out, err));
+    else if (tensor) HC_TRY(read_tensor_scale(s, N, K, opts, &d, out, err));
+    else HC_TRY(read_channel_scales(s, N, K, opts, &d, out, err));
+    if (!opts->meta_only) HC_TRY(copy_codes(w, &out->q, err));
     return HC_OK;
 }
 
@@ -140,6 +202,9 @@ hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const 
     const hc_st_tensor *si = hc_ckpt_find(model, prefix, ".weight_scale_inv");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
     hc_ckpt_fp8_geom g = {0};
+    if (w == NULL) /* the layer was found by its scale tensor */
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight: missing (the layer has an FP8 scale tensor)",
+                prefix);
     if (si) {
         if (cfg->block[0] <= 0 || cfg->block[1] <= 0)
             HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_inv: present but config.json has no "

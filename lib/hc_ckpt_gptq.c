@@ -48,15 +48,17 @@ static int is_int_words(hc_dtype dt)
            dt == HC_DT_U32 || dt == HC_DT_U8 || dt == HC_DT_U16 || dt == HC_DT_U64;
 }
 
-/* Decoded stored zero fields, [G, N]. */
+/* Decoded stored zero fields, [G, N]. qzeros must be [G, ceil(N*b/W)]. */
 static hc_status read_zeros(const hc_st_tensor *qz, int64_t G, int64_t N, int b, uint8_t **out,
                             const char *prefix, hc_error *err)
 {
+    if (!qz) HC_FAIL(err, HC_ERR_FORMAT, "%s.qzeros: missing", prefix);
     int W = hc_dtype_bits(qz->dtype);
-    if (!is_int_words(qz->dtype) || qz->ndim != 2 || qz->shape[0] != G ||
-        qz->shape[1] * W < N * b)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.qzeros: expected integer words [%lld, %lld*%d/%d]",
-                prefix, (long long)G, (long long)N, b, W);
+    if (!is_int_words(qz->dtype))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected integer words, got %s", qz->name,
+                qz->file, hc_dtype_name(qz->dtype));
+    HC_TRY(hc_ckpt_check_shape(qz, 2, (int64_t[2]){G, (N * b + W - 1) / W},
+                               "[G, ceil(N*bits/word bits)]", err));
     uint8_t *z = malloc((size_t)(G * N) + 1);
     HC_CHECK_ALLOC(err, z, "GPTQ zeros");
     for (int64_t g = 0; g < G; g++)
@@ -73,45 +75,80 @@ static int all_equal(const uint8_t *z, int64_t count, int v)
     return 1;
 }
 
-hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+typedef struct {
+    const hc_st_tensor *qw, *qz, *sc, *gi;
+    int b;
+    int64_t N, K, gs, G;
+} gptq_geom;
+
+/* Tensors present with the right dtypes and every shape checked, before any
+ * division: qweight [K*b/W, N], scales [G, N], g_idx [K]. */
+static hc_status gptq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                             gptq_geom *g, hc_error *err)
 {
-    const hc_st_tensor *qw = hc_ckpt_find(model, prefix, ".qweight");
-    const hc_st_tensor *qz = hc_ckpt_find(model, prefix, ".qzeros");
-    const hc_st_tensor *sc = hc_ckpt_find(model, prefix, ".scales");
-    const hc_st_tensor *gi = hc_ckpt_find(model, prefix, ".g_idx");
-    int b = cfg->bits;
+    g->qw = hc_ckpt_find(model, prefix, ".qweight");
+    g->qz = hc_ckpt_find(model, prefix, ".qzeros");
+    g->sc = hc_ckpt_find(model, prefix, ".scales");
+    g->gi = hc_ckpt_find(model, prefix, ".g_idx");
+    g->b = cfg->bits;
     if (hc_ckpt_find(model, prefix, ".zeros"))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.zeros: very old GPTQ-for-LLaMa float zeros are not "
                 "read", prefix);
-    if (!qw || !sc || !is_int_words(qw->dtype) || qw->ndim != 2 || !hc_ckpt_is_float_dtype(sc->dtype) ||
-        sc->ndim != 2)
+    if (g->b < 1 || g->b > 8)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: GPTQ %d-bit: supported are 2, 3, 4 and 8", prefix, g->b);
+    if (!g->qw || !g->sc || !is_int_words(g->qw->dtype) || g->qw->ndim != 2 ||
+        !hc_ckpt_is_float_dtype(g->sc->dtype) || g->sc->ndim != 2)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: GPTQ layer needs qweight (integer words [K*b/W, N]) "
                 "and float scales [G, N]", prefix);
-    int W = hc_dtype_bits(qw->dtype);
-    int64_t N = qw->shape[1], K = qw->shape[0] * W / b;
-    if (qw->shape[0] * W % b != 0)
+    HC_TRY(hc_ckpt_check_dims(g->qw, err));
+    HC_TRY(hc_ckpt_check_dims(g->sc, err));
+    int W = hc_dtype_bits(g->qw->dtype);
+    g->N = g->qw->shape[1];
+    g->K = g->qw->shape[0] * W / g->b;
+    if (g->qw->shape[0] * W % g->b != 0)
         HC_FAIL(err, HC_ERR_FORMAT, "%s.qweight: %lld rows of %d-bit words are not whole %d-bit "
-                "codes", prefix, (long long)qw->shape[0], W, b);
-    int64_t gs = cfg->group_size > 0 ? cfg->group_size : K;
-    int64_t G = sc->shape[0];
-    if (sc->shape[1] != N || G != (K + gs - 1) / gs)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.scales: expected [%lld, %lld] for group size %lld, got "
-                "[%lld, %lld]", prefix, (long long)((K + gs - 1) / gs), (long long)N,
-                (long long)cfg->group_size, (long long)sc->shape[0], (long long)sc->shape[1]);
-    if (K % gs != 0)
+                "codes", prefix, (long long)g->qw->shape[0], W, g->b);
+    g->gs = cfg->group_size > 0 ? cfg->group_size : g->K;
+    g->G = (g->K + g->gs - 1) / g->gs;
+    char what[96];
+    snprintf(what, sizeof what, "[G, N] for group size %lld", (long long)cfg->group_size);
+    HC_TRY(hc_ckpt_check_shape(g->sc, 2, (int64_t[2]){g->G, g->N}, what, err));
+    if (g->K % g->gs != 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K=%lld is not a multiple of the group size %lld "
                 "(a partial last group cannot be held by Humming's group scales)", prefix,
-                (long long)K, (long long)gs);
-    if (K * b % 32 != 0)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K*%d must be a multiple of 32 (K=%lld)", prefix, b,
-                (long long)K);
-    if (!qz)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.qzeros: missing", prefix);
+                (long long)g->K, (long long)g->gs);
+    if (g->K * g->b % 32 != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K*%d must be a multiple of 32 (K=%lld)", prefix,
+                g->b, (long long)g->K);
+    return HC_OK;
+}
+
+/* Scales (checked by the caller) into q, n-major. */
+static hc_status put_scales(const gptq_geom *g, hc_quant_result *q, hc_error *err)
+{
+    for (int64_t k = 0; k < g->G; k++)
+        for (int64_t n = 0; n < g->N; n++)
+            if (hc_ckpt_put_scale(q, n * g->G + k, hc_ckpt_float_at(g->sc, k * g->N + n)) != 0)
+                HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage format",
+                        g->sc->name, (long long)(k * g->N + n));
+    return HC_OK;
+}
+
+hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+{
+    gptq_geom geo = {0};
+    int64_t zero_scales = 0;
+    HC_TRY(gptq_shapes(cfg, model, prefix, &geo, err));
+    HC_TRY(hc_ckpt_check_scales(geo.sc, &zero_scales, err)); /* NaN, Inf, < 0 refused */
+    hc_ckpt_note_zero_scales(out, geo.sc, zero_scales);
+    const hc_st_tensor *qw = geo.qw, *sc = geo.sc, *gi = geo.gi;
+    int b = geo.b;
+    int64_t N = geo.N, K = geo.K, gs = geo.gs, G = geo.G;
 
     /* zero points: v1 / v2, mislabel detection */
     uint8_t *zs = NULL;
-    HC_TRY(read_zeros(qz, G, N, b, &zs, prefix, err));
+    HC_TRY(read_zeros(geo.qz, G, N, b, &zs, prefix, err));
     int half = 1 << (b - 1), v2 = cfg->gptq_v2;
     const char *label = v2 ? "gptq_v2" : "gptq (v1)";
     if (cfg->sym) {
@@ -142,7 +179,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
 
     /* act-order */
     int32_t *perm = NULL;
-    int ao = cfg->group_size > 0 ? hc_ckpt_act_order_perm(gi, K, gs, G, prefix, &perm, err) : 0;
+    int ao = hc_ckpt_act_order_perm(gi, K, gs, G, prefix, &perm, err); /* channel: G = 1 */
     if (ao < 0) { free(zs); return err ? err->status : HC_ERR_FORMAT; }
     if (ao && opts->act_order == HC_ACT_ORDER_REFUSE) {
         free(zs);
@@ -163,12 +200,10 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
         st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for "
                           "N-packed zero points (N=%lld)", prefix, b, (long long)N);
     if (st == HC_OK) st = hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err);
+    if (st == HC_OK) st = put_scales(&geo, &out->q, err);
     if (st != HC_OK) { free(zs); free(perm); return st; }
     hc_quant_result *q = &out->q;
     q->zp_float_format = opts->param_format;
-    for (int64_t g = 0; g < G; g++)
-        for (int64_t n = 0; n < N; n++)
-            hc_ckpt_put_scale(q, n * G + g, hc_ckpt_float_at(sc, g * N + n));
     if (d.zero_point != HC_ZP_NONE) {
         uint8_t *zt = malloc((size_t)(N * G) + 1);
         if (!zt) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory (zeros)");
@@ -182,7 +217,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
                 else
                     zt[n * G + g] = (uint8_t)z;
             }
-        if (zt && d.zero_point == HC_ZP_INT) hc_ckpt_pack_zeros(q, zt);
+        if (zt && d.zero_point == HC_ZP_INT) st = hc_ckpt_pack_zeros(q, zt, err);
         free(zt);
     }
     free(zs);

@@ -7,7 +7,6 @@
  * [N/128, 1, K/128, 1] (FP8_PB_WO blocks) or U8 E8M0 [N, K/32] (MXFP8) scale. */
 #include "hc_ckpt.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,21 +23,23 @@ static hc_status read_nvfp4(const hc_ckpt_config *cfg, hc_st_model *model, const
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: expected F8_E4M3 [N, K/16]; a 1-D U8 "
                 "scale is the cutlass-swizzled layout (ModelOpt under TensorRT-LLM), refused",
                 prefix);
+    HC_TRY(hc_ckpt_check_dims(w, err));
     int64_t N = w->shape[0], K = w->shape[1] * 2;
     int64_t gs = cfg->group_size > 0 ? cfg->group_size : 16;
-    if (K % gs || s->shape[0] != N || s->shape[1] != K / gs)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale: expected [%lld, %lld]", prefix,
-                (long long)N, (long long)(K / gs));
-    if (hc_shape_numel(s2->ndim, s2->shape) != 1 || s2->dtype != HC_DT_F32)
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_2: expected one F32 value", prefix);
+    if (K % gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: K=%lld is not a multiple of the group size %lld",
+                prefix, (long long)K, (long long)gs);
+    HC_TRY(hc_ckpt_check_shape(s, 2, (int64_t[2]){N, K / gs}, "[N, K/group]", err));
+    HC_TRY(hc_ckpt_check_scales(s, NULL, err)); /* zero block scales are normal */
+    double g = 0;
+    HC_TRY(hc_ckpt_scalar_scale(s2, 0, &g, err));
+    if (s2->dtype != HC_DT_F32)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): expected one F32 value", s2->name, s2->file);
     hc_quant_desc d = {.weight_format = HC_FMT_F4E2M1, .scale_format = HC_FMT_F8E4M3,
                        .group_size = (int)gs, .global_scale = 1};
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, K / gs, !opts->meta_only, err));
     memcpy(out->q.scales, s->data, s->nbytes);
     if (!opts->meta_only) memcpy(out->q.codes, w->data, w->nbytes);
-    double g = hc_ckpt_float_at(s2, 0);
-    if (!isfinite(g))
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_2: not finite", prefix);
     out->q.global_scale[0] = (float)g;
     snprintf(out->source_format, sizeof out->source_format,
              "modelopt nvfp4 (weight_scale_2 multiplier)");

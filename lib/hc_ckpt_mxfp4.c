@@ -19,18 +19,13 @@ hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, cons
     if (!s || (s->dtype != HC_DT_U8 && s->dtype != HC_DT_F8_E8M0))
         HC_FAIL(err, HC_ERR_FORMAT, "%s_scales: missing or not U8 / F8_E8M0", prefix);
     int moe = b->ndim == 4;
-    if ((b->ndim != 4 && b->ndim != 3) || b->shape[b->ndim - 1] != 16 || s->ndim != b->ndim - 1)
+    if ((b->ndim != 4 && b->ndim != 3) || b->shape[b->ndim - 1] != 16)
         HC_FAIL(err, HC_ERR_FORMAT, "%s_blocks: expected U8 [E?, N, K/32, 16]", prefix);
-    for (int i = 0; i < s->ndim; i++)
-        if (s->shape[i] != b->shape[i])
-            HC_FAIL(err, HC_ERR_FORMAT, "%s_scales: shape does not match the blocks [E?, N, K/32]",
-                    prefix);
+    HC_TRY(hc_ckpt_check_dims(b, err));
+    HC_TRY(hc_ckpt_check_shape(s, b->ndim - 1, b->shape, "the blocks' [E?, N, K/32]", err));
+    HC_TRY(hc_ckpt_check_scales(s, NULL, err)); /* E8M0 0xFF is NaN */
     int64_t E = moe ? b->shape[0] : 1, N = b->shape[b->ndim - 3], G = b->shape[b->ndim - 2];
-    int64_t K = G * 32, count = E * N * G;
-    for (int64_t i = 0; i < count; i++)
-        if (hc_ckpt_uint_at(s, i) == 0xFF)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s_scales: E8M0 byte 0xFF (NaN) at element %lld; "
-                    "refused", prefix, (long long)i);
+    int64_t K = G * 32;
     hc_quant_desc d = {.weight_format = HC_FMT_F4E2M1, .scale_format = HC_FMT_F8E8M0,
                        .group_size = 32};
     HC_TRY(hc_ckpt_alloc(&out->q, &d, E, N, K, N, G, !opts->meta_only, err));

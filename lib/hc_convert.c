@@ -50,7 +50,8 @@ static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
                     (long long)L->meta.N, (long long)L->meta.K,
                     hc_format_get(L->cfg.weight_format)->name,
                     hc_format_get(L->cfg.act_format)->name, hc_scale_type_name(L->meta.scale_type),
-                    hc_layout_variant_name(&L->meta), (long long)in, (long long)out,
+                    plan->layout == HC_LAYOUT_TILES ? hc_layout_variant_name(&L->meta) : "canonical",
+                    (long long)in, (long long)out,
                     L->why[0] ? "; " : "", L->why);
     }
     hc_conv_log(opts, "plan: %d layers, %d tensors, %d shard(s), %lld -> %lld bytes",

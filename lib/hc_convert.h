@@ -32,10 +32,18 @@ typedef hc_status (*hc_target_fn)(void *ctx, const char *layer, hc_target *out, 
 typedef void (*hc_progress_fn)(void *ctx, int done, int total, int64_t bytes_done,
                                int64_t bytes_total, const char *current);
 
+/* What the output's quantized layers hold (docs/output-format.md). */
+typedef enum {
+    HC_LAYOUT_CANONICAL, /* Humming's canonical pre-repack tensors, quant_method "humming":
+                            what stock vLLM loads (Humming repacks at load) */
+    HC_LAYOUT_TILES      /* the kernel-ready tile layout, quant_method "humming-convert-tiles" */
+} hc_layout_kind;
+
 typedef struct {
     const char *in_dir;
     const char *out_dir;
     int sm;                     /* target arch, e.g. 90 */
+    hc_layout_kind layout;      /* default (0): canonical */
     int has_activation;         /* else the checkpoint's param dtype */
     hc_format_id activation;
     int force;                  /* replace an existing out_dir */

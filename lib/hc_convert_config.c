@@ -78,20 +78,35 @@ static cJSON *target_record(const hc_target *t)
     return o;
 }
 
-static cJSON *quant_record(const hc_convert_options *opts, const hc_conv_plan *plan,
-                           cJSON *source_qc)
+/* quantization_config: in the canonical layout, first the keys vLLM and
+ * Humming read (hc_conv_canonical_config); then, for both layouts, our own
+ * records under names that are no Humming field or alias. */
+static hc_status quant_record(const hc_convert_options *opts, const hc_conv_plan *plan,
+                              cJSON *source_qc, cJSON **out, hc_error *err)
 {
     cJSON *q = cJSON_CreateObject(), *layers = cJSON_CreateObject();
+    *out = NULL;
     if (q == NULL || layers == NULL) {
         cJSON_Delete(q);
         cJSON_Delete(layers);
-        return NULL;
+        cJSON_Delete(source_qc);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory building quantization_config");
     }
     char arch[16];
     snprintf(arch, sizeof arch, "sm%d", opts->sm);
-    cJSON_AddStringToObject(q, "quant_method", "humming");
-    cJSON_AddStringToObject(q, "format", "humming-kernel-ready");
-    cJSON_AddNumberToObject(q, "format_version", 1);
+    int tiles = plan->layout == HC_LAYOUT_TILES;
+    /* tiles: a name no stock engine takes for Humming's canonical form */
+    cJSON_AddStringToObject(q, "quant_method", tiles ? "humming-convert-tiles" : "humming");
+    hc_status st = tiles ? HC_OK : hc_conv_canonical_config(plan, q, err);
+    if (st != HC_OK) {
+        cJSON_Delete(q);
+        cJSON_Delete(layers);
+        cJSON_Delete(source_qc);
+        return st;
+    }
+    cJSON_AddStringToObject(q, "format", tiles ? "humming-kernel-ready" : "humming-canonical");
+    cJSON_AddStringToObject(q, "layout", tiles ? "tiles" : "canonical");
+    cJSON_AddNumberToObject(q, "format_version", 2);
     cJSON_AddStringToObject(q, "producer", "humming-convert " HC_VERSION);
     cJSON_AddStringToObject(q, "arch", arch);
     cJSON_AddStringToObject(q, "activation_dtype", fmt_name(plan->activation));
@@ -110,7 +125,8 @@ static cJSON *quant_record(const hc_convert_options *opts, const hc_conv_plan *p
         if (rec) cJSON_AddItemToObject(layers, L->prefix, rec);
     }
     cJSON_AddItemToObject(q, "layers", layers);
-    return q;
+    *out = q;
+    return HC_OK;
 }
 
 hc_status hc_conv_config_text(const hc_convert_options *opts, const hc_conv_plan *plan,
@@ -123,10 +139,20 @@ hc_status hc_conv_config_text(const hc_convert_options *opts, const hc_conv_plan
     free(text);
     if (root == NULL) HC_FAIL(err, HC_ERR_FORMAT, "%s: not valid JSON", in_path);
     cJSON *source = cJSON_DetachItemFromObjectCaseSensitive(root, "quantization_config");
-    cJSON *q = quant_record(opts, plan, source);
+    if (plan->layout == HC_LAYOUT_CANONICAL) { /* the dtype the 16-bit scales were written in */
+        static const char *const keys[] = {"torch_dtype", "dtype"};
+        const char *param = hc_format_get(plan->param_format)->name;
+        for (int i = 0; i < 2; i++)
+            if (cJSON_GetObjectItemCaseSensitive(root, keys[i]) || i == 0) {
+                cJSON_DeleteItemFromObjectCaseSensitive(root, keys[i]);
+                cJSON_AddStringToObject(root, keys[i], param);
+            }
+    }
+    cJSON *q = NULL;
+    hc_status st = quant_record(opts, plan, source, &q, err);
     char *out = q ? (cJSON_AddItemToObject(root, "quantization_config", q), cJSON_Print(root)) : NULL;
-    if (q == NULL) cJSON_Delete(source);
     cJSON_Delete(root);
+    HC_TRY(st);
     HC_CHECK_ALLOC(err, out, "config.json");
     *out_text = out;
     return HC_OK;

@@ -25,6 +25,15 @@ typedef struct {
     int64_t nbytes;
 } hc_out_desc;
 
+/* One tensor a layer writes: the role's tensor (pre tensors in the canonical
+ * layout, post tensors in tiles), whole or one expert's slice of it. */
+typedef struct {
+    char *name;                       /* full tensor name (owned) */
+    int role;                         /* HC_ROLE_* */
+    int expert;                       /* slice of the leading E dim, or -1: whole */
+    hc_out_desc desc;
+} hc_out_tensor;
+
 typedef enum {
     HC_SRC_HUMMING, /* Humming row-packed tensors: repacked losslessly */
     HC_SRC_FLOAT,   /* fp16/bf16/fp32 weights: quantized, then repacked */
@@ -55,13 +64,17 @@ typedef struct {
     int has_zero, has_global, has_bias; /* input roles present (or produced) */
     hc_layer_config cfg;
     hc_layer_meta meta;
-    hc_out_desc out[HC_ROLE_COUNT];
+    hc_out_desc out[HC_ROLE_COUNT];   /* tiles: the kernel-ready tensors by role */
+    hc_out_tensor *outs;              /* what is written, in order (owned) */
+    int n_outs;
     /* quantized sources (hc_convert_quantized.c) */
     int ck_kind;                      /* hc_ckpt_kind */
     const hc_st_tensor **src;         /* every checkpoint tensor of the layer (not copied) */
     int n_src;
     int has_choice, skip_target;      /* choose_target was asked; it said skip */
     int requant;                      /* dequantize exactly, quantize to target */
+    int canonical_fix;                /* requant only because the canonical layout cannot
+                                         hold the source format (reason in note) */
     int lossless;                     /* repacked, decoded values identical */
     char source_format[96];
     char note[320];
@@ -98,6 +111,7 @@ typedef struct {
 
 typedef struct {
     hc_src_kind kind;                 /* of every layer in the input */
+    hc_layout_kind layout;            /* of the output (opts->layout) */
     hc_humming_qconfig qconfig;       /* Humming inputs */
     hc_format_id param_format;        /* layer / output dtype: F16 or BF16 */
     char model_type[64];              /* config.json model_type, "" if absent */
@@ -178,6 +192,32 @@ hc_status hc_conv_quantize_float(const hc_target *t, const float *w, int64_t E, 
 
 /* Fills L->out from L->cfg/L->meta and the role flags (spec 5.8). */
 void hc_conv_describe_outputs(hc_conv_layer *L);
+
+/* Canonical layout (hc_convert_canonical.c). */
+/* Fills L->outs for opts->layout: tiles from L->out, canonical from the pre
+ * shapes (per-expert names for MoE stacks). Fails (HC_ERR_UNSUPPORTED, with
+ * the reason) for a layer the canonical form cannot hold. */
+hc_status hc_conv_plan_outputs(const hc_convert_options *opts, const hc_conv_plan *plan,
+                               hc_conv_layer *L, hc_error *err);
+/* Why the canonical layout (what vLLM 0.33 loads) cannot hold L as planned in
+ * L->cfg and its role flags, or NULL. *fixable: a requantization into scales in
+ * the model dtype, without zero points or per-tensor / block scales, would fit. */
+const char *hc_conv_canonical_problem(const hc_conv_layer *L, int is_moe, int *fixable);
+/* Checks across layers that what vLLM loads as one module gets one format:
+ * q/k/v, gate/up, and every projection of one MoE block. */
+hc_status hc_conv_check_fused(const hc_convert_options *opts, const hc_conv_plan *plan,
+                              hc_error *err);
+/* The canonical quantization_config keys of L (b_dtype, bs_dtype, ...; no
+ * aliases), as a new cJSON object (caller owns), or NULL when out of memory. */
+struct cJSON *hc_conv_canonical_keys(const hc_conv_layer *L);
+/* Adds the canonical keys (top level: the most common layer format; others as
+ * "dynamic" "+:" rules; skipped float linear weights as "-:" rules) to q. */
+hc_status hc_conv_canonical_config(const hc_conv_plan *plan, struct cJSON *q, hc_error *err);
+/* The bytes of output tensor o of L: a pointer into src's role tensor (its
+ * expert slice), and the byte count. */
+const void *hc_conv_out_data(const hc_out_tensor *o, const hc_layer_tensors *src, size_t *len);
+/* Frees L->outs. */
+void hc_conv_outputs_free(hc_conv_layer *L);
 
 /* Source-specific loaders behind hc_conv_load_pre. */
 hc_status hc_conv_load_humming(const hc_conv_layer *L, hc_layer_tensors *pre, hc_error *err);

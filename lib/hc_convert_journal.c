@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "hc_fs.h"
+#include "hc_json.h"
 #include "hc_out_guard.h"
 #include "hc_version.h"
 
@@ -276,13 +277,14 @@ static int journal_load(hc_conv_run *run, char fingerprint[24])
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
         const cJSON *sz = cJSON_GetObjectItemCaseSensitive(e, "size");
         const cJSON *crc = cJSON_GetObjectItemCaseSensitive(e, "crc32");
-        if (!cJSON_IsString(nm) || !cJSON_IsNumber(sz) || !cJSON_IsString(crc) ||
-            strchr(nm->valuestring, '/'))
-            continue;
+        int64_t size = 0;
+        if (!cJSON_IsString(nm) || hc_json_int(sz, 0, HC_JSON_MAX_EXACT, 0, &size) ||
+            !cJSON_IsString(crc) || strchr(nm->valuestring, '/'))
+            continue; /* not a usable entry: that shard is written again */
         hc_file_crc *d = &run->done[run->n_done];
         d->name = strdup(nm->valuestring);
         if (d->name == NULL) break;
-        d->size = (uint64_t)sz->valuedouble;
+        d->size = (uint64_t)size;
         d->crc = (uint32_t)strtoul(crc->valuestring, NULL, 16);
         run->n_done++;
     }

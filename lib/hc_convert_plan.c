@@ -3,6 +3,7 @@
 
 #include "hc_ckpt.h"
 
+#include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +73,7 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
 int64_t hc_conv_layer_out_bytes(const hc_conv_layer *L)
 {
     int64_t total = 0;
-    for (int r = 0; r < HC_ROLE_COUNT; r++)
-        if (L->out[r].present) total += L->out[r].nbytes;
+    for (int i = 0; i < L->n_outs; i++) total += L->outs[i].desc.nbytes;
     return total;
 }
 
@@ -169,6 +169,7 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
 {
     size_t count = hc_st_model_count(model);
     plan->model = model;
+    plan->layout = opts->layout;
     plan->layers = calloc(count + 1, sizeof *plan->layers);
     plan->items = calloc(2 * count + 1, sizeof *plan->items); /* + one extra per layer */
     int *item_of = malloc((count + 1) * sizeof *item_of);
@@ -186,7 +187,9 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
              : L->kind == HC_SRC_QUANTIZED ? hc_conv_plan_quantized_layer(opts, plan, L, err)
                                            : hc_conv_plan_float_layer(opts, plan, L, err);
         if (st == HC_OK) hc_conv_describe_outputs(L);
+        if (st == HC_OK) st = hc_conv_plan_outputs(opts, plan, L, err);
     }
+    if (st == HC_OK) st = hc_conv_check_fused(opts, plan, err);
     if (st == HC_OK && plan->n_layers == 0)
         st = hc_error_set(err, HC_ERR_FORMAT, "%s: no layer to convert (%s%s%s)", opts->in_dir,
                           plan->ckpt ? plan->ckpt->quant_method : "", plan->ckpt ? " checkpoint: " : "",
@@ -199,6 +202,12 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
                                 "float checkpoint, and it has no float linear weight that the "
                                 "recipe does not ignore");
     if (st == HC_OK) st = build_items(model, plan, item_of, err);
+    if (st == HC_OK && plan->layout == HC_LAYOUT_CANONICAL) { /* refusals before any write */
+        cJSON *scratch = cJSON_CreateObject();
+        st = scratch ? hc_conv_canonical_config(plan, scratch, err)
+                     : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+        cJSON_Delete(scratch);
+    }
     if (st == HC_OK)
         assign_shards(plan, opts->max_shard_bytes > 0 ? opts->max_shard_bytes : (int64_t)4 << 30);
     free(item_of);
@@ -208,6 +217,7 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
 void hc_conv_plan_free(hc_conv_plan *plan)
 {
     for (int i = 0; plan->layers && i < plan->n_layers; i++) {
+        hc_conv_outputs_free(&plan->layers[i]);
         free(plan->layers[i].prefix);
         free(plan->layers[i].experts);
         free(plan->layers[i].src);

@@ -305,6 +305,59 @@ static hc_status make_perm_tensor(hc_conv_layer *L, int32_t *perm, int64_t K, hc
     return HC_OK;
 }
 
+/* The lossless repack of L as its source format would be, in L->cfg and the role flags. */
+static void lossless_config(const hc_convert_options *opts, const hc_conv_plan *plan,
+                            hc_conv_layer *L, const hc_quant_desc *d, hc_format_id act, int global)
+{
+    L->cfg = (hc_layer_config){
+        .weight_format = d->weight_format,
+        .scale_format = d->group_size == HC_QUANT_GROUP_TENSOR ? HC_FMT_F32 : d->scale_format,
+        .act_format = act, .param_format = plan->param_format,
+        .scale_type = desc_scale_type(d),
+        .group_size = d->group_size > 0 ? d->group_size : 0,
+        .group_size_n = d->group_size_n > 1 ? d->group_size_n : 0,
+        .has_zero_point = d->zero_point != HC_ZP_NONE,
+        .is_fp_zero_point = d->zero_point == HC_ZP_FLOAT, .sm = opts->sm,
+        .humming_bug_compat = opts->humming_bug_compat};
+    L->has_zero = L->cfg.has_zero_point;
+    L->has_global = global;
+}
+
+/* The source format made canonical: scales in the model dtype, per channel
+ * where they were per tensor or per block, no second scale, and for experts
+ * symmetric. */
+static hc_target canonical_target(const hc_conv_plan *plan, const hc_quant_desc *d,
+                                  hc_format_id act, int moe)
+{
+    hc_target t = source_target(d, act);
+    if (hc_format_get(t.scale_format)->bits == 16 || t.group_size < 0 || t.group_size_n > 1 ||
+        t.global_scale)
+        t.scale_format = plan->param_format;
+    if (t.group_size < 0 || t.group_size_n > 1) t.group_size = 0, t.group_size_n = 0;
+    if (moe) t.zero_point = HC_TARGET_ZP_NONE;
+    t.global_scale = 0;
+    return t;
+}
+
+/* Where the canonical layout cannot hold the source format exactly but a
+ * close one (scales in the model dtype, symmetric, per channel instead of per
+ * tensor or block, no second scale) fits: that target in L->target, the reason
+ * in L->note; returns 1. */
+static int canonical_requant(const hc_convert_options *opts, const hc_conv_plan *plan,
+                             hc_conv_layer *L, const hc_quant_desc *d, hc_format_id act, int moe)
+{
+    int fixable = 0;
+    lossless_config(opts, plan, L, d, act, d->global_scale || d->group_size == HC_QUANT_GROUP_TENSOR);
+    const char *why = hc_conv_canonical_problem(L, moe, &fixable);
+    if (why == NULL || !fixable) return 0;
+    L->target = canonical_target(plan, d, act, moe);
+    L->canonical_fix = 1;
+    size_t n = strlen(L->note);
+    snprintf(L->note + n, sizeof L->note - n, "%srequantized for the canonical layout: %s",
+             n ? "; " : "", why);
+    return 1;
+}
+
 static hc_ckpt_read_opts read_opts(const hc_convert_options *opts, const hc_conv_plan *plan,
                                    int meta_only)
 {
@@ -344,9 +397,13 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
     }
     L->requant = (want_target && !same_format(&L->target, d)) ||
                  (cl.perm && opts->act_order == HC_ACT_ORDER_REQUANT);
+    if (!L->requant && opts->layout == HC_LAYOUT_CANONICAL)
+        L->requant = canonical_requant(opts, plan, L, d, act, cl.is_moe);
     hc_status st = HC_OK;
     if (L->requant) {
-        if (!want_target) L->target = source_target(d, act);
+        if (!want_target && !L->canonical_fix) /* act-order requant: the source's format */
+            L->target = opts->layout == HC_LAYOUT_CANONICAL ? canonical_target(plan, d, act, cl.is_moe)
+                                                            : source_target(d, act);
         hc_conv_target_config(opts, plan, &L->target, &L->cfg);
         L->has_zero = L->cfg.has_zero_point;
         L->has_global = L->target.global_scale || L->target.group_size < 0;
@@ -354,18 +411,7 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
         free(cl.perm); /* requant works in the source order */
         cl.perm = NULL;
     } else {
-        L->cfg = (hc_layer_config){
-            .weight_format = d->weight_format,
-            .scale_format = d->group_size == HC_QUANT_GROUP_TENSOR ? HC_FMT_F32 : d->scale_format,
-            .act_format = act, .param_format = plan->param_format,
-            .scale_type = desc_scale_type(d),
-            .group_size = d->group_size > 0 ? d->group_size : 0,
-            .group_size_n = d->group_size_n > 1 ? d->group_size_n : 0,
-            .has_zero_point = d->zero_point != HC_ZP_NONE,
-            .is_fp_zero_point = d->zero_point == HC_ZP_FLOAT, .sm = opts->sm,
-            .humming_bug_compat = opts->humming_bug_compat};
-        L->has_zero = L->cfg.has_zero_point;
-        L->has_global = cl.q.global_scale != NULL;
+        lossless_config(opts, plan, L, d, act, cl.q.global_scale != NULL);
         L->lossless = cl.lossless;
         if (cl.perm) {
             st = make_perm_tensor(L, cl.perm, K, err);

@@ -35,6 +35,16 @@ static double now_s(void)
 
 static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
 
+/* What the output is and what serves it, for the report's format line. */
+static const char *target_layout(const hc_conv_plan *plan)
+{
+    return plan->layout == HC_LAYOUT_TILES
+               ? "humming-kernel-ready tiles (quant_method humming-convert-tiles)"
+               : "humming canonical (quant_method humming): vLLM 0.33 with humming-kernels "
+                 "0.1.19 runs each layer in the weight x activation format of the table "
+                 "(allow_fallback false for 8- and 4-bit activations)";
+}
+
 static void describe_run(hc_conv_verify *v)
 {
     const hc_convert_options *o = v->opts;
@@ -46,7 +56,7 @@ static void describe_run(hc_conv_verify *v)
     hc_report_set(&r->input, realpath(o->in_dir, buf) ? buf : o->in_dir);
     hc_report_set(&r->output, o->out_dir);
     if (v->plan->kind == HC_SRC_HUMMING) {
-        snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> humming-kernel-ready");
+        snprintf(buf, sizeof buf, "humming (row-packed, spec 7.8) -> %s", target_layout(v->plan));
         hc_report_set(&r->format, buf);
         snprintf(buf, sizeof buf, "%s weights, %s %s scales%s%s%s, group %lld, %s layers",
                  fname(q->weight_format), fname(q->scale_format), hc_scale_type_name(q->scale_type),
@@ -55,9 +65,9 @@ static void describe_run(hc_conv_verify *v)
                  q->has_zero_point ? " zero points" : ", symmetric", (long long)q->group_size,
                  fname(q->param_format));
     } else {
-        snprintf(buf, sizeof buf, "%s (%s layers) -> humming-kernel-ready",
+        snprintf(buf, sizeof buf, "%s (%s layers) -> %s",
                  v->plan->kind == HC_SRC_FLOAT ? "float checkpoint" : "quantized checkpoint",
-                 fname(v->plan->param_format));
+                 fname(v->plan->param_format), target_layout(v->plan));
         hc_report_set(&r->format, buf);
         snprintf(buf, sizeof buf, "%s; per-layer formats in the table",
                  o->target_summary ? o->target_summary
@@ -262,7 +272,10 @@ int hc_conv_verify_failed(const hc_conv_verify *v)
 
 /* ---- humming-convert report OUT_DIR ----------------------------------- */
 
-static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act, hc_error *err)
+/* Arch, activation and layout recorded in OUT_DIR/config.json (outputs from
+ * before the canonical layout record none: tiles). */
+static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act,
+                               hc_layout_kind *layout, hc_error *err)
 {
     char path[4096], *text = NULL;
     HC_TRY(hc_path_join(path, sizeof path, out_dir, "config.json", err));
@@ -272,6 +285,9 @@ static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act, 
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "quantization_config");
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(q, "arch");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(q, "activation_dtype");
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(q, "layout");
+    *layout = cJSON_IsString(l) && !strcmp(l->valuestring, "canonical") ? HC_LAYOUT_CANONICAL
+                                                                        : HC_LAYOUT_TILES;
     hc_status st = HC_OK;
     if (!cJSON_IsString(a) || !cJSON_IsString(d))
         st = hc_error_set(err, HC_ERR_FORMAT, "%s: not a humming-convert output (no "
@@ -282,37 +298,72 @@ static hc_status output_target(const char *out_dir, int *sm, hc_format_id *act, 
     return st;
 }
 
-static hc_status load_role(const hc_st_tensor *t, hc_tensor *out, hc_error *err)
+/* Copies written tensor t into role tensor dst: whole, or as expert e's slice
+ * of a stack of E (allocated on the first expert seen). */
+static hc_status load_out(const hc_out_tensor *o, const hc_st_tensor *t, int64_t E, hc_tensor *dst,
+                          hc_error *err)
 {
-    if (t == NULL) return HC_OK;
-    HC_TRY(hc_tensor_alloc(out, t->dtype, t->ndim, t->shape, err));
-    memcpy(out->data, t->data, t->nbytes);
+    if (t->dtype != o->desc.dtype || (int64_t)t->nbytes != o->desc.nbytes)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: written as %s of %zu bytes, planned %s of %lld bytes",
+                o->name, hc_dtype_name(t->dtype), t->nbytes, hc_dtype_name(o->desc.dtype),
+                (long long)o->desc.nbytes);
+    if (o->expert < 0) {
+        HC_TRY(hc_tensor_alloc(dst, t->dtype, t->ndim, t->shape, err));
+        memcpy(dst->data, t->data, t->nbytes);
+        return HC_OK;
+    }
+    if (dst->data == NULL) {
+        int64_t shape[HC_MAX_DIMS + 1] = {E};
+        int scalar = o->desc.ndim == 1 && o->desc.shape[0] == 1, ndim = scalar ? 1 : o->desc.ndim + 1;
+        if (!scalar) memcpy(shape + 1, o->desc.shape, (size_t)o->desc.ndim * sizeof *shape);
+        HC_TRY(hc_tensor_alloc(dst, t->dtype, ndim, shape, err));
+    }
+    memcpy((unsigned char *)dst->data + (size_t)o->expert * t->nbytes, t->data, t->nbytes);
+    return HC_OK;
+}
+
+/* The layer's tensors as written (pre tensors in the canonical layout, post
+ * in tiles), from out_model (a finished output) or the shard file f. */
+static hc_status load_written(const hc_conv_layer *L, const hc_st_model *out_model,
+                              const hc_st_file *f, hc_layer_tensors *dst, hc_error *err)
+{
+    hc_tensor *role[HC_ROLE_COUNT] = {&dst->weight, &dst->weight_scale, &dst->zero_point,
+                                      &dst->global_scale, &dst->bias};
+    for (int i = 0; i < L->n_outs; i++) {
+        const hc_out_tensor *o = &L->outs[i];
+        const hc_st_tensor *t = out_model ? hc_st_model_find(out_model, o->name)
+                                          : hc_st_find(f, o->name);
+        if (t == NULL) HC_FAIL(err, HC_ERR_FORMAT, "%s: missing from the output", o->name);
+        HC_TRY(load_out(o, t, L->meta.E, role[o->role], err));
+    }
     return HC_OK;
 }
 
 /* Verifies layer L from its written tensors, found in out_model (a finished
- * output) or else in the shard file f (only the roles the plan writes). */
+ * output) or else in the shard file f. Canonical tensors are verified through
+ * the tiles Humming builds from them at load (our transform). */
 static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, const hc_conv_layer *L,
                                 const hc_st_model *out_model, const hc_st_file *f, hc_error *err)
 {
-    hc_layer_tensors pre, post;
+    hc_layer_tensors pre, written, post;
+    memset(&written, 0, sizeof written);
     memset(&post, 0, sizeof post);
-    hc_tensor *ot[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
-                                    &post.global_scale, &post.bias};
     float *ref = NULL;
     hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
-    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++) {
-        char name[4096];
-        snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
-        const hc_st_tensor *t = out_model ? hc_st_model_find(out_model, name)
-                                : L->out[r].present ? hc_st_find(f, name) : NULL;
-        st = load_role(t, ot[r], err);
+    if (st == HC_OK) st = load_written(L, out_model, f, &written, err);
+    if (st == HC_OK && plan->layout == HC_LAYOUT_TILES) {
+        post = written;
+        memset(&written, 0, sizeof written);
+    } else if (st == HC_OK) {
+        st = hc_layer_transform(&L->cfg, &L->meta, &written, &post, err);
+        if (st != HC_OK) hc_error_prefix(err, "layer %s (as written): ", L->prefix);
     }
     if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
     /* at the layer boundary: nothing read past a truncation (hc_sigbus.h) */
     if (st == HC_OK) st = hc_st_model_check(plan->model, err);
     if (st == HC_OK) st = out_model ? hc_st_model_check(out_model, err) : hc_st_check(f, err);
     hc_layer_tensors_free(&pre);
+    hc_layer_tensors_free(&written);
     hc_layer_tensors_free(&post);
     free(ref);
     return st;
@@ -360,7 +411,7 @@ hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *sta
     memset(&plan, 0, sizeof plan);
     hc_conv_verify *v = NULL;
     hc_recorded_targets *targets = NULL;
-    hc_status st = output_target(opts.out_dir, &opts.sm, &plan.activation, err);
+    hc_status st = output_target(opts.out_dir, &opts.sm, &plan.activation, &opts.layout, err);
     if (st == HC_OK) st = hc_conv_read_config(&opts, &plan, err);
     if (st == HC_OK) st = hc_recorded_targets_load(opts.out_dir, &targets, err);
     opts.has_activation = 1;

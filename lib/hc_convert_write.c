@@ -32,12 +32,9 @@ hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
 
 static hc_status declare_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *err)
 {
-    for (int r = 0; r < HC_ROLE_COUNT; r++) {
-        const hc_out_desc *d = &L->out[r];
-        if (!d->present) continue;
-        char name[4096];
-        snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
-        HC_TRY(hc_st_writer_add(w, name, d->dtype, d->ndim, d->shape, err));
+    for (int i = 0; i < L->n_outs; i++) {
+        const hc_out_tensor *o = &L->outs[i];
+        HC_TRY(hc_st_writer_add(w, o->name, o->desc.dtype, o->desc.ndim, o->desc.shape, err));
     }
     return HC_OK;
 }
@@ -73,9 +70,15 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
     if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post, ref, err);
-    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
-        if (post_t[r]->data)
-            st = hc_st_writer_write(w, (*index)++, post_t[r]->data, post_t[r]->nbytes, err);
+    const hc_layer_tensors *src = plan->layout == HC_LAYOUT_TILES ? &post : &pre;
+    for (int i = 0; st == HC_OK && i < L->n_outs; i++) {
+        size_t len = 0;
+        const void *data = hc_conv_out_data(&L->outs[i], src, &len);
+        st = data ? hc_st_writer_write(w, (*index)++, data, len, err)
+                  : hc_error_set(err, HC_ERR_INTERNAL, "%s: the layer's %s tensor differs from "
+                                 "the planned shape", L->outs[i].name,
+                                 src == &pre ? "canonical" : "kernel-ready");
+    }
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&post);
     free(ref);
@@ -204,12 +207,7 @@ static hc_status fill_weight_map(const hc_conv_plan *plan, cJSON *map, hc_error 
             continue;
         }
         const hc_conv_layer *L = &plan->layers[it->layer];
-        for (int r = 0; r < HC_ROLE_COUNT; r++) {
-            char name[4096];
-            if (!L->out[r].present) continue;
-            snprintf(name, sizeof name, "%s%s", L->prefix, hc_role_suffix[r]);
-            HC_TRY(add_index_entry(map, name, shard, err));
-        }
+        for (int o = 0; o < L->n_outs; o++) HC_TRY(add_index_entry(map, L->outs[o].name, shard, err));
     }
     return HC_OK;
 }

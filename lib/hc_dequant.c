@@ -4,8 +4,9 @@
  *   integer zero point (code - z) * scale
  *   float zero point   (code - zf) * scale
  *   float element      decode(code) * scale
- * where scale = decode(stored scale) [* global scale], or the global scale
- * alone for tensor granularity. */
+ * where scale = decode(stored scale) [* second scale: the global one of the
+ * expert or the channel one of the row], or the global scale alone for
+ * tensor granularity. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +42,12 @@ static uint32_t read_le(const uint8_t *p, int nbytes)
     return v;
 }
 
-/* Step of group (e, r, g). */
+/* Step of group (e, r, g); r is a scale row, which is the row itself when
+ * there is a channel second scale (no block scales then). */
 static double group_scale(const hc_quant_result *q, int64_t e, int64_t r, int64_t g)
 {
     double gs = q->global_scale ? q->global_scale[e] : 1.0;
+    if (q->scale_2) gs = hc_quant_scale_value(q->desc.scale_2_format, q->scale_2[e * q->n + r]);
     if (!q->scales) return gs;
     int64_t idx = (e * q->group_rows + r) * q->groups + g;
     uint32_t bits = read_le(q->scales + idx * q->scale_bytes, q->scale_bytes);

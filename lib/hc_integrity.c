@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "hc_fs.h"
+#include "hc_json.h"
 #include "hc_model_config.h"
 #include "hc_safetensors.h"
 
@@ -353,9 +354,10 @@ static void problem(hc_check_fn fn, void *ctx, int *count, const char *fmt, ...)
 
 static int json_u64(const cJSON *o, const char *key, uint64_t *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0) return -1;
-    *out = (uint64_t)v->valuedouble;
+    int64_t x = 0;
+    if (hc_json_int(cJSON_GetObjectItemCaseSensitive(o, key), 0, HC_JSON_MAX_EXACT, 0, &x))
+        return -1;
+    *out = (uint64_t)x;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hc_fs.h"
+#include "hc_json.h"
 
 hc_status hc_file_read_all(const char *path, char **out, size_t *len_out, hc_error *err)
 {
@@ -39,39 +40,21 @@ static hc_status get_dtype_field(const cJSON *q, const char *key, const char *pa
 #define MAX_GROUP_SIZE (1LL << 20)
 
 /* Integers may be JSON numbers or numeric strings (Humming writes both); the
- * value must lie in [lo, hi]. The range is checked on the double before any
- * conversion: casting an out-of-range double to an integer is undefined. */
+ * value must lie in [lo, hi] (hc_json_int: no undefined casts). */
 static hc_status get_int_field(const cJSON *q, const char *key, const char *path,
                                long long lo, long long hi, int64_t *out, hc_error *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(q, key);
     if (v == NULL || cJSON_IsNull(v)) return HC_OK;
-    char *end = NULL;
-    long long x = 0;
-    int ok = 0;
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (d >= (double)lo && d <= (double)hi) { /* false for NaN */
-            x = (long long)d;
-            if ((double)x != d)
-                HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer, "
-                        "not %g", path, key, d);
-        } else {
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s = %g is out of range "
-                    "(%lld .. %lld)", path, key, d, lo, hi);
-        }
-        ok = 1;
-    } else if (cJSON_IsString(v)) {
-        errno = 0;
-        x = strtoll(v->valuestring, &end, 10);
-        ok = errno == 0 && end != v->valuestring && *end == '\0';
-        if (ok && (x < lo || x > hi))
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s = %lld is out of range "
-                    "(%lld .. %lld)", path, key, x, lo, hi);
-    }
-    if (!ok) HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer", path, key);
-    *out = x;
-    return HC_OK;
+    const char *why = hc_json_int(v, lo, hi, 1, out);
+    if (why == NULL) return HC_OK;
+    if (!strcmp(why, "is not an integer") || !strcmp(why, "is not a number"))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be an integer", path, key);
+    char shown[64];
+    if (cJSON_IsNumber(v)) snprintf(shown, sizeof shown, "%g", v->valuedouble);
+    else snprintf(shown, sizeof shown, "\"%.40s\"", v->valuestring);
+    HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s = %s is out of range (%lld .. %lld)",
+            path, key, shown, lo, hi);
 }
 
 static hc_status get_bool_field(const cJSON *q, const char *key, const char *path, int *out,

@@ -41,11 +41,10 @@ hc_status hc_real_path(const char *path, char *buf, size_t len, hc_error *err)
         else if (slash) snprintf(parent, sizeof parent, "%.*s", (int)(slash - p), p);
         else snprintf(parent, sizeof parent, ".");
         HC_TRY(hc_real_path(parent, r, sizeof r, err));
-        size_t rl = strlen(r), nl = strlen(name);
-        if (rl + 1 + nl + 1 > sizeof r)
+        size_t rl = strlen(r);
+        int n = snprintf(r + rl, sizeof r - rl, "%s%s", rl > 1 ? "/" : "", name);
+        if (n < 0 || (size_t)n >= sizeof r - rl) /* checked here: gcc -O1 sees no other check */
             HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", path);
-        if (rl > 1) r[rl++] = '/'; /* memcpy, not snprintf: gcc -O1 saw a truncation */
-        memcpy(r + rl, name, nl + 1);
     }
     if (strlen(r) >= len) HC_FAIL(err, HC_ERR_ARG, "path too long: %.200s...", path);
     memcpy(buf, r, strlen(r) + 1);
@@ -108,7 +107,8 @@ hc_status hc_out_guard_replaceable(const char *dir, const char *marker, const ch
     while ((e = readdir(d)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         entries++;
-        ours |= strcmp(e->d_name, marker) == 0;
+        /* the marker or its temporary twin ("<marker>.tmp...": a run killed mid-write) */
+        ours |= strncmp(e->d_name, marker, strlen(marker)) == 0;
     }
     closedir(d);
     if (entries > 0 && !ours)

@@ -27,7 +27,8 @@ hc_status hc_out_guard_paths(const char *in_dir, const char *out_dir, const char
                              hc_error *err);
 
 /* Checks that the existing directory dir may be deleted to make room: it is
- * empty or holds the file `marker` (our manifest, or our journal). Refuses
+ * empty or holds the file `marker` (our manifest, or our journal), or a file
+ * whose name begins with it (its temporary copy, left by a killed run). Refuses
  * (HC_ERR_ARG) anything else, and anything that is not a directory; `what`
  * names the role in the message ("--force", "the partial output"). */
 hc_status hc_out_guard_replaceable(const char *dir, const char *marker, const char *what,

@@ -1,6 +1,5 @@
-/* hc_quant.c - the quantizer driver: checks, input scan, global scales, the
+/* hc_quant.c - the quantizer driver: checks, input scan, second scales, the
  * parallel loop over groups (RTN or clip-ratio MSE search) and packing. */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,25 +32,47 @@ static hc_status check_weight(const hc_quant_desc *d, hc_error *err)
     return HC_OK;
 }
 
+static hc_status check_tensor(const hc_quant_desc *d, hc_error *err)
+{
+    if (d->group_size_n != 0 || d->zero_point != HC_ZP_NONE || d->global_scale ||
+        d->scale_2_channel)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: tensor granularity takes no block "
+                "scales, zero point or second scale");
+    return HC_OK;
+}
+
+/* Second scales Humming's quantize_weight computes soundly: not with e8m0
+ * scales (its e8m0(s / ts) * ts is not the power of two the codes used) nor
+ * with float32 tensor scales (it then drops the second scale). */
+static hc_status check_scale_2(const hc_quant_desc *d, const char *sn, hc_error *err)
+{
+    if (d->global_scale && d->scale_2_channel)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: a tensor and a channel second scale at once");
+    if (d->global_scale && (d->scale_format == HC_FMT_F32 || d->scale_format == HC_FMT_F8E8M0))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: no global scale with %s scales", sn);
+    if (!d->scale_2_channel) return HC_OK;
+    if (d->group_size <= 0 || d->group_size_n > 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: a channel second scale needs group scales");
+    if (d->scale_format == HC_FMT_F8E8M0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: no channel second scale with %s scales", sn);
+    if (d->scale_2_format != HC_FMT_F16 && d->scale_2_format != HC_FMT_BF16)
+        HC_FAIL(err, HC_ERR_ARG, "quantize: the channel second scale is stored as float16 or "
+                "bfloat16 (the model dtype)");
+    return HC_OK;
+}
+
 static hc_status check_scales(const hc_quant_desc *d, int bits, hc_error *err)
 {
-    if (d->group_size == HC_QUANT_GROUP_TENSOR) {
-        if (d->group_size_n != 0 || d->zero_point != HC_ZP_NONE)
-            HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: tensor granularity takes no block "
-                    "scales and no zero point");
-        return HC_OK;
-    }
+    if (d->group_size == HC_QUANT_GROUP_TENSOR) return check_tensor(d, err);
     const char *sn = hc_format_get(d->scale_format) ? hc_format_get(d->scale_format)->name : "?";
     if (!is_scale_format(d->scale_format))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: %s is not a scale format", sn);
     if (d->group_size_n > 0 && (d->scale_format != HC_FMT_F32 || d->global_scale))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: block scales are float32, without global scale");
-    if (d->global_scale && (d->scale_format == HC_FMT_F32 || d->scale_format == HC_FMT_F8E8M0))
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: no global scale with %s scales", sn);
     if (d->scale_format == HC_FMT_F8E8M0 && bits == 1 && d->zero_point == HC_ZP_NONE)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: symmetric 1-bit weights have no e8m0 scale "
-                "(element max 0)");
-    return HC_OK;
+                "(Humming drops the scale's sign, which 1-bit codes need)");
+    return check_scale_2(d, sn, err);
 }
 
 static hc_status check_shape(const hc_quant_desc *d, int bits, int64_t e, int64_t n, int64_t k,
@@ -135,17 +156,14 @@ static void scatter(const hq_geom *q, uint8_t *codes, int64_t idx, const uint8_t
         memcpy(codes + (r0 + i) * q->k + c0, buf + i * q->gk, (size_t)q->gk);
 }
 
-/* Per-expert global scale from the RTN float32 group scales: mean |s| for
- * fp16/bf16 scales (Humming's rule; summed in double), max |s| / scale-format
- * max for fp8 scales (every block scale fits). Never below FLT_MIN. */
-static hc_status expert_global(const hq_ctx *c, const hq_geom *q, const float *w, float *gs,
-                               hc_error *err)
+/* The RTN float32 scale of every group of one expert's weights w into
+ * raw[ns * g]. */
+static hc_status raw_scales(const hq_ctx *c, const hq_geom *q, const float *w, float *raw,
+                            hc_error *err)
 {
     int64_t ng = q->ns * q->g, gsz = q->gn * q->gk;
-    double sum = 0.0, amax = 0.0;
     int nomem = 0;
-#pragma omp parallel reduction(+ : sum) reduction(max : amax) reduction(| : nomem) \
-    if (HC_PARALLEL(ng * gsz))
+#pragma omp parallel reduction(| : nomem) if (HC_PARALLEL(ng * gsz))
     {
         float *buf = malloc((size_t)gsz * sizeof *buf);
         nomem |= buf == NULL;
@@ -155,34 +173,68 @@ static hc_status expert_global(const hq_ctx *c, const hq_geom *q, const float *w
             float mx, mn;
             gather(q, w, idx, buf);
             hq_stats(buf, gsz, 1.0f, &mx, &mn);
-            double s = fabs((double)hq_raw_scale(c, mx, mn));
-            sum += s;
-            amax = fmax(amax, s);
+            raw[idx] = hq_raw_scale(c, mx, mn);
         }
         free(buf);
     }
     if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
-    if (c->mode == HQ_EFFECTIVE)
-        *gs = (float)(amax / hc_format_get(c->d.scale_format)->max_value);
-    else
-        *gs = (float)(sum / (double)ng);
-    *gs = fmaxf(*gs, FLT_MIN);
     return HC_OK;
+}
+
+/* Second scales into s2 (E values for a tensor one, E * N for a channel
+ * one) from the RTN scales of all experts (the tensor rule looks at every
+ * expert); the channel ones are also stored in the model dtype. */
+static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const float *w,
+                               hc_quant_result *r, float *s2, hc_error *err)
+{
+    int64_t E = r->experts, ng = q->ns * q->g;
+    float *raw = malloc((size_t)(E * ng) * sizeof *raw);
+    HC_CHECK_ALLOC(err, raw, "quantize scales");
+    hc_status st = HC_OK;
+    for (int64_t e = 0; e < E && st == HC_OK; e++)
+        st = raw_scales(c, q, w + e * q->n * q->k, raw + e * ng, err);
+    if (st == HC_OK && c->d.global_scale) {
+        hq_tensor_scale2(c, raw, E, ng, s2);
+        memcpy(r->global_scale, s2, (size_t)E * sizeof *s2);
+    } else if (st == HC_OK) {
+        hq_channel_scale2(c, raw, E * q->n, q->g, s2);
+        for (int64_t i = 0; i < E * q->n; i++)
+            r->scale_2[i] = c->d.scale_2_format == HC_FMT_F16 ? hc_f32_to_f16(s2[i])
+                                                              : hc_f32_to_bf16(s2[i]);
+    }
+    free(raw);
+    return st;
+}
+
+/* The second scale over group idx of expert e. */
+static hq_s2 group_s2(const hq_ctx *c, const hq_geom *q, const hc_quant_result *r,
+                      const float *s2, int64_t e, int64_t idx)
+{
+    hq_s2 v = {1.0f, 1.0};
+    if (c->d.global_scale) {
+        v.div = s2[e];
+        v.mul = s2[e];
+    } else if (c->d.scale_2_channel) {
+        int64_t row = e * q->n + idx / q->g;
+        v.div = s2[row];
+        v.mul = hc_quant_scale_value(c->d.scale_2_format, r->scale_2[row]);
+    }
+    return v;
 }
 
 /* RTN parameters and codes, or the best clip ratio by squared error (ratio
  * 1.0, the RTN result, first; a candidate replaces it only when strictly
  * better, so MSE is never worse than RTN on any group). */
-static void choose(const hq_ctx *c, const float *x, int64_t n, float gs, hq_group *best,
+static void choose(const hq_ctx *c, const float *x, int64_t n, const hq_s2 *s2, hq_group *best,
                    uint8_t *bc, uint8_t *tmp)
 {
-    hq_group_params(c, x, n, 1.0f, gs, best);
+    hq_group_params(c, x, n, 1.0f, s2, best);
     hq_group_codes(c, best, x, n, bc);
     if (c->d.quantizer != HC_QUANTIZER_MSE || best->bad) return;
     double be = hq_group_sqerr(c, best, x, bc, n);
     for (int i = 1; i < HQ_MSE_STEPS; i++) {
         hq_group g;
-        hq_group_params(c, x, n, 1.0f - 0.01f * (float)i, gs, &g);
+        hq_group_params(c, x, n, 1.0f - 0.01f * (float)i, s2, &g);
         if (g.bad) continue;
         hq_group_codes(c, &g, x, n, tmp);
         double e = hq_group_sqerr(c, &g, x, tmp, n);
@@ -212,10 +264,11 @@ static void store_group(const hq_ctx *c, hq_sink *s, int64_t e, int64_t idx, con
     if (r->zero_points_f) r->zero_points_f[gi] = g->zf_bits;
 }
 
-/* Quantizes every group of expert e; *bad = first group whose stored scale
- * is not finite (INT64_MAX if none). */
+/* Quantizes every group of expert e under the second scales s2 (NULL if
+ * none); *bad = first group whose stored scale is not finite (INT64_MAX if
+ * none). */
 static hc_status quantize_expert(const hq_ctx *c, const hq_geom *q, const float *w, int64_t e,
-                                 float gs, hq_sink *s, int64_t *bad, hc_error *err)
+                                 const float *s2, hq_sink *s, int64_t *bad, hc_error *err)
 {
     int64_t ng = q->ns * q->g, gsz = q->gn * q->gk, first = INT64_MAX;
     int nomem = 0;
@@ -228,8 +281,9 @@ static hc_status quantize_expert(const hq_ctx *c, const hq_geom *q, const float 
         for (int64_t idx = 0; idx < ng; idx++) {
             if (!buf || !bc || !tmp) continue;
             hq_group g;
+            hq_s2 gs2 = group_s2(c, q, s->r, s2, e, idx);
             gather(q, w, idx, buf);
-            choose(c, buf, gsz, gs, &g, bc, tmp);
+            choose(c, buf, gsz, &gs2, &g, bc, tmp);
             if (g.bad && idx < first) first = idx;
             store_group(c, s, e, idx, &g);
             scatter(q, s->codes8 + e * q->n * q->k, idx, bc);
@@ -243,14 +297,16 @@ static hc_status quantize_expert(const hq_ctx *c, const hq_geom *q, const float 
     return HC_OK;
 }
 
-static hc_status bad_scale_error(const hq_ctx *c, const hq_geom *q, const float *w, int64_t e,
-                                 int64_t idx, float gs, hc_error *err)
+static hc_status bad_scale_error(const hq_ctx *c, const hq_geom *q, const float *w,
+                                 const hc_quant_result *r, const float *s2, int64_t e,
+                                 int64_t idx, hc_error *err)
 {
     float *buf = malloc((size_t)(q->gn * q->gk) * sizeof *buf);
     HC_CHECK_ALLOC(err, buf, "quantize scratch");
     hq_group g;
+    hq_s2 gs2 = group_s2(c, q, r, s2, e, idx);
     gather(q, w, idx, buf);
-    hq_group_params(c, buf, q->gn * q->gk, 1.0f, gs, &g);
+    hq_group_params(c, buf, q->gn * q->gk, 1.0f, &gs2, &g);
     free(buf);
     HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: scale %g of group (expert %lld, scale row %lld, "
             "group %lld) does not fit %s; use a wider scale format or a global scale",
@@ -266,6 +322,7 @@ void hc_quant_result_free(hc_quant_result *r)
     free(r->zero_points);
     free(r->zero_points_f);
     free(r->global_scale);
+    free(r->scale_2);
     memset(r, 0, sizeof *r);
 }
 
@@ -292,6 +349,10 @@ static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_q
     if (c->tensor || c->d.global_scale) {
         r->global_scale = calloc((size_t)e, sizeof *r->global_scale);
         HC_CHECK_ALLOC(err, r->global_scale, "global scales");
+    }
+    if (c->d.scale_2_channel) {
+        r->scale_2 = calloc((size_t)(e * q->n), sizeof *r->scale_2);
+        HC_CHECK_ALLOC(err, r->scale_2, "channel second scales");
     }
     if (c->d.zero_point == HC_ZP_INT) {
         r->zero_points = calloc((size_t)(ngroups * c->bits / 32), sizeof *r->zero_points);
@@ -326,21 +387,36 @@ static hc_status pack_zero_points(hc_quant_result *r, const uint8_t *zq, hc_erro
     return HC_OK;
 }
 
+/* A stored channel second scale that is not finite (fp16 model dtype). */
+static hc_status check_scale_2_rows(const hc_quant_result *r, hc_error *err)
+{
+    for (int64_t i = 0; r->scale_2 && i < r->experts * r->n; i++)
+        if (!isfinite(hc_quant_scale_value(r->desc.scale_2_format, r->scale_2[i])))
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: channel second scale of (expert %lld, "
+                    "row %lld) does not fit %s", (long long)(i / r->n), (long long)(i % r->n),
+                    hc_format_get(r->desc.scale_2_format)->name);
+    return HC_OK;
+}
+
 static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const float *w, hq_sink *s,
                              hc_error *err)
 {
-    for (int64_t e = 0; e < s->r->experts; e++) {
-        const float *we = w + e * q->n * q->k;
-        float gs = 1.0f;
-        int64_t bad = INT64_MAX;
-        if (c->d.global_scale && !c->tensor) {
-            HC_TRY(expert_global(c, q, we, &gs, err));
-            s->r->global_scale[e] = gs;
-        }
-        HC_TRY(quantize_expert(c, q, we, e, gs, s, &bad, err));
-        if (bad != INT64_MAX) return bad_scale_error(c, q, we, e, bad, gs, err);
+    hc_quant_result *r = s->r;
+    float *s2 = NULL;
+    if (c->d.global_scale || c->d.scale_2_channel) {
+        s2 = malloc((size_t)(c->d.global_scale ? r->experts : r->experts * q->n) * sizeof *s2);
+        HC_CHECK_ALLOC(err, s2, "second scales");
     }
-    return HC_OK;
+    hc_status st = s2 ? second_scales(c, q, w, r, s2, err) : HC_OK;
+    if (st == HC_OK) st = check_scale_2_rows(r, err);
+    for (int64_t e = 0; e < r->experts && st == HC_OK; e++) {
+        const float *we = w + e * q->n * q->k;
+        int64_t bad = INT64_MAX;
+        st = quantize_expert(c, q, we, e, s2, s, &bad, err);
+        if (st == HC_OK && bad != INT64_MAX) st = bad_scale_error(c, q, we, r, s2, e, bad, err);
+    }
+    free(s2);
+    return st;
 }
 
 hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t e, int64_t n, int64_t k,

@@ -2,18 +2,21 @@
  * dequantize that form back.
  *
  * Input: float32 weights (E, N, K) row-major (a caller converts fp16/bf16
- * exactly). Output (Humming's row-packed form, spec section 2.6):
+ * exactly). Output (Humming's canonical tensors, as humming-kernels 0.1.19's
+ * HummingWeightSchema.quant_tensor returns them):
  *   codes         (E, N, K*b/32)        uint32 words, little-endian bit stream per row
  *   scales        (E, NS, G)            raw bits of the scale storage format
  *   int zero pts  (E, NS*b/32, G)       uint32 words, packed along NS
  *   float zero pts(E, NS, G)            fp16 bits if the scale format is F16, else bf16
- *   global scale  (E)                   float32
+ *   global scale  (E)                   float32: the tensor second scale, or the
+ *                                       scale itself for tensor granularity
+ *   channel scale_2 (E, N)              per-row second scale in the model dtype
  * with G = K/group_size groups along K and NS = N (or N/group_size_n for block
  * scales). Integer codes (uintB and intB alike) are stored offset-binary as
  * Humming's schema does: symmetric value = code - 2^(b-1).
  *
- * The rules (which parts reproduce Humming bit for bit, where we follow OCP MX
- * instead) are in docs/quantization.md. */
+ * The rules (bit for bit with 0.1.19's quantizer where that is sound, and
+ * where and why we deviate) are in docs/quantization.md. */
 #ifndef HC_QUANT_H
 #define HC_QUANT_H
 
@@ -34,8 +37,12 @@ typedef struct {
     int group_size;             /* > 0, HC_QUANT_GROUP_CHANNEL or HC_QUANT_GROUP_TENSOR */
     int group_size_n;           /* > 0: block scales group_size_n x group_size (F32 only) */
     hc_zp_mode zero_point;      /* integer weights only */
-    int global_scale;           /* per-expert float32 global scale (F16/BF16/F8E4M3/F8E5M2) */
+    int global_scale;           /* per-expert float32 second scale, Humming's
+                                   weight_scale_2_type "tensor" (F16/BF16/F8E4M3/F8E5M2) */
     hc_quantizer quantizer;     /* RTN (Humming) or per-group clip-ratio MSE search */
+    int scale_2_channel;        /* per-row second scale, weight_scale_2_type "channel"
+                                   (group scales, not F8E8M0) */
+    hc_format_id scale_2_format;/* F16/BF16 (the model dtype): storage of the per-row one */
 } hc_quant_desc;
 
 typedef struct {
@@ -52,6 +59,8 @@ typedef struct {
     uint16_t *zero_points_f;/* float zp: experts * NS * G half/bf16 bits, else NULL */
     hc_format_id zp_float_format; /* F16 or BF16 (float zero points) */
     float *global_scale;    /* experts values, or NULL */
+    uint16_t *scale_2;      /* channel second scale: experts * n bits of
+                               desc.scale_2_format, else NULL */
 } hc_quant_result;
 
 /* Checks that the description and shape are supported (HC_ERR_ARG / HC_ERR_UNSUPPORTED). */
@@ -68,7 +77,8 @@ hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t experts, i
 void hc_quant_result_free(hc_quant_result *r);
 
 /* Dequantizes the pre-repack form into out (experts, n, k) float32, from the
- * meaning of the formats: (code - zp) * scale [* global], decode(code) * scale. */
+ * meaning of the formats: (code - zp) * scale [* second scale],
+ * decode(code) * scale [* second scale]. */
 hc_status hc_dequantize(const hc_quant_result *r, float *out, hc_error *err);
 
 /* Bytes of one stored scale of a scale format (1, 2 or 4); 0 if not a scale format. */
@@ -82,9 +92,10 @@ double hc_quant_scale_value(hc_format_id scale_format, uint32_t bits);
 void hc_pack_rows(const uint8_t *codes, int64_t rows, int64_t len, int bits, uint32_t *out);
 void hc_unpack_rows(const uint32_t *words, int64_t rows, int64_t len, int bits, uint8_t *out);
 
-/* Humming's float-target code (spec 2.4 steps 1-5) of y = x/scale already
- * computed in float32: re-bias, truncate/round-up candidates, ties toward zero,
- * negative zero kept. |y| is saturated to the format max first. */
+/* Humming's float-target code (quant_weight.cuh quant_buffer) of y = x * inv
+ * already computed in float32: re-bias, truncate/round-up candidates, ties
+ * toward zero, negative zero kept. |y| is saturated to the format max first
+ * (which never changes an RTN code). */
 uint32_t hc_quant_float_code_humming(const hc_format_info *f, float y);
 
 #endif

@@ -1,4 +1,4 @@
-/* hc_quant_float.c - Humming's float-target code rounding (spec 2.4):
+/* hc_quant_float.c - Humming's float-target code rounding (quant_weight.cuh):
  * re-bias into float32, candidates "truncate" and "add half an ulp then
  * truncate", ties toward zero, negative zero for small negative inputs. */
 #include <math.h>

@@ -6,21 +6,12 @@
 
 #include "hc_quant_internal.h"
 
-static hq_mode pick_mode(const hc_quant_desc *d)
-{
-    if (d->group_size == HC_QUANT_GROUP_TENSOR) return HQ_HUMMING;
-    if (d->scale_format == HC_FMT_F8E8M0) return HQ_MX;
-    if (d->global_scale && (d->scale_format == HC_FMT_F8E4M3 || d->scale_format == HC_FMT_F8E5M2))
-        return HQ_EFFECTIVE;
-    return HQ_HUMMING;
-}
-
 void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d)
 {
     memset(c, 0, sizeof *c);
     c->d = *d;
     c->wf = hc_format_get(d->weight_format);
-    c->mode = pick_mode(d);
+    c->e8m0 = d->group_size != HC_QUANT_GROUP_TENSOR && d->scale_format == HC_FMT_F8E8M0;
     c->is_float = c->wf->kind == HC_KIND_FLOAT;
     c->bits = c->wf->bits;
     c->tensor = d->group_size == HC_QUANT_GROUP_TENSOR;
@@ -62,7 +53,7 @@ static uint32_t f32_bits(float x)
     return u;
 }
 
-void hq_store_scale(hc_format_id sf, float v, float gs, hq_group *g)
+void hq_store_scale(hc_format_id sf, float v, double mul, hq_group *g)
 {
     uint32_t b;
     switch (sf) {
@@ -72,8 +63,8 @@ void hq_store_scale(hc_format_id sf, float v, float gs, hq_group *g)
     default: b = hc_format_encode(sf, v); break;
     }
     g->scale_bits = b;
-    g->val = hc_quant_scale_value(sf, b) * (double)gs;
-    g->bad = !isfinite(g->val);
+    g->val = hc_quant_scale_value(sf, b) * mul;
+    g->bad = !(fabs(g->val) <= FLT_MAX); /* the dequantization step is float32 */
 }
 
 void hq_store_zp_float(hc_format_id zf, float zp, hq_group *g)
@@ -82,49 +73,61 @@ void hq_store_zp_float(hc_format_id zf, float zp, hq_group *g)
     g->zp_val = zf == HC_FMT_F16 ? hc_f16_to_f32(g->zf_bits) : hc_bf16_to_f32(g->zf_bits);
 }
 
-void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, float gs,
+/* e8m0 scale as Humming's kernel makes it: |s| rounded up to a power of two
+ * (float32 bits + 0x7FFFFF, exponent field kept, sign dropped); the codes
+ * use the rounded scale. */
+static void e8m0_scale(hq_group *g)
+{
+    g->scale_bits = hc_e8m0_encode_ceil(g->s);
+    g->s = (float)hc_quant_scale_value(HC_FMT_F8E8M0, g->scale_bits);
+    g->val = g->s;
+    g->bad = !(fabs(g->val) <= FLT_MAX); /* the step must be a finite float32 */
+}
+
+/* Scale (raw float32, then e8m0-rounded or stored divided by the second
+ * scale), then the zero point from the scale the codes use. Humming takes an
+ * e8m0 group's zero point from the unrounded scale, which dequantization
+ * with the rounded one does not undo; here it comes from the rounded scale. */
+void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, const hq_s2 *s2,
                      hq_group *g)
 {
     memset(g, 0, sizeof *g);
-    if (c->mode == HQ_MX) {
-        hq_mx_params(c, x, n, ratio, g);
-        return;
-    }
     float mx, mn;
     hq_stats(x, n, ratio, &mx, &mn);
     g->s = hq_raw_scale(c, mx, mn);
     if (c->tensor) {
         g->scale_bits = f32_bits(g->s);
         g->val = g->s;
-    } else if (c->d.global_scale) {
-        hq_store_scale(c->d.scale_format, g->s / gs, gs, g);
+    } else if (c->e8m0) {
+        e8m0_scale(g);
     } else {
-        hq_store_scale(c->d.scale_format, g->s, 1.0f, g);
+        hq_store_scale(c->d.scale_format, g->s / s2->div, s2->mul, g);
     }
-    if (c->d.zero_point != HC_ZP_NONE) hq_zp_params(c, mx, mn, g);
+    if (c->d.zero_point != HC_ZP_NONE) hq_zp_params(c, mn, g);
 }
 
 /* Codes whose dequantized value would exceed float32 max (only possible for
- * inputs near FLT_MAX) move one step toward zero. Never changes a code whose
- * value is finite, so it does not affect bit exactness elsewhere. */
+ * inputs near FLT_MAX, where Humming's own scales are not finite) move toward
+ * zero until it fits. Never changes a code whose value is finite, so it does
+ * not affect bit exactness elsewhere. */
 static void fix_overflow(const hq_ctx *c, const hq_group *g, int64_t n, uint8_t *codes)
 {
     double top = 0.0;
     for (int32_t q = c->qlo; q <= c->qhi; q++) top = fmax(top, fabs(c->lut[q] - g->zp_val));
-    if (top * fabs(g->val) <= FLT_MAX) return;
+    if (top * fabs(g->val) <= FLT_MAX || !(fabs(g->val) <= FLT_MAX)) return; /* or refused */
     for (int64_t i = 0; i < n; i++) {
-        double v = c->lut[codes[i]] - g->zp_val;
-        if (fabs(v * g->val) <= FLT_MAX) continue;
-        if (c->is_float) codes[i]--; /* sign-magnitude: one magnitude step down */
-        else codes[i] = (uint8_t)(v > 0 ? codes[i] - 1 : codes[i] + 1);
+        double v;
+        while (fabs((v = c->lut[codes[i]] - g->zp_val) * g->val) > FLT_MAX) {
+            if (c->is_float) codes[i]--; /* sign-magnitude: one magnitude step down */
+            else codes[i] = (uint8_t)(v > 0 ? codes[i] - 1 : codes[i] + 1);
+        }
     }
 }
 
 void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                     uint8_t *codes)
 {
-    if (c->mode != HQ_HUMMING) hq_codes_effective(c, g, x, n, codes);
-    else if (c->is_float) hq_float_codes_humming(c, g, x, n, codes);
+    if (c->is_float) hq_float_codes_humming(c, g, x, n, codes);
     else hq_int_codes_humming(c, g, x, n, codes);
     fix_overflow(c, g, n, codes);
 }

@@ -1,17 +1,21 @@
-/* hc_quant_int.c - Humming's integer quantizer (spec 2.3 items 2-4, 2.4):
- * symmetric scales with the double-precision 1.499 / 0.499 constants and the
- * negative scale of positive-dominant groups, integer and float zero points. */
+/* hc_quant_int.c - Humming's integer quantizer (humming-kernels 0.1.19,
+ * quant_weight.cuh): symmetric scales with the negative scale of
+ * positive-dominant groups, integer and float zero points, codes. */
 #include <math.h>
 
 #include "hc_quant_internal.h"
 
-/* Symmetric: s = max(amax/(D+1.499), amin/(D+0.499)) each rounded once from
- * double; negative when the positive side dominates. */
+/* Symmetric: s = max(amax/(D+1), amin/D), each quotient taken in double and
+ * rounded once to float32, as the kernel's float/double expression does; for
+ * 1-bit weights (D = 0, no positive code) amax/(D+1.499) and amin/(D+0.499),
+ * which send the positive side to code 0 and the negative side to -1.
+ * Negative when the positive side dominates. */
 float hq_int_sym_scale(const hq_ctx *c, float mx, float mn)
 {
     float amax = fmaxf(mx, fabsf(mn)), amin = fminf(mx, fabsf(mn));
-    float s1 = (float)((double)amax / (c->dmax + 1.499));
-    float s2 = (float)((double)amin / (c->dmax + 0.499));
+    int one_bit = c->bits == 1;
+    float s1 = (float)((double)amax / (c->dmax + (one_bit ? 1.499 : 1.0)));
+    float s2 = (float)((double)amin / (c->dmax + (one_bit ? 0.499 : 0.0)));
     float s = fmaxf(s1, s2);
     return mx > fabsf(mn) ? -s : s;
 }
@@ -34,18 +38,14 @@ static int32_t clamp_code(double q, int32_t lo, int32_t hi)
     return (int32_t)q;
 }
 
-/* Zero point of a group. Humming mode: zf = f32(-mn/s) from the float32 scale,
- * int zp rounded (RNE) and mn' = f32(z * -s); float zp keeps mn. Effective
- * and MX modes derive it from the stored step g->val instead. */
-void hq_zp_params(const hq_ctx *c, float mx, float mn, hq_group *g)
+/* Zero point of a group from its scale g->s: zf = f32(-mn / s). An integer
+ * zero point is rne(zf) (Humming does not clamp it: 0 <= zf <= 2^b-1 up to
+ * rounding) and the codes are then taken from mn' = f32(z * -s); a float zero
+ * point is zf cast to fp16 (fp16 scales) or bf16 (any other scale format) and
+ * the codes are taken from mn itself. */
+void hq_zp_params(const hq_ctx *c, float mn, hq_group *g)
 {
-    (void)mx;
-    float zf;
-    if (c->mode == HQ_HUMMING) {
-        zf = -mn / g->s;
-    } else {
-        zf = g->val != 0 ? (float)(-(double)mn / g->val) : 0.0f;
-    }
+    float zf = -mn / g->s;
     if (c->d.zero_point == HC_ZP_INT) {
         g->zq = clamp_code(nearbyintf(zf), c->qlo, c->qhi);
         g->zp_val = g->zq;
@@ -57,9 +57,11 @@ void hq_zp_params(const hq_ctx *c, float mx, float mn, hq_group *g)
 }
 
 /* Humming codes: symmetric q = rne(f32(x * inv)) + 2^(b-1); with a zero point
- * q = rne(f32(f32(x - mn') * inv)) clamped to 0..2^b-1. The clamp of the
- * symmetric case never triggers for RTN (spec 2.3) but does for clipped MSE
- * candidates. */
+ * q = rne(f32(f32(x - mn') * inv)); inv = f32(1 / s); clamped to 0..2^b-1.
+ * The symmetric clamp triggers for RTN only with e8m0 scales (a
+ * positive-dominant group whose scale lost its sign) and for clipped MSE
+ * candidates. Where mn' or x - mn' overflows float32 (|x| near FLT_MAX, for
+ * which Humming's own scale is already inf) x - mn' is taken in double. */
 void hq_int_codes_humming(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                           uint8_t *codes)
 {
@@ -71,8 +73,11 @@ void hq_int_codes_humming(const hq_ctx *c, const hq_group *g, const float *x, in
         }
         return;
     }
+    double mn_wide = c->d.zero_point == HC_ZP_INT ? -(double)g->zq * g->s : g->mn_eff;
     for (int64_t i = 0; i < n; i++) {
         float d = x[i] - g->mn_eff;
-        codes[i] = (uint8_t)clamp_code(nearbyintf(d * inv), c->qlo, c->qhi);
+        if (isinf(d)) codes[i] = (uint8_t)clamp_code(nearbyint(((double)x[i] - mn_wide) * inv),
+                                                     c->qlo, c->qhi);
+        else codes[i] = (uint8_t)clamp_code(nearbyintf(d * inv), c->qlo, c->qhi);
     }
 }

@@ -3,7 +3,9 @@
  * One group is a contiguous float buffer (gathered by the driver). A group is
  * quantized in two steps: hq_group_params (scale, zero point, stored bits)
  * and hq_group_codes (one code per element, <= 8 bits). hq_group_sqerr is the
- * squared error of the dequantized group, used by the MSE search. */
+ * squared error of the dequantized group, used by the MSE search. The rules
+ * are humming-kernels 0.1.19's quant_weight kernel and quantize_weight
+ * (docs/quantization.md), in float32 as there. */
 #ifndef HC_QUANT_INTERNAL_H
 #define HC_QUANT_INTERNAL_H
 
@@ -11,17 +13,11 @@
 
 #include "hc_quant.h"
 
-typedef enum {
-    HQ_HUMMING,   /* Humming's rules: codes from the float32 scale (bit exact) */
-    HQ_MX,        /* e8m0 scales, OCP MX rules: codes from the stored 2^e */
-    HQ_EFFECTIVE  /* fp8 scales x global scale: codes from decode(stored) * global */
-} hq_mode;
-
 typedef struct {
     hc_quant_desc d;
     const hc_format_info *wf;
-    hq_mode mode;
     int is_float;      /* float target */
+    int e8m0;          /* e8m0 scales: the scale is rounded up to a power of two */
     int bits;
     int tensor;        /* tensor granularity: the scale is the global scale */
     double dmax;       /* Humming's D: float max or 2^(b-1)-1 */
@@ -30,10 +26,16 @@ typedef struct {
     double lut[256];   /* symmetric meaning of a code (zp modes: the code itself) */
 } hq_ctx;
 
+/* The second scale over a group (Humming's weight_scale_2), 1 if none. */
 typedef struct {
-    float s;           /* Humming: the float32 scale the codes are computed with */
-    float mn_eff;      /* Humming int zp: mn' ; float zp: mn */
-    double val;        /* decoded stored scale (x global): the dequantization step */
+    float div;         /* float32 value the group scale is divided by before storing */
+    double mul;        /* value dequantization multiplies by (the stored one) */
+} hq_s2;
+
+typedef struct {
+    float s;           /* the float32 scale the codes are computed with */
+    float mn_eff;      /* int zp: z * -s ; float zp: mn */
+    double val;        /* decoded stored scale x second scale: the dequantization step */
     uint32_t scale_bits;
     int32_t zq;        /* int zero point */
     uint16_t zf_bits;  /* float zero point bits (fp16/bf16) */
@@ -44,35 +46,39 @@ typedef struct {
 /* Context from a checked description. */
 void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d);
 
-/* Humming's group statistics (spec 2.2), with both ends scaled by ratio. */
+/* Humming's group statistics: max starting at 1e-30, min at -1e-30, both
+ * ends then scaled by ratio (1 for RTN). */
 void hq_stats(const float *x, int64_t n, float ratio, float *mx, float *mn);
 
-/* Unrounded float32 scale of a group (Humming rules), used for global scales. */
+/* Humming's float32 group scale before any e8m0 rounding. */
 float hq_raw_scale(const hq_ctx *c, float mx, float mn);
 
-/* Parameters of one group; gs is the expert's global scale (1 if none). */
-void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, float gs,
+/* Parameters of one group under second scale s2. */
+void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, const hq_s2 *s2,
                      hq_group *g);
 void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                     uint8_t *codes);
 double hq_group_sqerr(const hq_ctx *c, const hq_group *g, const float *x,
                       const uint8_t *codes, int64_t n);
 
-/* Per-kind parts (hc_quant_int.c, hc_quant_float.c, hc_quant_mx.c). */
+/* Per-kind parts (hc_quant_int.c, hc_quant_float.c). */
 float hq_int_sym_scale(const hq_ctx *c, float mx, float mn);
 float hq_int_zp_scale(const hq_ctx *c, float mx, float mn);
-void hq_zp_params(const hq_ctx *c, float mx, float mn, hq_group *g);
+void hq_zp_params(const hq_ctx *c, float mn, hq_group *g);
 void hq_int_codes_humming(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                           uint8_t *codes);
 void hq_float_codes_humming(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                             uint8_t *codes);
-void hq_mx_params(const hq_ctx *c, const float *x, int64_t n, float ratio, hq_group *g);
-void hq_codes_effective(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
-                        uint8_t *codes);
 
-/* Stores v in the scale format: sets g->scale_bits, g->val (= decoded * gs), g->bad. */
-void hq_store_scale(hc_format_id sf, float v, float gs, hq_group *g);
+/* Stores v in the scale format: sets g->scale_bits, g->val (= decoded * mul), g->bad. */
+void hq_store_scale(hc_format_id sf, float v, double mul, hq_group *g);
 /* Stores a float zero point in fp16/bf16: sets zf_bits and zp_val. */
 void hq_store_zp_float(hc_format_id zf, float zp, hq_group *g);
+
+/* Second scales (hc_quant_scale2.c) from the float32 RTN group scales raw.
+ * Tensor: one per expert from raw (E, ng); channel: one per row from raw
+ * (rows, G). Humming's rules per scale format; means as torch's mean. */
+void hq_tensor_scale2(const hq_ctx *c, const float *raw, int64_t E, int64_t ng, float *ts);
+void hq_channel_scale2(const hq_ctx *c, const float *raw, int64_t rows, int64_t G, float *ws2);
 
 #endif

@@ -116,9 +116,10 @@ typedef struct hc_st_model hc_st_model;
  *  1. if dir/model.safetensors.index.json exists, its "weight_map" (tensor
  *     name -> shard file name) is the authority: each shard is opened once,
  *     every indexed tensor must exist in the shard the index names, and the
- *     model holds exactly the indexed tensors (a copy of a name in another
- *     shard, or a tensor no index entry names, is ignored). Shard names
- *     containing '/' or ".." are rejected;
+ *     model holds exactly the indexed tensors (a tensor no index entry names
+ *     is ignored). A name listed twice, or also held by another shard, is
+ *     rejected naming both files. Shard names containing '/' or ".." are
+ *     rejected;
  *  2. otherwise dir/model.safetensors alone;
  *  3. otherwise every dir/ *.safetensors (sorted by name); a tensor name in
  *     two files is an error.

@@ -273,6 +273,9 @@ static hc_status index_names(hc_st_model *m, hc_error *err)
     qsort(m->by_name, m->count, sizeof *m->by_name, cmp_tensor_name);
     for (size_t i = 1; i < m->count; i++) {
         const hc_st_tensor *a = m->by_name[i - 1], *b = m->by_name[i];
+        if (a == b)
+            HC_FAIL(err, HC_ERR_FORMAT, INDEX_NAME " lists tensor '%s' twice (both times in %s)",
+                    a->name, a->file);
         if (strcmp(a->name, b->name) == 0)
             HC_FAIL(err, HC_ERR_FORMAT, "tensor '%s' appears in both %s and %s", a->name,
                     a->file, b->file);
@@ -280,14 +283,32 @@ static hc_status index_names(hc_st_model *m, hc_error *err)
     return HC_OK;
 }
 
+/* Indexed: a shard holding a copy of a tensor the index maps to another shard
+ * is refused, naming both; which copy was meant cannot be known. */
+static hc_status check_copies(const hc_st_model *m, hc_error *err)
+{
+    for (size_t i = 0; i < m->nfiles; i++)
+        for (size_t j = 0; j < hc_st_count(m->files[i]); j++) {
+            const hc_st_tensor *t = hc_st_tensor_at(m->files[i], j);
+            const hc_st_tensor *mapped = hc_st_model_find(m, t->name);
+            if (mapped && mapped != t)
+                HC_FAIL(err, HC_ERR_FORMAT, "tensor '%s' appears in both %s and %s (" INDEX_NAME
+                        " maps it to %s); refused: the copies may differ", t->name, mapped->file,
+                        t->file, mapped->file);
+        }
+    return HC_OK;
+}
+
 static hc_status open_model(hc_st_model *m, hc_error *err)
 {
     char *ipath = path_join(m->dir, INDEX_NAME);
     HC_CHECK_ALLOC(err, ipath, "path");
-    hc_status st = is_present(ipath) ? open_indexed(m, ipath, err) : open_unindexed(m, err);
+    int indexed = is_present(ipath);
+    hc_status st = indexed ? open_indexed(m, ipath, err) : open_unindexed(m, err);
     free(ipath);
     HC_TRY(st);
-    return index_names(m, err);
+    HC_TRY(index_names(m, err));
+    return indexed ? check_copies(m, err) : HC_OK;
 }
 
 hc_status hc_st_model_open(const char *dir, hc_st_model **out, hc_error *err)

@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "hc_fs.h"
+#include "hc_json.h"
 #include "hc_sigbus.h"
 #include "hc_utf8.h"
 
 #define META_KEY "__metadata__"
-#define MAX_EXACT_INT 9007199254740992.0 /* 2^53: larger JSON numbers lose digits */
 
 struct hc_st_file {
     char *path;
@@ -162,14 +162,10 @@ static hc_status check_metadata(hc_st_file *f, const cJSON *m, hc_error *err)
 /* NULL if c is an integer in 0..2^53, else why not. */
 static const char *json_uint(const cJSON *c, uint64_t *out)
 {
-    if (!cJSON_IsNumber(c)) return "is not a number";
-    double d = c->valuedouble;
-    if (d < 0) return "is negative";
-    if (d > MAX_EXACT_INT) return "is too large";
-    uint64_t v = (uint64_t)d;
-    if ((double)v != d) return "is not an integer";
-    *out = v;
-    return NULL;
+    int64_t v = 0;
+    const char *why = hc_json_int(c, 0, HC_JSON_MAX_EXACT, 0, &v);
+    if (why == NULL) *out = (uint64_t)v;
+    return why;
 }
 
 /* Exactly one member called key. */

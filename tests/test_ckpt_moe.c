@@ -326,11 +326,10 @@ static void free_set(moe_set *set)
     tc_free(&set->fp);
 }
 
-/* Bytes of tensor name in the output of dir (tc_out_dir) (malloc'ed), or NULL if absent. */
+/* Bytes of tensor name in dir.out/model.safetensors (malloc'ed), or NULL if absent. */
 static void *out_tensor(const char *dir, const char *name, size_t *len)
 {
-    char *out = tc_out_dir(dir);
-    char *path = hc_test_path_join(out, "model.safetensors");
+    char *out = tc_out_dir(dir, "out"), *path = hc_test_path_join(out, "model.safetensors");
     free(out);
     hc_st_file *st = NULL;
     assert_int_equal(hc_st_open(path, &st, NULL), HC_OK);
@@ -373,8 +372,7 @@ static void assert_same_layer(const char *a, const char *b, int want_zero, int w
 /* The report has exactly one layer, the stack (E, N, K), passed, 0 lossless mismatches. */
 static void assert_report(const char *dir, const moe_spec *m, int lossless)
 {
-    char *out = tc_out_dir(dir);
-    char *path = hc_test_path_join(out, "humming_report.json");
+    char *out = tc_out_dir(dir, "out"), *path = hc_test_path_join(out, "humming_report.json");
     free(out);
     char *text = hc_test_read_file(path, NULL);
     cJSON *r = cJSON_Parse(text), *layers = cJSON_GetObjectItem(r, "layers");
@@ -491,7 +489,7 @@ static void expect_refusal(const moe_spec *m, const char *tensor, const char *re
     if (st == HC_OK) fail_msg("converted; expected a refusal naming %s (%s)", tensor, reason);
     if (!strstr(err.msg, tensor) || !strstr(err.msg, reason) || !strstr(err.msg, KEY))
         fail_msg("message lacks %s / %s / " KEY ": %s", tensor, reason, err.msg);
-    char *out = tc_out_dir(set.quant.dir);
+    char *out = tc_out_dir(set.quant.dir, "out");
     assert_false(hc_test_exists(out));
     free(out);
     free_set(&set);

@@ -278,7 +278,7 @@ static void test_success_force_and_input_untouched(void **state)
 {
     fixture *f = *state;
     uint64_t before = dir_fingerprint(f->in);
-    assert_int_equal(run_cli(f, f->in, f->out, "-q --arch sm80"), 0);
+    assert_int_equal(run_cli(f, f->in, f->out, "-q --arch sm80 --layout tiles"), 0);
     assert_int_equal(dir_fingerprint(f->in), before);
     char path[8192];
     snprintf(path, sizeof path, "%s/tokenizer.json", f->out);
@@ -296,7 +296,7 @@ static void test_success_force_and_input_untouched(void **state)
     int rc = run_cli(f, f->in, f->out, "-q");
     assert_int_equal(rc, 2); /* exists without --force */
     assert_int_equal(dir_fingerprint(f->out), out_before);
-    assert_int_equal(run_cli(f, f->in, f->out, "-q --force --arch sm90"), 0);
+    assert_int_equal(run_cli(f, f->in, f->out, "-q --force --arch sm90 --layout tiles"), 0);
     assert_true(dir_fingerprint(f->out) != out_before); /* transposed layout now */
     assert_int_equal(dir_fingerprint(f->in), before);
 }
@@ -345,6 +345,35 @@ static void test_our_files_in_input_not_copied(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* --max-shard-size: whole bytes with an optional K/M/G/T/P (and B / iB);
+ * nan, fractions of a byte, exponents, signs, 0 and absurd sizes are usage
+ * errors naming the option and the reason (nan used to be cast to int64). */
+static void test_max_shard_size(void **state)
+{
+    fixture *f = *state;
+    static const char *const good[] = {"5GB", "500MB", "64K", "1.5G", "4096", "0.5K", "2GiB", "1P"};
+    static const char *const bad[][2] = {
+        {"nan", "expected digits"}, {"inf", "expected digits"}, {"0.5", "whole number of bytes"},
+        {"1e300", "unexpected characters"}, {"-5", "expected digits"}, {"0", "at least 1 byte"},
+        {"0x10", "unexpected characters"}, {"", "expected digits"}, {"2P", "too large"},
+        {"99999999999999999999999", "too large"}, {"1.0001G", "at most 3 decimals"},
+    };
+    char extra[256];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        snprintf(extra, sizeof extra, "--dry-run -q --max-shard-size '%s'", good[i]);
+        if (run_cli(f, f->in, f->out, extra) != 0) fail_msg("%s refused", good[i]);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(extra, sizeof extra, "--dry-run -q --max-shard-size '%s'", bad[i][0]);
+        int rc = run_cli(f, f->in, f->out, extra);
+        char *log = read_log(f);
+        if (rc != 2 || !strstr(log, "--max-shard-size") || !strstr(log, bad[i][1]))
+            fail_msg("'%s': exit %d, want 2 and \"%s\": %s", bad[i][0], rc, bad[i][1], log);
+        free(log);
+    }
+    assert_no_output(f);
+}
+
 static void test_dry_run_writes_nothing(void **state)
 {
     fixture *f = *state;
@@ -381,6 +410,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sharded_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_our_files_in_input_not_copied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_shard_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernels_lib_missing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

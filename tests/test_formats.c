@@ -305,27 +305,30 @@ static void test_e8m0(void **state)
     (void)state;
     const float in[] = {1, 1.4999f, 1.5f, 1.75f, 3, 0x1p-127f, 0x1.8p-127f, -2};
     const uint8_t round_want[] = {127, 127, 128, 128, 129, 0, 1, 128};
-    const uint8_t trunc_want[] = {127, 127, 127, 127, 128, 0, 0, 128};
+    const uint8_t ceil_want[] = {127, 128, 128, 128, 129, 1, 1, 128};
     for (int k = 0; k < 8; k++) {
         assert_int_equal(hc_e8m0_encode_round(in[k]), round_want[k]);
         assert_int_equal(hc_format_encode(HC_FMT_F8E8M0, in[k]), round_want[k]);
-        assert_int_equal(hc_e8m0_encode_trunc(in[k]), trunc_want[k]);
+        assert_int_equal(hc_e8m0_encode_ceil(in[k]), ceil_want[k]);
     }
     assert_int_equal(hc_e8m0_encode_round(NAN), 0xFF);
     assert_int_equal(hc_e8m0_encode_round(-INFINITY), 0xFF);
     assert_int_equal(hc_e8m0_encode_round(0x1.8p127f), 0xFF); /* rounds past 2^127 */
     assert_int_equal(hc_e8m0_encode_round(0.0f), 0);
-    assert_int_equal(hc_e8m0_encode_trunc(NAN), 0xFF);
-    assert_int_equal(hc_e8m0_encode_trunc(-0.75f), 126);
+    assert_int_equal(hc_e8m0_encode_ceil(NAN), 0);
+    assert_int_equal(hc_e8m0_encode_ceil(INFINITY), 0xFF);
+    assert_int_equal(hc_e8m0_encode_ceil(0x1.000002p127f), 0xFF);
+    assert_int_equal(hc_e8m0_encode_ceil(-0.75f), 127);
+    assert_int_equal(hc_e8m0_encode_ceil(0.0f), 0);
     uint64_t s = 42;
     for (int k = 0; k < 300000; k++) {
         float x = bitsf(rng_next(&s));
         if (hc_e8m0_encode_round(x) != ref_e8m0_round(x))
             fail_msg("e8m0 round(%a) = %u, want %u", (double)x, hc_e8m0_encode_round(x), ref_e8m0_round(x));
-        /* trunc: the power of two at or below |x| */
-        if (isfinite(x) && fabsf(x) >= 0x1p-126f)
-            assert_true(ldexp(1.0, hc_e8m0_encode_trunc(x) - 127) <= fabs((double)x) &&
-                        fabs((double)x) < ldexp(1.0, hc_e8m0_encode_trunc(x) - 126));
+        /* ceil: the smallest power of two at or above |x| */
+        if (isfinite(x) && fabsf(x) >= 0x1p-126f && fabsf(x) <= 0x1p127f)
+            assert_true(ldexp(1.0, hc_e8m0_encode_ceil(x) - 127) >= fabs((double)x) &&
+                        fabs((double)x) > ldexp(1.0, hc_e8m0_encode_ceil(x) - 128));
     }
 }
 

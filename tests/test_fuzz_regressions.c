@@ -105,6 +105,18 @@ static void test_format_field_corpus(void **state)
     replay("format_field", hc_fuzz_format_field, 10);
 }
 
+static void test_ckpt_corpus(void **state)
+{
+    (void)state;
+    replay("ckpt", hc_fuzz_ckpt, 12);
+}
+
+static void test_cli_corpus(void **state)
+{
+    (void)state;
+    replay("cli", hc_fuzz_cli, 8);
+}
+
 /* The entries themselves must notice a broken contract: an empty input is
  * an error for every parser, and those errors carry messages. */
 static void test_entries_on_empty_input(void **state)
@@ -117,6 +129,8 @@ static void test_entries_on_empty_input(void **state)
     assert_int_equal(hc_fuzz_config(none, 0, why), 0);
     assert_int_equal(hc_fuzz_recipe(none, 0, why), 0);
     assert_int_equal(hc_fuzz_format_field(none, 0, why), 0);
+    assert_int_equal(hc_fuzz_ckpt(none, 0, why), 0);
+    assert_int_equal(hc_fuzz_cli(none, 0, why), 0);
 }
 
 int main(void)
@@ -127,6 +141,8 @@ int main(void)
         cmocka_unit_test(test_config_corpus),
         cmocka_unit_test(test_recipe_corpus),
         cmocka_unit_test(test_format_field_corpus),
+        cmocka_unit_test(test_ckpt_corpus),
+        cmocka_unit_test(test_cli_corpus),
         cmocka_unit_test(test_entries_on_empty_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -411,10 +411,10 @@ static void test_byte_perm(void **st)
     assert_int_equal(hck_byte_perm(0x0C080400u, 0x1C181410u, 0x7654), 0x1C181410u);
 }
 
-/* hck_e8m0_pair, the MXFP4 kernels' scale pairs, against the shift-and-or
- * form the kernels had before v57, for every byte value in every byte
- * position, the other bytes set; where the exponent fits (e <= 15) each half
- * is the fp16 power of two 2^e */
+/* hck_e8m0_pair, the MXFP4 kernels' scale pairs (one prmt and one IMAD),
+ * against the plain shift-and-or form ((e + 15) << 10 in each half), for
+ * every byte value in every byte position, the other bytes set; where the
+ * exponent fits (e <= 15) each half is the fp16 power of two 2^e */
 static void test_e8m0_pair(void **st)
 {
     (void)st;
@@ -430,7 +430,7 @@ static void test_e8m0_pair(void **st)
         }
 }
 
-/* The wgmma epilogue's staging (HCK_EPI_*, v20), for every token count: each
+/* The wgmma epilogue's staging (HCK_EPI_*), for every token count: each
  * accumulator register lands on the float of its own (token, column) as the
  * C / D fragment layouts place them (stated here from the PTX ISA, not from
  * the macro), every float of the [tokens][64] tile is written once, a warp's
@@ -504,8 +504,8 @@ static void perm64_columns(uint16_t perm[128])
     hc_scales_permute(col, perm, 1, 128, 1, sizeof col[0], 64);
 }
 
-/* The 16-token 4-bit variants' split of a stage (HCK_KW_*: uint4 x 16-bit v21,
- * uint4 and fp4 x 8-bit v56): the four warps of a warpgroup cover its one or
+/* The 16-token 4-bit variants' split of a stage (HCK_KW_*: uint4 x 16-bit,
+ * uint4 and fp4 x 8-bit): the four warps of a warpgroup cover its one or
  * two tiles' rows once; a lane's words of n16 block i of a tile row,
  * HCK_KW_WORD(lane, i, rw), lie in one or two 16-byte loads (a quarter warp on
  * 32 distinct banks each) and give that block's A fragments, every code of a
@@ -563,7 +563,7 @@ static void check_kw_family(int fam, int tr, int tpw)
     free(T.codes), free(T.out);
 }
 
-/* KW2 (uint4 x 16-bit, 16 tokens, group scales, v70): warp w takes tile
+/* KW2 (uint4 x 16-bit, 16 tokens, group scales): warp w takes tile
  * HCK_KW_TILE(w, 2) and n16 blocks HCK_KW2_BLOCK(w, 0..1) over all four k16
  * rows of a stage. The warps cover each (tile, block) once; a lane's two words
  * are one 8-byte aligned load and give those blocks' A fragments, every code
@@ -619,7 +619,7 @@ static void test_wgmma_kw(void **st)
     }
 }
 
-/* The split sum over a cluster (HCK_CSUM_*, v22; 128 and 256 tokens since v51):
+/* The split sum over a cluster (HCK_CSUM_*; 16, 128 and 256 tokens):
  * for 1-4 tiles per CTA, 1-16 tokens and the 128/256-token blocks' counts, and
  * 2-8 splits, the CTAs' shares cover every staged (tile, token, column) exactly
  * once, and each read lies in its tile's staging rows, clear of the token
@@ -652,7 +652,7 @@ static void test_wgmma_cluster_sum(void **st)
             }
 }
 
-/* The cooperative split sum (v23): the splits' column shares partition each
+/* The cooperative split sum: the splits' column shares partition each
  * token row, and the counter protocol lets no split sum before all are in and
  * leaves the counter zero, whatever order the splits run in. */
 static void test_wgmma_coop_sum(void **st)
@@ -691,7 +691,7 @@ static uint32_t f32_bits(float f)
     return u;
 }
 
-/* The polled split sum's empty marker (v47): a NaN with the quiet bit clear,
+/* The polled split sum's empty marker: a NaN with the quiet bit clear,
  * so that no arithmetic result (IEEE makes quiet NaNs, also from a signalling
  * operand) can equal it; a partial equal to it would make a poller wait
  * forever. Then the protocol: in any interleaving of the splits' stores and

@@ -1,7 +1,8 @@
 /* test_limits - inputs at and past the limits are refused with clear errors,
  * never undefined behaviour: absurd safetensors header sizes, shapes whose
  * element or byte count overflows 64 bits, negative or huge group sizes (CLI
- * fields, recipes, config.json), NaN/Inf weights given to hc_quantize. */
+ * fields, recipes, config.json), NaN/Inf weights given to hc_quantize, JSON
+ * numbers that do not fit an integer (hc_json_int; manifest and journal sizes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "hc_integrity.h"
+#include "hc_json.h"
 #include "hc_model_config.h"
 #include "hc_quant.h"
 #include "hc_recipe.h"
@@ -301,7 +307,7 @@ static void test_group_sizes_config(void **state)
     config_expect("\"group_size\": 1e300", HC_ERR_FORMAT, "out of range");
     config_expect("\"group_size\": -1e300", HC_ERR_FORMAT, "out of range");
     config_expect("\"group_size\": 9223372036854775807", HC_ERR_FORMAT, "out of range");
-    config_expect("\"group_size\": \"9223372036854775808\"", HC_ERR_FORMAT, "must be an integer");
+    config_expect("\"group_size\": \"9223372036854775808\"", HC_ERR_FORMAT, "out of range");
     config_expect("\"group_size\": 4194304", HC_ERR_FORMAT, "out of range");
     config_expect("\"group_size\": 64.5", HC_ERR_FORMAT, "must be an integer");
     config_expect("\"weight_scale_group_size_n\": -128", HC_ERR_FORMAT, "out of range");
@@ -346,6 +352,122 @@ static void test_nonfinite_weights(void **state)
     quant_expect_nonfinite(-NAN, 130);
 }
 
+/* hc_json_int: every JSON number that becomes an integer goes through it. */
+static void test_json_int(void **state)
+{
+    (void)state;
+    static const struct {
+        double d;
+        long long lo, hi;
+        const char *why; /* NULL: accepted */
+    } cases[] = {
+        {4, 1, 8, NULL},         {1, 1, 8, NULL},          {8, 1, 8, NULL},
+        {0, 1, 8, "too small"},  {-3, 1, 8, "too small"},  {-1, 0, 8, "is negative"},
+        {9, 1, 8, "too large"},  {4294967300.0, 1, 64, "too large"},
+        {1e300, 1, 64, "too large"}, {-1e300, 0, 64, "is negative"},
+        {0.5, 0, 64, "not an integer"}, {4.5, 1, 8, "not an integer"},
+        {INFINITY, 0, INT64_MAX, "too large"}, {-INFINITY, INT64_MIN, 0, "too small"},
+        {NAN, INT64_MIN, INT64_MAX, "not a number"},
+        {9223372036854775808.0, INT64_MIN, INT64_MAX, "too large"}, /* 2^63: the cast is UB */
+        {9007199254740992.0, 0, INT64_MAX, NULL},                   /* 2^53: still exact */
+        {9007199254740994.0, 0, INT64_MAX, "too large"},            /* digits already lost */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *v = cJSON_CreateNumber(cases[i].d);
+        int64_t out = -77;
+        const char *why = hc_json_int(v, cases[i].lo, cases[i].hi, 0, &out);
+        if (cases[i].why == NULL && (why != NULL || out != (int64_t)cases[i].d))
+            fail_msg("case %zu (%g): refused: %s", i, cases[i].d, why);
+        if (cases[i].why && (why == NULL || strstr(why, cases[i].why) == NULL || out != -77))
+            fail_msg("case %zu (%g): want '%s', got '%s'", i, cases[i].d, cases[i].why,
+                     why ? why : "accepted");
+        cJSON_Delete(v);
+    }
+    static const char *const strs[][2] = {
+        {"128", NULL}, {"-1", NULL}, {"12x", "not an integer"}, {"", "not an integer"},
+        {"99999999999999999999", "too large"}, {"-99999999999999999999", "too small"},
+    };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        cJSON *v = cJSON_CreateString(strs[i][0]);
+        int64_t out = 0;
+        const char *why = hc_json_int(v, -1, 1 << 20, 1, &out);
+        if ((why == NULL) != (strs[i][1] == NULL) || (why && !strstr(why, strs[i][1])))
+            fail_msg("string \"%s\": got '%s'", strs[i][0], why ? why : "accepted");
+        assert_non_null(hc_json_int(v, -1, 1 << 20, 0, &out)); /* strings only when allowed */
+        cJSON_Delete(v);
+    }
+}
+
+/* Sizes and offsets in a manifest are JSON numbers too: 1e300, -1 or 0.5
+ * make a malformed entry (a problem), never an undefined cast. */
+/* Counts check problems other than what a real output promises (this
+ * manifest lists a.bin alone: no config.json, no shard). */
+static void count_entry_problem(void *ctx, const char *line)
+{
+    if (!strstr(line, "not in the manifest") && !strstr(line, "in no shard")) ++*(int *)ctx;
+}
+
+static void test_manifest_sizes(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"1e300", "-1", "0.5", "18446744073709551616"};
+    char *dir = hc_test_mkdtemp("limits-manifest");
+    char *file = hc_test_path_join(dir, "a.bin"), *man = hc_test_path_join(dir, "humming_manifest.json");
+    assert_int_equal(hc_test_write_file(file, "abc", 3), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"files\": [{\"name\": \"a.bin\", \"size\": %s, \"crc32\": "
+                 "\"00000000\"}]}", bad[i]);
+        assert_int_equal(hc_test_write_file(man, json, strlen(json)), 0);
+        int problems = 0, entry = 0;
+        hc_error err;
+        assert_int_equal(hc_check_dir(dir, count_entry_problem, &entry, &problems, &err), HC_OK);
+        assert_int_equal(entry, 1); /* "malformed manifest entry" */
+        /* a size that matches but tensor offsets that do not fit: skipped, not cast */
+        snprintf(json, sizeof json, "{\"files\": [{\"name\": \"a.bin\", \"size\": 3, \"crc32\": "
+                 "\"00000000\", \"header_end\": %s, \"header_crc32\": \"0\", \"tensors\": [{\"name\":"
+                 " \"t\", \"begin\": %s, \"end\": %s, \"crc32\": \"0\"}]}]}", bad[i], bad[i], bad[i]);
+        assert_int_equal(hc_test_write_file(man, json, strlen(json)), 0);
+        entry = 0;
+        assert_int_equal(hc_check_dir(dir, count_entry_problem, &entry, &problems, &err), HC_OK);
+        assert_int_equal(entry, 2); /* CRC mismatch + "the difference is after..." */
+    }
+    hc_test_rm_rf(dir);
+    free(file);
+    free(man);
+    free(dir);
+}
+
+/* A journal entry whose size is no integer is not usable (that shard would
+ * be written again); the resume is then refused on the fingerprint. */
+static void test_journal_sizes(void **state)
+{
+    (void)state;
+    char *root = hc_test_mkdtemp("limits-journal");
+    char *in = hc_test_path_join(root, "in"), *out = hc_test_path_join(root, "out");
+    char *partial = hc_test_path_join(root, "out.partial");
+    char *journal = hc_test_path_join(partial, ".hc_journal.json"), cmd[8192];
+    assert_int_equal(hc_test_gen_model(in, "--layers 1 --experts 0"), 0);
+    assert_int_equal(mkdir(partial, 0755), 0);
+    static const char *const bad[] = {"1e300", "-1e300", "0.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"fingerprint\": \"0000000000000000\", \"shards\": "
+                 "[{\"name\": \"model.safetensors\", \"size\": %s, \"crc32\": \"0\"}]}", bad[i]);
+        assert_int_equal(hc_test_write_file(journal, json, strlen(json)), 0);
+        snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --resume -q --verify off 2>'%s/log'",
+                 hc_test_cli(), in, out, root);
+        int rc = system(cmd);
+        char *log = hc_test_path_join(root, "log"), *text = hc_test_read_file(log, NULL);
+        if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 2 || !strstr(text, "cannot resume"))
+            fail_msg("size %s: exit %d: %s", bad[i], WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text);
+        free(text);
+        free(log);
+    }
+    hc_test_rm_rf(root);
+    free(in); free(out); free(partial); free(journal); free(root);
+}
+
 int main(void)
 {
     alarm(120); /* a pattern the regex guard lets through by mistake hangs regcomp */
@@ -359,6 +481,9 @@ int main(void)
         cmocka_unit_test(test_long_names_in_messages),
         cmocka_unit_test(test_group_sizes_config),
         cmocka_unit_test(test_nonfinite_weights),
+        cmocka_unit_test(test_json_int),
+        cmocka_unit_test(test_manifest_sizes),
+        cmocka_unit_test(test_journal_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

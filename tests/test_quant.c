@@ -1,6 +1,8 @@
-/* test_quant.c - the quantizer: spec worked examples, packing, error bounds
- * for every format x scale format x zero-point mode, MX / NVFP4 scale rules,
- * adversarial inputs, NaN/Inf rejection and MSE <= RTN. */
+/* test_quant.c - the quantizer: worked examples of humming-kernels 0.1.19's
+ * rules, packing, error bounds for every format x scale format x zero-point
+ * mode x second scale, MX / NVFP4 / channel second-scale rules, adversarial
+ * inputs, NaN/Inf rejection and MSE <= RTN. Bit-exactness against Humming
+ * itself is tested by test_quant_golden0119 and tests/py/test_quant_oracle.py. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,7 +34,8 @@ static float nrand(void) /* roughly normal: sum of 4 uniforms */
 
 static hc_quant_desc mk(hc_format_id w, hc_format_id s, int gs, hc_zp_mode zp, int global)
 {
-    hc_quant_desc d = {w, s, gs, 0, zp, global, HC_QUANTIZER_RTN};
+    hc_quant_desc d = {.weight_format = w, .scale_format = s, .group_size = gs,
+                       .zero_point = zp, .global_scale = global, .quantizer = HC_QUANTIZER_RTN};
     return d;
 }
 
@@ -56,7 +59,7 @@ static uint32_t scale_bits(const hc_quant_result *r, int64_t idx)
     return v;
 }
 
-/* ---- spec 2.9 worked examples and packing --------------------------------- */
+/* ---- worked examples and packing ------------------------------------------ */
 
 static void test_worked_uint4(void **state)
 {
@@ -70,8 +73,11 @@ static void test_worked_uint4(void **state)
     float s;
     uint32_t sb = scale_bits(&r, 0);
     memcpy(&s, &sb, 4);
-    assert_true(s == (float)(1.0 / 8.499)); /* positive: the negative side dominates */
-    assert_true(fabsf(s - 0.1176609f) < 1e-7f);
+    /* max(amax / (D+1), amin / D) = max(1/8, 0.5/7); positive: the negative side dominates */
+    assert_true(s == 0.125f);
+    sb = scale_bits(&r, 1); /* all-zero group: the +-1e-30 floor, amin/D wins */
+    memcpy(&s, &sb, 4);
+    assert_true(s == (float)(1e-30f / 7.0));
     free(out);
     hc_quant_result_free(&r);
 }
@@ -90,21 +96,22 @@ static void test_worked_fp4(void **state)
     hc_quant_result_free(&r);
 }
 
-/* MXFP4 amax 5: Humming stores byte 126 and code 0x7 (dequantizes to 3.0);
- * the OCP rule stores 2^0 (byte 127) and 5 rounds to even 4 (code 0x6). */
+/* MXFP4: the scale f32(amax / 6) rounded up to a power of two, codes from
+ * the rounded scale with Humming's float rounding (ties toward zero). */
 static void test_worked_mxfp4(void **state)
 {
     (void)state;
-    const hc_format_info *f = hc_format_get(HC_FMT_F4E2M1);
-    assert_int_equal(hc_quant_float_code_humming(f, 5.0f * 1.2f), 0x7);
-    assert_int_equal(hc_e8m0_encode_trunc(5.0f / 6.0f), 126);
-    float w[32] = {5.0f};
+    float w[64] = {5.0f, 1.2f, -2.5f};
     hc_quant_desc d = mk(HC_FMT_F4E2M1, HC_FMT_F8E8M0, 32, HC_ZP_NONE, 0);
     hc_quant_result r;
-    float *out = quant_roundtrip(&d, w, 1, 1, 32, &r);
-    assert_int_equal(r.scales[0], 127);
-    assert_int_equal(r.codes[0] & 0xF, 0x6);
-    assert_true(out[0] == 4.0f);
+    float *out = quant_roundtrip(&d, w, 1, 1, 64, &r);
+    assert_int_equal(r.scales[0], 127); /* 5/6 -> 2^0 */
+    assert_int_equal(r.codes[0] & 0xF, 0x6);        /* 5: tie of 4 and 6 -> 4 */
+    assert_int_equal((r.codes[0] >> 4) & 0xF, 0x2); /* 1.2 -> 1 */
+    assert_int_equal((r.codes[0] >> 8) & 0xF, 0xC); /* -2.5: tie of -2 and -3 -> -2 */
+    assert_int_equal(r.scales[1], 25); /* all zero: 1e-30 / 6 -> 2^-102 */
+    assert_int_equal(r.codes[4], 0);
+    assert_true(out[0] == 4.0f && out[1] == 1.0f && out[2] == -2.0f && out[32] == 0.0f);
     free(out);
     hc_quant_result_free(&r);
 }
@@ -130,7 +137,7 @@ static void test_pack_b3(void **state)
 typedef struct {
     const hc_quant_result *r;
     const hc_format_info *wf, *sf;
-    int mx, eff, humming, tensor;
+    int mx, tensor;
     double eps, subhalf; /* relative rounding and half the smallest step of the scale format */
     double pos[128];     /* positive grid of a float weight format */
     int npos;
@@ -144,9 +151,6 @@ static void bound_init(bound_ctx *b, const hc_quant_result *r)
     b->sf = hc_format_get(r->desc.scale_format);
     b->tensor = r->desc.group_size == HC_QUANT_GROUP_TENSOR;
     b->mx = !b->tensor && r->desc.scale_format == HC_FMT_F8E8M0;
-    b->eff = !b->tensor && r->desc.global_scale &&
-             (r->desc.scale_format == HC_FMT_F8E4M3 || r->desc.scale_format == HC_FMT_F8E5M2);
-    b->humming = !b->mx && !b->eff;
     if (!b->tensor) {
         b->eps = ldexp(1.0, -(b->sf->man_bits + 1));
         b->subhalf = b->sf->min_subnormal / 2;
@@ -192,37 +196,53 @@ static double zp_of(const hc_quant_result *r, int64_t e, int64_t row, int64_t g)
     return (double)((pair >> (bit & 31)) & ((1u << r->bits) - 1));
 }
 
+/* Second scale over element row `row` (a scale row) of expert e. */
+static double second_of(const hc_quant_result *r, int64_t e, int64_t row)
+{
+    if (r->scale_2) return hc_quant_scale_value(r->desc.scale_2_format, r->scale_2[e * r->n + row]);
+    return r->global_scale ? r->global_scale[e] : 1.0;
+}
+
+/* Bound of one element. Codes come from the float32 scale and dequantize
+ * with the stored one: half a step plus the scale's storage rounding (and
+ * the second scale's, and a float zero point's). e8m0 scales are the code
+ * scale itself; there an integer code may clip by half a step (a
+ * positive-dominant group whose scale lost its sign; a zero point at the top
+ * of the range). */
+static double elem_bound(const bound_ctx *b, double x, double sst, double gs, double z)
+{
+    const hc_quant_result *r = b->r;
+    double D = b->wf->kind == HC_KIND_FLOAT ? b->wf->max_value : ldexp(1, r->bits);
+    double val = sst * gs, y = val != 0 ? x / val : 0.0;
+    double slop = r->zero_points_f ? fabs(z) * 0x1p-8 * fabs(val) : 0.0;
+    if (r->scale_2) slop += D * 0x1p-8 * fabs(val);
+    if (b->mx) {
+        double ex = clip_excess(b, r->desc.zero_point ? y + z : y);
+        assert_true(ex <= (b->wf->kind == HC_KIND_FLOAT ? 0.0 : 0.5));
+        return (half_spacing(b, fmin(fabs(y), D)) + ex) * fabs(val) + slop;
+    }
+    slop += D * (b->eps * fabs(sst) + b->subhalf) * fabs(gs) * 1.01;
+    return half_spacing(b, fmin(D, 1.2 * fabs(y) + 1e-300)) * fabs(val) * (1 + b->eps) + slop;
+}
+
 /* Worst ratio |deq - x| / bound over all elements (must be <= 1). */
 static double check_bounds(const hc_quant_result *r, const float *w, const float *deq)
 {
     bound_ctx b;
     bound_init(&b, r);
-    double worst = 0.0, D = b.wf->kind == HC_KIND_FLOAT ? b.wf->max_value : ldexp(1, r->bits);
+    double worst = 0.0;
     int64_t rows_per = r->n / r->group_rows;
     for (int64_t i = 0; i < r->experts * r->n * r->k; i++) {
         int64_t e = i / (r->n * r->k), row = i / r->k % r->n / rows_per, g = i % r->k / r->group_cols;
-        double gs = r->global_scale ? r->global_scale[e] : 1.0;
+        double gs = second_of(r, e, row);
         double sst = b.tensor ? 1.0 : hc_quant_scale_value(r->desc.scale_format,
                      scale_bits(r, (e * r->group_rows + row) * r->groups + g));
-        double val = sst * gs, z = zp_of(r, e, row, g), x = w[i];
-        double y = val != 0 ? x / val : 0.0, bound;
-        if (b.humming) {
-            double slop = D * (b.eps * fabs(sst) + b.subhalf) * fabs(gs) * 1.01;
-            if (r->zero_points_f) slop += fabs(z) * 0x1p-8 * fabs(val);
-            bound = half_spacing(&b, fmin(D, 1.2 * fabs(y) + 1e-300)) * fabs(val) * (1 + b.eps) + slop;
-        } else {
-            double ex = clip_excess(&b, r->desc.zero_point ? y + z : y);
-            assert_true(!b.mx || r->desc.zero_point || ex == 0.0); /* MX: nothing saturates */
-            if (b.eff && !(ex <= D * b.eps * 1.01 + 1e-9))
-                print_error("%s zp%d: y=%g z=%g excess %g\n", b.wf->name, r->desc.zero_point, y, z, ex);
-            if (b.eff) assert_true(ex <= D * b.eps * 1.01 + 1e-9);
-            bound = (half_spacing(&b, fmin(fabs(y), D)) + ex) * fabs(val);
-        }
-        bound += 1e-6 * fabs(x) + 1e-37;
+        double x = w[i], z = zp_of(r, e, row, g);
+        double bound = elem_bound(&b, x, sst, gs, z) + 1e-6 * fabs(x) + 1e-37;
         double ratio = fabs((double)deq[i] - x) / bound;
         if (!(ratio <= 1.0))
             print_error("elem %lld x=%g deq=%g val=%g z=%g bound=%g\n", (long long)i, x,
-                        (double)deq[i], val, z, bound);
+                        (double)deq[i], sst * gs, z, bound);
         assert_true(ratio <= 1.0);
         if (ratio > worst) worst = ratio;
     }
@@ -317,9 +337,11 @@ static void test_bounds_all_formats(void **state)
     for (size_t fi = 0; fi < sizeof weight_fmts / sizeof *weight_fmts; fi++)
         for (size_t si = 0; si < sizeof scale_fmts / sizeof *scale_fmts; si++)
             for (int zp = HC_ZP_NONE; zp <= HC_ZP_FLOAT; zp++)
-                for (int cfg = 0; cfg < 4; cfg++) {
-                    int gsz = cfg & 1 ? 32 : 0, global = cfg >> 1;
+                for (int cfg = 0; cfg < 6; cfg++) { /* 4, 5: channel second scale */
+                    int gsz = cfg & 1 || cfg >= 4 ? 32 : 0, global = cfg == 2 || cfg == 3;
                     hc_quant_desc d = mk(weight_fmts[fi], scale_fmts[si], gsz, (hc_zp_mode)zp, global);
+                    d.scale_2_channel = cfg >= 4;
+                    d.scale_2_format = cfg == 4 ? HC_FMT_BF16 : HC_FMT_F16;
                     total++;
                     ran += run_config(&d, w, E, N, K);
                 }
@@ -331,11 +353,11 @@ static void test_bounds_all_formats(void **state)
     ten.weight_format = HC_FMT_F4E2M1;
     assert_true(run_config(&ten, w, E, N, K));
     printf("  bounds: %d of %d configurations supported: rtn within bounds, mse <= rtn\n", ran, total);
-    assert_true(ran > 200);
+    assert_true(ran > 400);
     free(w);
 }
 
-/* ---- MX and NVFP4 scale rules --------------------------------------------- */
+/* ---- MX, NVFP4 and channel second-scale rules ------------------------------- */
 
 static uint8_t mx_byte_of(float amax)
 {
@@ -351,53 +373,140 @@ static uint8_t mx_byte_of(float amax)
     return b;
 }
 
+/* e8m0: f32(amax / D) rounded up to a power of two, sign dropped. */
 static void test_mx_scale_rule(void **state)
 {
     (void)state;
-    assert_int_equal(mx_byte_of(5.0f), 127);      /* 2^(2-2) */
-    assert_int_equal(mx_byte_of(6.0f), 127);      /* exactly the max: fits */
-    assert_int_equal(mx_byte_of(7.0f), 128);      /* 7 > 6: one exponent up */
-    assert_int_equal(mx_byte_of(0.75f), 124);     /* 0.75 * 8 = 6 */
-    assert_int_equal(mx_byte_of(0.0f), 0);        /* all zero: 2^-127 */
-    assert_int_equal(mx_byte_of(1e-40f), 0);      /* clamped to 2^-127 */
-    assert_int_equal(mx_byte_of(3e38f), 253);     /* 2^126: 3e38 / 2^125 > 6 */
+    assert_int_equal(mx_byte_of(5.0f), 127);      /* 5/6 -> 2^0 */
+    assert_int_equal(mx_byte_of(6.0f), 127);      /* exactly 1 */
+    assert_int_equal(mx_byte_of(7.0f), 128);      /* 7/6 -> 2 */
+    assert_int_equal(mx_byte_of(0.75f), 124);     /* 0.125 exactly */
+    assert_int_equal(mx_byte_of(0.0f), 25);       /* the 1e-30 floor: 1e-30/6 -> 2^-102 */
+    assert_int_equal(mx_byte_of(1e-40f), 25);
+    assert_int_equal(mx_byte_of(3e38f), 253);     /* 5e37 -> 2^126 */
     assert_int_equal(mx_byte_of(FLT_MAX), 253);
-    /* int4 elements: emax = floor(log2 7) = 2; amax 8: 2^(3-2), 8/2 = 4 <= 7 */
+    /* int4: s = max(8/8, 7.5/7) = 1.07 -> 2; 7.5/2 = 3.75 -> 4 */
     float w[32] = {7.5f, -8.0f};
     hc_quant_desc d = mk(HC_FMT_INT4, HC_FMT_F8E8M0, 32, HC_ZP_NONE, 0);
     hc_quant_result r;
     float *out = quant_roundtrip(&d, w, 1, 1, 32, &r);
-    assert_int_equal(r.scales[0], 128); /* 8 / 2^1 = 4 <= 7; 2^0 would give 8 > 7 */
+    assert_int_equal(r.scales[0], 128);
     assert_true(out[0] == 8.0f && out[1] == -8.0f);
+    free(out);
+    hc_quant_result_free(&r);
+    /* positive-dominant int4: s = -max(8/8, 1/7) = -1, stored as 2^0 without
+     * its sign, so 8 (code +8) clips to +7 as in Humming */
+    w[0] = 8.0f;
+    w[1] = -1.0f;
+    out = quant_roundtrip(&d, w, 1, 1, 32, &r);
+    assert_int_equal(r.scales[0], 127);
+    assert_true(out[0] == 7.0f && out[1] == -1.0f);
     free(out);
     hc_quant_result_free(&r);
 }
 
-static void test_nvfp4_rule(void **state)
+/* torch's mean of |v|: f32(sum) * f32(1/n), the sum correctly rounded. */
+static float ref_mean_abs(const float *v, int64_t n)
 {
-    (void)state;
-    enum { E = 2, N = 16, K = 64 };
-    float w[E * N * K];
+    long double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += fabsl((long double)v[i]);
+    return (float)sum * (1.0f / (float)n);
+}
+
+/* NVFP4 of 2 experts; expert 0 has an outlier of size big. Checks the
+ * global-scale rule, scales e4m3(s / ts) and codes from the raw scale s. */
+static void nvfp4_case(float big, int want_max)
+{
+    enum { E = 2, N = 32, K = 256, NG = N * K / 16 }; /* ts1 > ts2 needs > 448 groups */
+    float *w = malloc(E * N * K * sizeof *w), *s = malloc(E * NG * sizeof *s), ts[E];
+    assert_true(w && s);
     fill_random(w, N, K, E);
-    w[3 * K + 7] = 90.0f; /* expert 0 amax */
+    w[3 * K + 7] = big;
     hc_quant_desc d = mk(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, HC_ZP_NONE, 1);
     hc_quant_result r;
     float *out = quant_roundtrip(&d, w, E, N, K, &r);
+    int any_max = 0;
     for (int e = 0; e < E; e++) {
-        float amax = 0, bmax = 0;
-        for (int i = 0; i < N * K; i++) amax = fmaxf(amax, fabsf(w[e * N * K + i]));
-        assert_true(r.global_scale[e] == (amax / 6.0f) / 448.0f);
-        for (int g = 0; g < N * K / 16; g++) {
-            bmax = 0;
-            for (int i = 0; i < 16; i++) bmax = fmaxf(bmax, fabsf(w[e * N * K + g * 16 + i]));
-            uint8_t sb = r.scales[e * N * K / 16 + g];
-            assert_int_equal(sb, hc_format_encode(HC_FMT_F8E4M3, (bmax / 6.0f) / r.global_scale[e]));
-            assert_true(sb <= 0x7E);
+        float smax = 0;
+        for (int g = 0; g < NG; g++) {
+            float bmax = 1e-30f;
+            for (int i = 0; i < 16; i++) bmax = fmaxf(bmax, fabsf(w[(e * NG + g) * 16 + i]));
+            s[e * NG + g] = bmax / 6.0f;
+            smax = fmaxf(smax, s[e * NG + g]);
+        }
+        ts[e] = ref_mean_abs(s + e * NG, NG);
+        any_max |= smax * (1.0f / 448.0f) > ts[e];
+    }
+    assert_int_equal(any_max, want_max);
+    const hc_format_info *f = hc_format_get(HC_FMT_F4E2M1);
+    for (int e = 0; e < E; e++) {
+        float smax = 0;
+        for (int g = 0; g < NG; g++) smax = fmaxf(smax, s[e * NG + g]);
+        if (any_max) ts[e] = smax * (1.0f / 448.0f);
+        assert_true(r.global_scale[e] == ts[e]);
+        for (int g = 0; g < NG; g++) {
+            assert_int_equal(r.scales[e * NG + g], hc_format_encode(HC_FMT_F8E4M3, s[e * NG + g] / ts[e]));
+            float inv = 1.0f / s[e * NG + g];
+            for (int i = 0; i < 16; i++) {
+                int64_t k = (e * NG + g) * 16 + i;
+                uint32_t code = (r.codes[k / 8] >> (4 * (k % 8))) & 0xF;
+                assert_int_equal(code, hc_quant_float_code_humming(f, w[k] * inv));
+            }
         }
     }
-    assert_int_equal(r.scales[(3 * K + 7) / 16], 0x7E); /* the tensor max block: 448 */
     free(out);
+    free(w);
+    free(s);
     hc_quant_result_free(&r);
+}
+
+/* ts1 = max(s) / 448 when some expert's exceeds its ts2 = mean|s|, else ts2. */
+static void test_nvfp4_rule(void **state)
+{
+    (void)state;
+    nvfp4_case(90.0f, 0);
+    nvfp4_case(1e7f, 1);
+}
+
+/* Channel second scale: ws2 = mean|s| per row (fp16/bf16 scales), or
+ * max(max|s| / 448, mean|s|) (e4m3 scales); stored in the model dtype; the
+ * group scales are cast(s / ws2) with ws2 in float32. */
+static void test_channel_scale_2(void **state)
+{
+    (void)state;
+    enum { N = 8, K = 128, G = K / 32 };
+    float w[N * K];
+    fill_random(w, N, K, 1);
+    const hc_format_id sfs[] = {HC_FMT_BF16, HC_FMT_F8E4M3};
+    for (int si = 0; si < 2; si++) {
+        hc_quant_desc d = mk(HC_FMT_UINT4, sfs[si], 32, HC_ZP_NONE, 0);
+        d.scale_2_channel = 1;
+        d.scale_2_format = HC_FMT_F16;
+        hc_quant_result r;
+        float *out = quant_roundtrip(&d, w, 1, N, K, &r);
+        for (int row = 0; row < N; row++) {
+            float s[G], smax = 0;
+            for (int g = 0; g < G; g++) {
+                float mx = 1e-30f, mn = -1e-30f;
+                for (int i = 0; i < 32; i++) {
+                    mx = fmaxf(mx, w[row * K + g * 32 + i]);
+                    mn = fminf(mn, w[row * K + g * 32 + i]);
+                }
+                float amax = fmaxf(mx, -mn), amin = fminf(mx, -mn);
+                s[g] = fmaxf((float)((double)amax / 8.0), (float)((double)amin / 7.0));
+                s[g] = mx > -mn ? -s[g] : s[g];
+                smax = fmaxf(smax, fabsf(s[g]));
+            }
+            float ws2 = ref_mean_abs(s, G);
+            if (sfs[si] == HC_FMT_F8E4M3) ws2 = fmaxf(smax * (1.0f / 448.0f), ws2);
+            assert_int_equal(r.scale_2[row], hc_f32_to_f16(ws2));
+            for (int g = 0; g < G; g++)
+                assert_int_equal(scale_bits(&r, row * G + g), sfs[si] == HC_FMT_BF16
+                                 ? hc_f32_to_bf16(s[g] / ws2) : hc_format_encode(sfs[si], s[g] / ws2));
+        }
+        free(out);
+        hc_quant_result_free(&r);
+    }
 }
 
 /* Block scales: codes come back in natural (n, k) order (not Humming's
@@ -434,7 +543,7 @@ static void test_tensor_granularity(void **state)
         float mx = 1e-30f, mn = -1e-30f;
         for (int i = 0; i < N * K; i++) { mx = fmaxf(mx, w[e * N * K + i]); mn = fminf(mn, w[e * N * K + i]); }
         float amax = fmaxf(mx, -mn), amin = fminf(mx, -mn);
-        float s = fmaxf((float)((double)amax / 8.499), (float)((double)amin / 7.499));
+        float s = fmaxf((float)((double)amax / 8.0), (float)((double)amin / 7.0));
         assert_true(r.global_scale[e] == (mx > -mn ? -s : s));
     }
     free(out);
@@ -582,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_bounds_all_formats),
         cmocka_unit_test(test_mx_scale_rule),
         cmocka_unit_test(test_nvfp4_rule),
+        cmocka_unit_test(test_channel_scale_2),
         cmocka_unit_test(test_block_natural_order),
         cmocka_unit_test(test_tensor_granularity),
         cmocka_unit_test(test_adversarial),

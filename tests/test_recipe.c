@@ -128,12 +128,12 @@ static void test_shipped_recipe_plans(void **state)
     hc_recipe *r = load_shipped("llama.yaml");
     plan_case llama[] = {
         {"model.layers.5.mlp.down_proj", 0, "rule 1 (targets .*\\.mlp\\.down_proj): group_size 64"},
-        {"model.layers.5.self_attn.v_proj", 0, "format w8a16"},
+        {"model.layers.5.self_attn.v_proj", 0, "recipe defaults: format w4a16"}, /* q/k/v alike */
         {"model.layers.5.self_attn.q_proj", 0, "recipe defaults: format w4a16"},
         {"lm_head", 1, "ignored by default: lm_head"},
     };
     check_plan(r, llama, 2, &t);
-    assert_int_equal(t.weight_format, HC_FMT_UINT8);
+    assert_int_equal(t.weight_format, HC_FMT_UINT4);
     check_plan(r, llama, 1, &t);
     assert_int_equal(t.group_size, 64);
     check_plan(r, llama, sizeof llama / sizeof llama[0], NULL);
@@ -179,7 +179,7 @@ static void test_shipped_recipe_plans(void **state)
     r = load_shipped("qwen3-moe.yaml");
     plan_case moe[] = {
         {"model.layers.0.block_sparse_moe.experts.3.w2", 0, "group_size 64"},
-        {"model.layers.0.block_sparse_moe.experts.3.w1", 0, "recipe defaults"},
+        {"model.layers.0.block_sparse_moe.experts.3.w1", 0, "group_size 64"}, /* one MoE format */
         {"model.layers.0.block_sparse_moe.gate", 1, "MoE router"},
         {"model.layers.2.mlp.shared_expert_gate", 1, "MoE router"},
         {"model.layers.2.mlp.shared_expert.down_proj", 0, "w8a16"},

@@ -350,9 +350,9 @@ static void put_text(const char *dir, const char *name, const char *text)
 
 static void put_two_shards(const char *dir)
 {
-    const char *a[] = {"z.first", "dup", "only_in_shard"};
+    const char *a[] = {"z.first", "only_in_shard"};
     const char *b[] = {"b.weight", "a.weight", "dup"};
-    put_shard(dir, "model-00001-of-00002.safetensors", a, 3, 10);
+    put_shard(dir, "model-00001-of-00002.safetensors", a, 2, 10);
     put_shard(dir, "model-00002-of-00002.safetensors", b, 3, 20);
 }
 
@@ -376,12 +376,50 @@ static void test_model_index(void **state)
     assert_null(hc_st_model_tensor_at(m, 4));
     const hc_st_tensor *dup = hc_st_model_find(m, "dup");
     assert_non_null(dup);
-    assert_contains(dup->file, "model-00002-of-00002.safetensors"); /* the index decides */
+    assert_contains(dup->file, "model-00002-of-00002.safetensors");
     assert_int_equal(((const unsigned char *)dup->data)[0], 22);
     assert_null(hc_st_model_find(m, "only_in_shard"));
     assert_non_null(hc_st_model_file_at(m, 1));
     assert_null(hc_st_model_file_at(m, 2));
     hc_st_model_close(m);
+}
+
+/* One name in two places is refused naming both, never read twice: a copy in a
+ * shard the index does not name, a weight_map key given twice. */
+static void test_model_index_duplicates(void **state)
+{
+    fixture *fx = *state;
+    hc_error err = {0};
+    hc_st_model *m = NULL;
+    const char *s1 = "model-00001-of-00002.safetensors", *s2 = "model-00002-of-00002.safetensors";
+    const char *a[] = {"z.first", "dup"}, *b[] = {"b.weight", "dup"};
+    put_shard(fx->dir, s1, a, 2, 10);
+    put_shard(fx->dir, s2, b, 2, 20);
+    put_text(fx->dir, "model.safetensors.index.json",
+             "{\"weight_map\":{\"z.first\":\"model-00001-of-00002.safetensors\","
+             "\"b.weight\":\"model-00002-of-00002.safetensors\","
+             "\"dup\":\"model-00002-of-00002.safetensors\"}}");
+    assert_int_equal(hc_st_model_open(fx->dir, &m, &err), HC_ERR_FORMAT);
+    assert_null(m);
+    assert_contains(err.msg, "tensor 'dup' appears in both");
+    assert_contains(err.msg, s1);
+    assert_contains(err.msg, s2);
+    put_text(fx->dir, "model.safetensors.index.json",
+             "{\"weight_map\":{\"z.first\":\"model-00001-of-00002.safetensors\","
+             "\"dup\":\"model-00001-of-00002.safetensors\","
+             "\"dup\":\"model-00002-of-00002.safetensors\"}}");
+    assert_int_equal(hc_st_model_open(fx->dir, &m, &err), HC_ERR_FORMAT);
+    assert_contains(err.msg, "tensor 'dup' appears in both");
+    assert_contains(err.msg, s1);
+    assert_contains(err.msg, s2);
+    const char *b1[] = {"b.weight"};
+    put_shard(fx->dir, s2, b1, 1, 20); /* dup now only in shard 1, listed twice */
+    put_text(fx->dir, "model.safetensors.index.json",
+             "{\"weight_map\":{\"dup\":\"model-00001-of-00002.safetensors\","
+             "\"dup\":\"model-00001-of-00002.safetensors\"}}");
+    assert_int_equal(hc_st_model_open(fx->dir, &m, &err), HC_ERR_FORMAT);
+    assert_contains(err.msg, "lists tensor 'dup' twice");
+    assert_contains(err.msg, s1);
 }
 
 static void test_model_index_errors(void **state)
@@ -449,6 +487,7 @@ static void test_model_single_and_glob(void **state)
 
 #define MODEL_TESTS                                                                  \
     cmocka_unit_test_setup_teardown(test_model_index, setup_dir, teardown_dir),      \
+    cmocka_unit_test_setup_teardown(test_model_index_duplicates, setup_dir, teardown_dir), \
     cmocka_unit_test_setup_teardown(test_model_index_errors, setup_dir, teardown_dir), \
     cmocka_unit_test_setup_teardown(test_model_single_and_glob, setup_dir, teardown_dir)
 

@@ -18,7 +18,7 @@ typedef struct {
 
 typedef struct {
     hc_convert_options opts;
-    const char *arch, *activation, *shard_size, *format, *recipe_path, *act_order;
+    const char *arch, *activation, *shard_size, *format, *recipe_path, *act_order, *layout;
     const char *verify, *tokens, *input;  /* verification options; input: report's source */
     int report;                           /* `humming-convert report OUT_DIR` */
     int check;                            /* `humming-convert check OUT_DIR` */
@@ -32,9 +32,10 @@ typedef struct {
     double progress_start;   /* seconds, for the rate shown by cli_progress */
 } cli_args;
 
-/* Parses argv into a; returns -1 on a usage error (message printed), 1 when
- * the program should exit 0 right away (--help, --version), else 0. */
-int cli_parse_args(int argc, char **argv, cli_args *a);
+/* Parses argv into a; returns -1 on a usage error (err says why; nothing is
+ * printed), 1 when the program should exit 0 right away (--help, --version:
+ * printed on stdout), else 0. */
+int cli_parse_args(int argc, char **argv, cli_args *a, hc_error *err);
 
 /* Resolves arch, activation, shard size, base target and recipe; 0 or -1 with err set. */
 int cli_resolve(cli_args *a, hc_error *err);

@@ -17,8 +17,9 @@ void cli_usage(FILE *out)
             "       humming-convert check OUT_DIR\n"
             "       humming-convert --list-formats [--arch SM]\n"
             "\n"
-            "Quantizes a float checkpoint, or repacks a Humming-format one, into the\n"
-            "kernel-ready tile layout of the Humming GEMM kernels.\n"
+            "Quantizes a float checkpoint, or repacks an already quantized one, into a\n"
+            "Humming checkpoint that vLLM serves (canonical layout, quant_method humming),\n"
+            "or into the kernel-ready tile layout of the Humming GEMM kernels.\n"
             "\n"
             "target (float checkpoints):\n"
             "  --format PRESET      w4a16 w8a16 w4a8 w4a8-int8 w8a8 w8a8-int8 w4a4 mxfp4\n"
@@ -34,6 +35,8 @@ void cli_usage(FILE *out)
             "  --act-order MODE     act-order (desc_act / g_idx) layers: refuse (default),\n"
             "                       permute (writes P.input_perm) or requant\n"
             "common:\n"
+            "  --layout L           canonical (default: Humming's pre-repack checkpoint, what\n"
+            "                       stock vLLM 0.33 loads) or tiles (kernel-ready tiles)\n"
             "  --arch SM            sm75 sm80 sm86 sm89 sm90 sm100 sm120\n"
             "                       (default: the recipe's, else the local GPU, else sm90)\n"
             "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
@@ -77,6 +80,7 @@ static const char **value_slot(cli_args *a, const char *s, int *is_option)
     if (!strcmp(s, "--calib")) return &a->opts.calib_path;
     if (!strcmp(s, "--input")) return &a->input;
     if (!strcmp(s, "--act-order")) return &a->act_order;
+    if (!strcmp(s, "--layout")) return &a->layout;
     for (size_t i = 0; i < sizeof field_flags / sizeof field_flags[0]; i++)
         if (!strcmp(s, field_flags[i][0]) && a->n_fields < 16) {
             a->fields[a->n_fields].key = field_flags[i][1];
@@ -100,72 +104,105 @@ static int set_flag(cli_args *a, const char *s)
     return 1;
 }
 
-int cli_parse_args(int argc, char **argv, cli_args *a)
+/* One argument at argv[*i] (an option consumes the next one too). */
+static int parse_one(int argc, char **argv, int *i, cli_args *a, const char **pos, int *npos,
+                     hc_error *err)
+{
+    const char *s = argv[*i];
+    int is_option = 0;
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }
+    if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
+    if (set_flag(a, s)) return 0;
+    const char **slot = value_slot(a, s, &is_option);
+    if (is_option) {
+        if (slot == NULL)
+            return hc_error_set(err, HC_ERR_ARG, "%s: at most 16 field flags (--weight-dtype, "
+                                "--group-size, ...) may be given", s), -1;
+        if (++*i >= argc) return hc_error_set(err, HC_ERR_ARG, "%s needs a value", s), -1;
+        *slot = argv[*i];
+    } else if (s[0] == '-' && s[1] != '\0') {
+        hc_error_set(err, HC_ERR_ARG, "unknown option %.200s (see --help)", s);
+        return -1;
+    } else if (*npos < 2) {
+        pos[(*npos)++] = s;
+    } else {
+        hc_error_set(err, HC_ERR_ARG, "unexpected argument %.200s (see --help)", s);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_parse_args(int argc, char **argv, cli_args *a, hc_error *err)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, is_option = 0, first = 1;
+    int npos = 0, first = 1;
     if (argc > 1 && !strcmp(argv[1], "report")) a->report = 1, first = 2;
     if (argc > 1 && !strcmp(argv[1], "check")) {
-        if (argc != 3 || argv[2][0] == '-') {
-            fprintf(stderr, "humming-convert: check needs exactly OUT_DIR (see --help)\n");
-            return -1;
-        }
+        if (argc != 3 || argv[2][0] == '-')
+            return hc_error_set(err, HC_ERR_ARG, "check needs exactly OUT_DIR (see --help)"), -1;
         a->check = 1;
         a->opts.out_dir = argv[2];
         return 0;
     }
     for (int i = first; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) { cli_usage(stdout); return 1; }
-        if (!strcmp(s, "--version")) { printf("humming-convert %s\n", HC_VERSION); return 1; }
-        if (set_flag(a, s)) continue;
-        const char **slot = value_slot(a, s, &is_option);
-        if (is_option) {
-            if (slot == NULL || ++i >= argc) {
-                fprintf(stderr, "humming-convert: %s needs a value\n", s);
-                return -1;
-            }
-            *slot = argv[i];
-        } else if (s[0] == '-' && s[1] != '\0') {
-            fprintf(stderr, "humming-convert: unknown option %s (see --help)\n", s);
-            return -1;
-        } else if (npos < 2) {
-            pos[npos++] = s;
-        } else {
-            fprintf(stderr, "humming-convert: unexpected argument %s (see --help)\n", s);
-            return -1;
-        }
+        int r = parse_one(argc, argv, &i, a, pos, &npos, err);
+        if (r != 0) return r;
     }
     if (a->report) {
-        if (npos != 1) {
-            fprintf(stderr, "humming-convert: report needs exactly OUT_DIR (see --help)\n");
-            return -1;
-        }
+        if (npos != 1)
+            return hc_error_set(err, HC_ERR_ARG, "report needs exactly OUT_DIR (see --help)"), -1;
         a->opts.in_dir = a->input;
         a->opts.out_dir = pos[0];
         return 0;
     }
-    if (npos != 2 && !(a->list_formats && npos == 0)) {
-        fprintf(stderr, "humming-convert: need IN_DIR and OUT_DIR (see --help)\n");
-        return -1;
-    }
+    if (npos != 2 && !(a->list_formats && npos == 0))
+        return hc_error_set(err, HC_ERR_ARG, "need IN_DIR and OUT_DIR (see --help)"), -1;
     a->opts.in_dir = pos[0];
     a->opts.out_dir = pos[1];
     return 0;
 }
 
-static int parse_size(const char *s, int64_t *out)
+/* Largest --max-shard-size: 1 PiB (a bigger shard is a typo, not a plan). */
+#define MAX_SHARD_SIZE (1LL << 50)
+
+/* "500M", "5GB", "5GiB", "64K", "1.5G", "4096": a whole number of bytes in
+ * 1..2^50, digits only (no sign, exponent, hex, nan or inf), up to 3 decimals
+ * where the suffix makes them whole bytes. NULL, or why not. Integer
+ * arithmetic only: no float-to-int cast. */
+static const char *parse_size(const char *s, int64_t *out)
 {
-    char *end = NULL;
-    double v = strtod(s, &end), mult = 1;
-    if (end == s || v <= 0) return -1;
-    if (*end == 'K' || *end == 'k') mult = 1024.0, end++;
-    else if (*end == 'M' || *end == 'm') mult = 1024.0 * 1024, end++;
-    else if (*end == 'G' || *end == 'g') mult = 1024.0 * 1024 * 1024, end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end != '\0' || v * mult > 9e18) return -1;
-    *out = (int64_t)(v * mult);
-    return 0;
+    int64_t whole = 0, frac = 0, scale = 1, mult = 1;
+    const char *p = s;
+    if (*p < '0' || *p > '9') return "expected digits";
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (whole > MAX_SHARD_SIZE) return "too large (at most 1P = 2^50 bytes)";
+        whole = whole * 10 + (*p - '0');
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            if (scale == 1000) return "at most 3 decimals"; /* frac * 2^50 fits int64 */
+            frac = frac * 10 + (*p - '0');
+            scale *= 10;
+        }
+    }
+    switch (*p) {
+    case 'K': case 'k': mult = 1LL << 10; p++; break;
+    case 'M': case 'm': mult = 1LL << 20; p++; break;
+    case 'G': case 'g': mult = 1LL << 30; p++; break;
+    case 'T': case 't': mult = 1LL << 40; p++; break;
+    case 'P': case 'p': mult = 1LL << 50; p++; break;
+    default: break;
+    }
+    if (mult > 1 && *p == 'i' && (p[1] == 'B' || p[1] == 'b')) p++; /* "GiB" */
+    if (*p == 'B' || *p == 'b') p++;
+    if (*p != '\0') return "unexpected characters";
+    if (whole > MAX_SHARD_SIZE / mult) return "too large (at most 1P = 2^50 bytes)";
+    if (frac * mult % scale != 0) return "not a whole number of bytes";
+    int64_t v = whole * mult + frac * mult / scale;
+    if (v < 1) return "must be at least 1 byte";
+    if (v > MAX_SHARD_SIZE) return "too large (at most 1P = 2^50 bytes)";
+    *out = v;
+    return NULL;
 }
 
 /* The base target: --format, then field flags, then --activation. The
@@ -227,8 +264,11 @@ int cli_resolve(cli_args *a, hc_error *err)
         if (hc_activation_parse(a->activation, &a->opts.activation, err) != HC_OK) return -1;
         a->opts.has_activation = 1;
     }
-    if (a->shard_size && parse_size(a->shard_size, &a->opts.max_shard_bytes) != 0) {
-        hc_error_set(err, HC_ERR_ARG, "--max-shard-size: cannot parse \"%s\"", a->shard_size);
+    const char *why = a->shard_size ? parse_size(a->shard_size, &a->opts.max_shard_bytes) : NULL;
+    if (why) {
+        hc_error_set(err, HC_ERR_ARG, "--max-shard-size \"%.64s\" is not a size (%s): give "
+                     "bytes with an optional K, M, G, T or P suffix (powers of 1024), e.g. 500M, "
+                     "5GB", a->shard_size, why);
         return -1;
     }
     hc_status st = a->recipe_path ? hc_recipe_load(a->recipe_path, &a->recipe, err)
@@ -247,6 +287,11 @@ int cli_resolve(cli_args *a, hc_error *err)
         }
         a->opts.act_order = found;
     }
+    if (a->layout && strcmp(a->layout, "canonical") && strcmp(a->layout, "tiles")) {
+        hc_error_set(err, HC_ERR_ARG, "--layout: \"%s\" is not canonical or tiles", a->layout);
+        return -1;
+    }
+    a->opts.layout = a->layout && !strcmp(a->layout, "tiles") ? HC_LAYOUT_TILES : HC_LAYOUT_CANONICAL;
     if (resolve_base(a, err) != 0) return -1;
     a->opts.has_target = a->has_base || a->recipe_path != NULL;
     return 0;

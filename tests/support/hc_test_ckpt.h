@@ -41,15 +41,17 @@ hc_status tc_detect(const char *dir, hc_ckpt_config *cfg, hc_error *err);
 /* Number of elements where a and b differ (bitwise float compare, NaN==NaN). */
 int64_t tc_diff(const float *a, const float *b, int64_t n);
 
-/* The output directory of tc_convert for checkpoint dir: "<dir>-out" beside
- * it (an output may not lie inside its input); malloc'ed. tc_free removes it. */
-char *tc_out_dir(const char *dir);
-/* Runs hc_convert_run on dir -> tc_out_dir(dir). format: NULL (lossless) or a preset
+/* "<dir>.<name>" (malloc'ed): an output directory beside the input, never
+ * inside it (the converter refuses OUT_DIR inside IN_DIR). */
+char *tc_out_dir(const char *dir, const char *name);
+
+/* Runs hc_convert_run on dir -> dir.out (--layout tiles; the CLI run beside it
+ * also checks the default canonical layout, see cli_agrees). format: NULL (lossless) or a preset
  * name; act_order as hc_act_order. Returns the status; err has the message.
  * On success *config (if not NULL) gets the output config.json text. */
 hc_status tc_convert(const char *dir, const char *format, int act_order, char **config,
                      hc_error *err);
-/* As tc_convert, but the output stays in tc_out_dir(dir) (tc_free removes it). */
+/* As tc_convert, but the output stays in dir.out (tc_free removes it with dir). */
 hc_status tc_convert_keep(const char *dir, const char *format, int act_order, char **config,
                           hc_error *err);
 /* Field of the output layer record, as JSON text ("true", "\"...\"", "64"), malloc'ed, or NULL. */
