@@ -6,7 +6,6 @@
 
 #include <cjson/cJSON.h>
 #include <fnmatch.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "hc_fs.h"
 #include "hc_json.h"
 #include "hc_model_config.h"
+#include "hc_regex.h"
 
 const char *hc_ckpt_method_name(hc_ckpt_method m)
 {
@@ -116,17 +116,42 @@ static hc_status get_block(const cJSON *o, const char *key, int64_t block[2], co
     return HC_OK;
 }
 
-static void add_skips(hc_ckpt_config *c, const cJSON *list)
+/* Checks one pattern of a skip list or target list: it must fit its field
+ * (a cut pattern would match other modules) and, as "re:...", pass the
+ * regex guard (hc_regex.h). */
+static hc_status check_pattern(const char *file, const char *key, const char *s, size_t room,
+                               hc_error *err)
 {
-    const cJSON *it;
-    if (cJSON_IsString(list)) { /* a single name */
-        if (c->n_skip < HC_CKPT_MAX_SKIP)
-            snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", list->valuestring);
-        return;
-    }
+    size_t n = strlen(s);
+    if (n >= room)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%.200s%s' is %zu bytes, longer than the "
+                "%zu this reader holds", file, key, s, n > 200 ? "..." : "", n, room - 1);
+    if (strncmp(s, "re:", 3) != 0) return HC_OK;
+    hc_regex re;
+    char why[256];
+    if (hc_regex_compile(&re, s + 3, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why) != 0)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s entry '%s': bad regular expression: %s", file, key,
+                s, why);
+    hc_regex_free(&re);
+    return HC_OK;
+}
+
+static hc_status add_skip(hc_ckpt_config *c, const char *key, const char *s, hc_error *err)
+{
+    if (c->n_skip >= HC_CKPT_MAX_SKIP) return HC_OK;
+    HC_TRY(check_pattern(c->source_file, key, s, sizeof c->skip[0], err));
+    snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", s);
+    return HC_OK;
+}
+
+/* The skip list under key: a single name or a list of names. */
+static hc_status add_skips(hc_ckpt_config *c, const cJSON *q, const char *key, hc_error *err)
+{
+    const cJSON *list = get(q, key), *it;
+    if (cJSON_IsString(list)) return add_skip(c, key, list->valuestring, err);
     cJSON_ArrayForEach(it, list)
-        if (cJSON_IsString(it) && c->n_skip < HC_CKPT_MAX_SKIP)
-            snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", it->valuestring);
+        if (cJSON_IsString(it)) HC_TRY(add_skip(c, key, it->valuestring, err));
+    return HC_OK;
 }
 
 static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
@@ -151,11 +176,17 @@ static hc_status parse_gptq(const cJSON *q, hc_ckpt_config *c, const jwhere *w, 
                 "\"gptq\" (v1 zeros, stored minus one) and \"gptq_v2\"", c->source_file, fmt);
     c->gptq_v2 = strcmp(fmt, "gptq_v2") == 0;
     /* pack_dtype is not read: the reader follows the qweight dtype */
-    add_skips(c, get(q, "modules_to_not_convert"));
+    HC_TRY(add_skips(c, q, "modules_to_not_convert", err));
     const cJSON *dyn = get(q, "dynamic"), *it;
-    cJSON_ArrayForEach(it, dyn) /* GPTQModel "-:regex" keys skip modules */
-        if (it->string && strncmp(it->string, "-:", 2) == 0 && c->n_skip < HC_CKPT_MAX_SKIP)
-            snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "re:%s", it->string + 2);
+    cJSON_ArrayForEach(it, dyn) { /* GPTQModel "-:regex" keys skip modules */
+        if (it->string == NULL || strncmp(it->string, "-:", 2) != 0) continue;
+        char *pat = malloc(strlen(it->string) + 2);
+        HC_CHECK_ALLOC(err, pat, "dynamic key");
+        sprintf(pat, "re:%s", it->string + 2);
+        hc_status st = add_skip(c, "dynamic", pat, err);
+        free(pat);
+        HC_TRY(st);
+    }
     return HC_OK;
 }
 
@@ -184,7 +215,7 @@ static hc_status parse_awq(const cJSON *q, hc_ckpt_config *c, const jwhere *w, h
     if (strcmp(c->awq_version, "gemm") != 0 && strcmp(c->awq_version, "gemv") != 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AWQ version \"%s\": supported are gemm and gemv",
                 c->source_file, c->awq_version);
-    add_skips(c, get(q, "modules_to_not_convert"));
+    HC_TRY(add_skips(c, q, "modules_to_not_convert", err));
     c->dialect = HC_SKIP_SUBSTRING;
     return HC_OK;
 }
@@ -246,6 +277,8 @@ static hc_status parse_ct_group(const cJSON *g, hc_ckpt_ct_group *out, const cha
                     "most %zu characters", file, obj, sizeof out->targets[0] - 1);
         if (out->n_targets == 8)
             HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s: more than 8 targets are not read", file, obj);
+        HC_TRY(check_pattern(file, "config_groups targets", it->valuestring,
+                             sizeof out->targets[0], err));
         snprintf(out->targets[out->n_targets++], sizeof out->targets[0], "%s", it->valuestring);
     }
     HC_TRY(get_str(g, "format", out->format, sizeof out->format, &w, err));
@@ -291,7 +324,7 @@ static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc
     if (c->n_ct == 0)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: compressed-tensors config has no config_groups",
                 c->source_file);
-    add_skips(c, get(q, "ignore"));
+    HC_TRY(add_skips(c, q, "ignore", err));
     c->dialect = HC_SKIP_CT;
     return HC_OK;
 }
@@ -302,20 +335,18 @@ static hc_status parse_modelopt(const cJSON *q, hc_ckpt_config *c, const jwhere 
     c->method = HC_CKPT_MODELOPT;
     HC_TRY(get_str(q, "quant_algo", c->quant_algo, sizeof c->quant_algo, w, err));
     HC_TRY(get_int(q, "group_size", 1, MAX_GROUP, 16, &c->group_size, w, err));
-    add_skips(c, get(q, "exclude_modules"));
-    add_skips(c, get(q, "ignore"));
     c->dialect = HC_SKIP_FNMATCH;
-    return HC_OK;
+    HC_TRY(add_skips(c, q, "exclude_modules", err));
+    return add_skips(c, q, "ignore", err);
 }
 
 static hc_status parse_fp8(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
     c->method = HC_CKPT_FP8;
     HC_TRY(get_block(q, "weight_block_size", c->block, w, err));
-    add_skips(c, get(q, "ignored_layers"));
-    add_skips(c, get(q, "modules_to_not_convert"));
     c->dialect = HC_SKIP_SUBSTRING;
-    return HC_OK;
+    HC_TRY(add_skips(c, q, "ignored_layers", err));
+    return add_skips(c, q, "modules_to_not_convert", err);
 }
 
 /* quantization_config object of config.json, or a side file's object (obj:
@@ -335,9 +366,8 @@ static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *ob
     if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, &w, err);
     if (strcmp(m, "mxfp4") == 0) {
         c->method = HC_CKPT_MXFP4;
-        add_skips(c, get(q, "modules_to_not_convert"));
         c->dialect = HC_SKIP_FNMATCH;
-        return HC_OK;
+        return add_skips(c, q, "modules_to_not_convert", err);
     }
     if (m[0] == '\0' && get(q, "w_bit")) return parse_awq(q, c, &w, err); /* old AutoAWQ file */
     if (m[0] == '\0' && get(q, "bits") && (get(q, "desc_act") || get(q, "sym")))
@@ -402,30 +432,14 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
 
 /* ---- skip lists ---- */
 
-/* Python-style regex to POSIX ERE: \d \w \s classes; match from the start. */
+/* Python re.match of pat (checked by check_pattern when the config was read). */
 static int regex_match_start(const char *pat, const char *name)
 {
-    char ere[512];
-    size_t o = 0;
-    ere[o++] = '^';
-    ere[o++] = '(';
-    for (const char *p = pat; *p && o + 12 < sizeof ere; p++) {
-        if (p[0] == '\\' && (p[1] == 'd' || p[1] == 'w' || p[1] == 's')) {
-            const char *cls = p[1] == 'd' ? "[0-9]" : p[1] == 'w' ? "[A-Za-z0-9_]" : "[ \t]";
-            size_t l = strlen(cls);
-            memcpy(ere + o, cls, l);
-            o += l;
-            p++;
-        } else {
-            ere[o++] = *p;
-        }
-    }
-    ere[o++] = ')';
-    ere[o] = '\0';
-    regex_t re;
-    if (regcomp(&re, ere, REG_EXTENDED | REG_NOSUB) != 0) return 0;
-    int m = regexec(&re, name, 0, NULL, 0) == 0;
-    regfree(&re);
+    hc_regex re;
+    char why[256];
+    if (hc_regex_compile(&re, pat, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why) != 0) return 0;
+    int m = hc_regex_match(&re, name) == 1;
+    hc_regex_free(&re);
     return m;
 }
 

@@ -105,7 +105,7 @@ typedef struct {
     char *command_line;               /* recorded in the output: the first run's */
     int owned;                        /* this run created or resumed partial */
     int resumed;
-    hc_input_file *inputs;            /* IN_DIR's files at the start (size, mtime) */
+    hc_input_file *inputs;            /* IN_DIR's files at the start (size, times, inode) */
     size_t n_inputs;
     hc_file_crc *shards;              /* per output shard once complete (name NULL before) */
     int n_shards;

@@ -1,8 +1,8 @@
 /* hc_convert_journal.c - crash safety of a conversion run (docs/robustness.md):
  * the deterministic temporary directory OUT_DIR.partial, its journal
  * (.hc_journal.json: plan fingerprint, first command line, completed shards
- * with their CRC-32), --resume, the input snapshot (size + mtime) re-checked
- * while the run goes on, and the test-only pause points. */
+ * with their CRC-32), --resume, the input snapshot (size, mtime, ctime,
+ * inode) re-checked while the run goes on, and the test-only pause points. */
 #include "hc_convert_internal.h"
 
 #include <cjson/cJSON.h>
@@ -40,9 +40,13 @@ void hc_conv_run_free(hc_conv_run *run)
 
 /* ---- input snapshot ------------------------------------------------------ */
 
-static int64_t mtime_ns(const struct stat *sb)
+static int64_t ns(struct timespec t) { return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec; }
+
+/* A recorded time as "seconds.nanoseconds" in buf[32]. */
+static const char *ts(int64_t t, char *buf)
 {
-    return (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+    snprintf(buf, 32, "%lld.%09lld", (long long)(t / 1000000000), (long long)(t % 1000000000));
+    return buf;
 }
 
 static int cmp_input(const void *a, const void *b)
@@ -80,7 +84,10 @@ hc_status hc_conv_inputs_snapshot(const char *in_dir, hc_conv_run *run, hc_error
         in->name = strdup(e->d_name);
         if (in->name == NULL) { st = hc_error_set(err, HC_ERR_NOMEM, "out of memory"); break; }
         in->size = (uint64_t)sb.st_size;
-        in->mtime_ns = mtime_ns(&sb);
+        in->mtime_ns = ns(sb.st_mtim);
+        in->ctime_ns = ns(sb.st_ctim);
+        in->dev = (uint64_t)sb.st_dev;
+        in->ino = (uint64_t)sb.st_ino;
         run->n_inputs++;
     }
     closedir(d);
@@ -88,22 +95,41 @@ hc_status hc_conv_inputs_snapshot(const char *in_dir, hc_conv_run *run, hc_error
     return st;
 }
 
+/* What differs between the recorded input and sb, or NULL: size, mtime,
+ * ctime (a rewrite in place with the mtime set back), inode (replaced). */
+static const char *input_change(const hc_input_file *in, const struct stat *sb, char *buf,
+                                size_t len)
+{
+    char a[32], b[32];
+    if ((uint64_t)sb->st_size != in->size)
+        snprintf(buf, len, "size %llu -> %llu", (unsigned long long)in->size,
+                 (unsigned long long)sb->st_size);
+    else if (ns(sb->st_mtim) != in->mtime_ns)
+        snprintf(buf, len, "mtime %s -> %s", ts(in->mtime_ns, a), ts(ns(sb->st_mtim), b));
+    else if ((uint64_t)sb->st_dev != in->dev || (uint64_t)sb->st_ino != in->ino)
+        snprintf(buf, len, "replaced by another file (inode %llu -> %llu)",
+                 (unsigned long long)in->ino, (unsigned long long)sb->st_ino);
+    else if (ns(sb->st_ctim) != in->ctime_ns)
+        snprintf(buf, len, "ctime %s -> %s: rewritten or changed in place, its size and mtime "
+                 "kept", ts(in->ctime_ns, a), ts(ns(sb->st_ctim), b));
+    else
+        return NULL;
+    return buf;
+}
+
 hc_status hc_conv_inputs_check(const char *in_dir, const hc_conv_run *run, hc_error *err)
 {
     for (size_t i = 0; i < run->n_inputs; i++) {
         const hc_input_file *in = &run->inputs[i];
-        char path[4096];
+        char path[4096], what[160];
         struct stat sb;
         HC_TRY(hc_path_join(path, sizeof path, in_dir, in->name, err));
         if (stat(path, &sb) != 0)
             HC_FAIL(err, HC_ERR_IO, "%s: input file changed during the run (it is gone: %s); "
                     "no output was published", path, strerror(errno));
-        if ((uint64_t)sb.st_size != in->size || mtime_ns(&sb) != in->mtime_ns)
-            HC_FAIL(err, HC_ERR_IO, "%s: input file changed during the run (size %llu -> %llu, "
-                    "mtime %lld.%09lld -> %lld.%09lld); no output was published", path,
-                    (unsigned long long)in->size, (unsigned long long)sb.st_size,
-                    (long long)(in->mtime_ns / 1000000000), (long long)(in->mtime_ns % 1000000000),
-                    (long long)sb.st_mtim.tv_sec, (long long)sb.st_mtim.tv_nsec);
+        if (input_change(in, &sb, what, sizeof what))
+            HC_FAIL(err, HC_ERR_IO, "%s: input file changed during the run (%s); no output was "
+                    "published", path, what);
     }
     return HC_OK;
 }
@@ -152,11 +178,13 @@ hc_status hc_conv_fingerprint(const hc_convert_options *opts, const hc_conv_plan
     uint64_t h = 1469598103934665603ull;
     h = fnv_str(h, "humming-convert %s\n", HC_VERSION);
     for (size_t i = 0; i < run->n_inputs; i++)
-        h = fnv_str(h, "in %s %llu %lld\n", run->inputs[i].name,
-                    (unsigned long long)run->inputs[i].size, (long long)run->inputs[i].mtime_ns);
-    h = fnv_str(h, "opts sm%d act%d shard%lld humming %s actorder%d target%d verify%d tokens%d "
+        h = fnv_str(h, "in %s %llu %lld %lld\n", run->inputs[i].name,
+                    (unsigned long long)run->inputs[i].size, (long long)run->inputs[i].mtime_ns,
+                    (long long)run->inputs[i].ctime_ns);
+    h = fnv_str(h, "opts sm%d act%d shard%lld layout%d humming %s actorder%d target%d verify%d tokens%d "
                 "degraded%d calib %s\n", opts->sm, (int)plan->activation,
-                (long long)opts->max_shard_bytes, hc_humming_version_name(plan->version),
+                (long long)opts->max_shard_bytes, (int)opts->layout,
+                hc_humming_version_name(plan->version),
                 opts->act_order,
                 opts->has_target, (int)opts->verify, opts->verify_tokens, opts->allow_degraded,
                 opts->calib_path ? opts->calib_path : "-");
@@ -207,13 +235,19 @@ hc_status hc_conv_journal_save(hc_conv_run *run, hc_error *err)
     char tmp[4096], path[4096];
     if (st == HC_OK) st = hc_path_join(tmp, sizeof tmp, run->partial, JOURNAL_TMP, err);
     if (st == HC_OK) st = hc_path_join(path, sizeof path, run->partial, JOURNAL_NAME, err);
-    if (st == HC_OK) {
+    /* the first journal is created under its own name, so that a kill before
+     * it is complete leaves the directory empty or holding (a piece of) our
+     * journal, which a new run recognises; later ones replace it atomically */
+    int first = st == HC_OK && !hc_path_exists(path);
+    if (st == HC_OK && first) {
+        st = hc_fs_write_file(path, text, strlen(text), err);
+    } else if (st == HC_OK) {
         unlink(tmp);
         st = hc_fs_write_file(tmp, text, strlen(text), err);
+        if (st == HC_OK && rename(tmp, path) != 0)
+            st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
+                              strerror(errno));
     }
-    if (st == HC_OK && rename(tmp, path) != 0)
-        st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
-                          strerror(errno));
     if (st == HC_OK) st = hc_fs_sync_path(run->partial, err);
     free(text);
     cJSON_Delete(root);
@@ -226,7 +260,7 @@ static int journal_load(hc_conv_run *run, char fingerprint[24])
 {
     char path[4096], *text = NULL;
     if (hc_path_join(path, sizeof path, run->partial, JOURNAL_NAME, NULL) != HC_OK ||
-        hc_file_read_all(path, &text, NULL, NULL) != HC_OK)
+        hc_fs_read_file(path, HC_FS_MAX_JSON, HC_FS_NOFOLLOW, &text, NULL, NULL) != HC_OK)
         return -1;
     cJSON *root = cJSON_Parse(text);
     free(text);

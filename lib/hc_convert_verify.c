@@ -232,6 +232,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     if (st == HC_OK && ref == NULL) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
     if (st == HC_OK && ref != NULL && bias) bias_to_float(&pre->bias, bias, nb);
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
+    if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
         hc_verify_source src = {ref ? ref : W, bias,
                                 ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
@@ -393,6 +394,9 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
         if (st != HC_OK) hc_error_prefix(err, "layer %s (as written): ", L->prefix);
     }
     if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
+    /* at the layer boundary: nothing read past a truncation (hc_sigbus.h) */
+    if (st == HC_OK) st = hc_st_model_check(plan->model, err);
+    if (st == HC_OK) st = out_model ? hc_st_model_check(out_model, err) : hc_st_check(f, err);
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&written);
     hc_layer_tensors_free(&post);
@@ -456,7 +460,6 @@ hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *sta
     if (st == HC_OK) st = hc_conv_verify_begin(&opts, &plan, &v, err);
     if (st == HC_OK) st = verify_existing(v, &plan, out_model, err);
     if (st == HC_OK) st = hc_conv_verify_finish(v, opts.out_dir, err);
-    if (st == HC_OK) st = hc_manifest_refresh(opts.out_dir, "humming_report.", err);
     if (st == HC_OK && stats) {
         stats->layers = plan.n_layers;
         stats->bytes_in = plan.bytes_in;

@@ -95,19 +95,50 @@ static void report_progress(const hc_convert_options *opts, const hc_conv_plan *
                    it->layer >= 0 ? plan->layers[it->layer].prefix : it->copy->name);
 }
 
-/* Drops the input pages of an item once written (hc_st_tensor_release). */
-static void release_item(const hc_conv_plan *plan, const hc_conv_item *it)
+typedef struct {
+    hc_status st;
+    hc_error *err;
+    int release;
+} item_pass;
+
+/* One input tensor of an item: checked (hc_st_model_check_tensor), then its
+ * pages dropped (hc_st_model_release) when asked. */
+static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pass *p)
+{
+    if (t == NULL) return;
+    if (p->st == HC_OK) p->st = hc_st_model_check_tensor(plan->model, t, p->err);
+    if (p->release) hc_st_model_release(plan->model, t);
+}
+
+/* Every input tensor of an item. */
+static void item_inputs(const hc_conv_plan *plan, const hc_conv_item *it, item_pass *p)
 {
     if (it->layer < 0) {
-        hc_st_model_release(plan->model, it->copy);
+        item_tensor(plan, it->copy, p);
         return;
     }
     const hc_conv_layer *L = &plan->layers[it->layer];
-    for (int r = 0; r < HC_ROLE_COUNT; r++) hc_st_model_release(plan->model, L->pre[r]);
-    for (int e = 0; e < L->n_experts; e++) hc_st_model_release(plan->model, L->experts[e]);
-    for (int s = 0; s < L->n_src; s++) hc_st_model_release(plan->model, L->src[s]);
+    for (int r = 0; r < HC_ROLE_COUNT; r++) item_tensor(plan, L->pre[r], p);
+    for (int e = 0; e < L->n_experts; e++) item_tensor(plan, L->experts[e], p);
+    for (int s = 0; s < L->n_src; s++) item_tensor(plan, L->src[s], p);
     for (int s = 0; s < L->n_hexperts * HC_ROLE_COUNT; s++)
-        if (L->hexperts[s]) hc_st_model_release(plan->model, L->hexperts[s]);
+        if (L->hexperts[s]) item_tensor(plan, L->hexperts[s], p);
+}
+
+/* After an item, at a tensor boundary: the files it was read from must
+ * still be whole (a read past a truncation got zeros, hc_sigbus.h); then its
+ * input pages are dropped. A broken input wins over the item's own error,
+ * which it usually caused (write() from a truncated mapping: EFAULT). */
+static hc_status item_done(const hc_conv_plan *plan, const hc_conv_item *it, hc_status st,
+                           hc_error *err)
+{
+    hc_error e;
+    hc_error_clear(&e);
+    item_pass p = {HC_OK, &e, st == HC_OK};
+    item_inputs(plan, it, &p);
+    if (p.st == HC_OK) return st;
+    if (err) *err = e;
+    return p.st;
 }
 
 static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer *w,
@@ -117,12 +148,10 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
     for (int i = 0; i < plan->n_items; i++) {
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard) continue;
-        if (it->layer >= 0) {
-            HC_TRY(write_layer(w, plan, &plan->layers[it->layer], &index, err));
-        } else {
-            HC_TRY(hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err));
-        }
-        release_item(plan, it);
+        hc_status st = it->layer >= 0
+                           ? write_layer(w, plan, &plan->layers[it->layer], &index, err)
+                           : hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err);
+        HC_TRY(item_done(plan, it, st, err));
         report_progress(opts, plan, i);
     }
     return HC_OK;
@@ -156,6 +185,7 @@ static hc_status write_shard(const hc_convert_options *opts, const hc_conv_plan 
     hc_status st = declare_shard(w, plan, shard, err);
     if (st == HC_OK) st = hc_st_writer_begin_data(w, err);
     if (st == HC_OK) st = write_shard_items(opts, w, plan, shard, err);
+    if (st == HC_OK) st = hc_st_model_check(plan->model, err); /* every file, once a shard */
     if (st == HC_OK) st = hc_st_writer_finish(w, err);
     else hc_st_writer_abort(w);
     if (st == HC_OK) hc_conv_log(opts, "wrote %s", name);

@@ -8,6 +8,7 @@
 #define HC_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum {
     HC_OK = 0,
@@ -37,6 +38,14 @@ hc_status hc_error_set(hc_error *err, hc_status status, const char *fmt, ...)
  * the failing status it holds, which does not depend on err being NULL
  * (HC_TRY_CTX below does both). */
 void hc_error_prefix(hc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* printf into buf (len bytes, always NUL-terminated). A result that does not
+ * fit keeps its beginning and its end with " ... " between them, so that a
+ * long name or path in the middle of a message never pushes out the reason
+ * at its end. hc_error_set and hc_error_prefix format this way. */
+void hc_snprintf_elide(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void hc_vsnprintf_elide(char *buf, size_t len, const char *fmt, va_list ap);
 
 /* Clears err to HC_OK with an empty message. */
 void hc_error_clear(hc_error *err);

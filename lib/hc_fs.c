@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,102 @@ int hc_path_is_dir(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* What a non-regular file is, for messages. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "a special file";
+}
+
+hc_status hc_fs_open_regular(const char *path, int flags, int *fd, struct stat *st,
+                             hc_error *err)
+{
+    int oflags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+    if (flags & HC_FS_NOFOLLOW) oflags |= O_NOFOLLOW;
+    *fd = open(path, oflags);
+    if (*fd < 0 && errno == ELOOP && (flags & HC_FS_NOFOLLOW))
+        HC_FAIL(err, HC_ERR_IO, "%s: is a symbolic link, not a regular file (refused)", path);
+    if (*fd < 0) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(*fd, &sb) != 0 || (S_ISREG(sb.st_mode) && fcntl(*fd, F_SETFL, O_RDONLY) != 0)) {
+        int saved = errno;
+        close(*fd);
+        *fd = -1;
+        HC_FAIL(err, HC_ERR_IO, "%s: cannot read: %s", path, strerror(saved));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        HC_FAIL(err, HC_ERR_IO, "%s: is %s, not a regular file (refused)", path,
+                file_kind(sb.st_mode));
+    }
+    if (st) *st = sb;
+    return HC_OK;
+}
+
+/* Reads fd to its end into *buf (grown as needed, at most max + 1 bytes so
+ * that a file past max is noticed); *len gets the bytes read. */
+static int read_to_end(int fd, size_t hint, size_t max, char **buf, size_t *len)
+{
+    size_t cap = (hint < max ? hint : max) + 2, n = 0;
+    char *b = malloc(cap);
+    while (b != NULL) {
+        if (n + 1 == cap) { /* full: n <= max here, so cap < max + 2 */
+            size_t want = cap - 1 > max / 2 ? max + 2 : 2 * cap;
+            char *g = realloc(b, want);
+            if (g == NULL) {
+                free(b);
+                return -2;
+            }
+            b = g;
+            cap = want;
+        }
+        ssize_t r = read(fd, b + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            errno = e;
+            return -1;
+        }
+        n += (size_t)r;
+        if (r == 0 || n > max) break;
+    }
+    *buf = b;
+    *len = n;
+    return b ? 0 : -2; /* the first malloc failed */
+}
+
+hc_status hc_fs_read_file(const char *path, size_t max, int flags, char **out, size_t *len,
+                          hc_error *err)
+{
+    *out = NULL;
+    int fd;
+    struct stat sb;
+    HC_TRY(hc_fs_open_regular(path, flags, &fd, &sb, err));
+    if ((uint64_t)sb.st_size > (uint64_t)max) {
+        close(fd);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %lld bytes, larger than the limit of %zu bytes for "
+                "this file (refused)", path, (long long)sb.st_size, max);
+    }
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = read_to_end(fd, (size_t)sb.st_size, max, &buf, &n);
+    int saved = errno;
+    close(fd);
+    if (rc == -1) HC_FAIL(err, HC_ERR_IO, "%s: read failed: %s", path, strerror(saved));
+    if (rc == -2) HC_FAIL(err, HC_ERR_NOMEM, "%s: out of memory reading it", path);
+    if (n > max) {
+        free(buf);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: grew past the limit of %zu bytes while read (refused)",
+                path, max);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (len) *len = n;
+    return HC_OK;
 }
 
 hc_status hc_fs_make_temp_dir_beside(const char *dest, char *buf, size_t len, hc_error *err)
@@ -89,14 +186,17 @@ hc_status hc_fs_write_file(const char *path, const void *data, size_t len, hc_er
     int bad = write_all(fd, data, len) != 0 || fsync(fd) != 0;
     int saved = errno;
     if (close(fd) != 0 && !bad) { bad = 1; saved = errno; }
-    if (bad) HC_FAIL(err, HC_ERR_IO, "%s: write failed: %s", path, strerror(saved));
+    if (bad) {
+        unlink(path); /* ours (O_EXCL): no half-written file is left */
+        HC_FAIL(err, HC_ERR_IO, "%s: write failed: %s", path, strerror(saved));
+    }
     return HC_OK;
 }
 
 hc_status hc_fs_copy_file(const char *src, const char *dst, hc_error *err)
 {
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+    int in;
+    HC_TRY(hc_fs_open_regular(src, 0, &in, NULL, err));
     int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (out < 0) {
         close(in);
@@ -120,7 +220,7 @@ hc_status hc_fs_copy_file(const char *src, const char *dst, hc_error *err)
 
 hc_status hc_fs_sync_path(const char *path, hc_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* never waits on a FIFO */
     if (fd < 0) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     int bad = fsync(fd) != 0;
     int saved = errno;

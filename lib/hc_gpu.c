@@ -12,6 +12,7 @@
 
 #include "../kernels/hc_kernels.h"
 #include "hc_format.h"
+#include "hc_fs.h"
 
 typedef struct {
     void *lib;
@@ -30,21 +31,35 @@ typedef struct {
 static kernels K;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void *try_open(const char *path)
+/* dlopen of a library file, checked to be a regular file first (dlopen of a
+ * FIFO waits forever for a writer) and loaded through the descriptor that
+ * was checked; NULL with the reason in why. */
+static void *try_open(const char *path, char *why, size_t why_len)
 {
-    return path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    int fd;
+    hc_error e;
+    if (hc_fs_open_regular(path, 0, &fd, NULL, &e) != HC_OK) {
+        snprintf(why, why_len, "%.180s", e.msg); /* why[200] below */
+        return NULL;
+    }
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    void *lib = dlopen(access(self, R_OK) == 0 ? self : path, RTLD_NOW | RTLD_LOCAL);
+    const char *d = lib ? NULL : dlerror();
+    if (lib == NULL) snprintf(why, why_len, "%s: %s", path, d ? d : "cannot be loaded");
+    close(fd);
+    return lib;
 }
 
 static void load(void)
 {
     char exe[PATH_MAX], path[PATH_MAX + 64];
     const char *env = getenv("HC_KERNELS_LIB");
+    char why[200];
     if (env && env[0]) { /* asked for: that library or no GPU, never another one */
-        K.lib = try_open(env);
+        K.lib = try_open(env, why, sizeof why);
         if (K.lib == NULL) {
-            const char *e = dlerror();
-            snprintf(K.why, sizeof K.why, "HC_KERNELS_LIB=%s cannot be loaded: %s", env,
-                     e ? e : "unknown error");
+            snprintf(K.why, sizeof K.why, "HC_KERNELS_LIB=%s cannot be loaded: %s", env, why);
             return;
         }
     }
@@ -57,11 +72,12 @@ static void load(void)
             static const char *const up[3] = {"", "/..", "/../.."}; /* build/, build/tests/... */
             for (int i = 0; i < 3 && K.lib == NULL; i++) {
                 snprintf(path, sizeof path, "%s%s/libhc_kernels.so", exe, up[i]);
-                K.lib = try_open(path);
+                if (access(path, F_OK) == 0) K.lib = try_open(path, why, sizeof why);
             }
         }
     }
-    if (K.lib == NULL) K.lib = try_open("libhc_kernels.so");
+    if (K.lib == NULL) /* the loader's search path: cannot be checked first */
+        K.lib = dlopen("libhc_kernels.so", RTLD_NOW | RTLD_LOCAL);
     if (K.lib == NULL) {
         snprintf(K.why, sizeof K.why, "no GPU kernels: libhc_kernels.so not found (built "
                  "without nvcc?)");

@@ -5,7 +5,6 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,10 +70,10 @@ void hc_file_crc_free(hc_file_crc *f)
 /* Whole-file CRC by reading. */
 static hc_status crc_plain(const char *path, hc_file_crc *out, hc_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat sb;
-    int bad = fstat(fd, &sb) != 0 || crc_range(fd, 0, (uint64_t)sb.st_size, &out->crc) != 0;
+    HC_TRY(hc_fs_open_regular(path, 0, &fd, &sb, err));
+    int bad = crc_range(fd, 0, (uint64_t)sb.st_size, &out->crc) != 0;
     int saved = errno;
     close(fd);
     if (bad) HC_FAIL(err, HC_ERR_IO, "%s: read failed: %s", path, strerror(saved));
@@ -91,10 +90,9 @@ static hc_status crc_safetensors(const char *path, hc_file_crc *out, hc_error *e
     uint64_t data_bytes = 0;
     out->tensors = calloc(n ? n : 1, sizeof *out->tensors);
     hc_status st = out->tensors ? HC_OK : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-    int fd = st == HC_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int fd = -1;
     struct stat sb;
-    if (st == HC_OK && (fd < 0 || fstat(fd, &sb) != 0))
-        st = hc_error_set(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (st == HC_OK) st = hc_fs_open_regular(path, 0, &fd, &sb, err);
     for (size_t i = 0; st == HC_OK && i < n; i++) data_bytes += hc_st_tensor_at(f, i)->nbytes;
     if (st == HC_OK) {
         out->size = (uint64_t)sb.st_size;
@@ -118,6 +116,7 @@ static hc_status crc_safetensors(const char *path, hc_file_crc *out, hc_error *e
         out->crc = (uint32_t)crc32_combine(out->crc, tc->crc, (z_off_t)t->nbytes);
         hc_st_release(f, t);
     }
+    if (st == HC_OK) st = hc_st_check(f, err); /* no CRC of zeros read past a truncation */
     if (fd >= 0) close(fd);
     hc_st_close(f);
     return st;
@@ -173,12 +172,15 @@ static cJSON *input_json(const hc_input_file *in)
 {
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NULL;
-    char mt[48];
+    char mt[48], ct[48];
     snprintf(mt, sizeof mt, "%lld.%09lld", (long long)(in->mtime_ns / 1000000000),
              (long long)(in->mtime_ns % 1000000000));
+    snprintf(ct, sizeof ct, "%lld.%09lld", (long long)(in->ctime_ns / 1000000000),
+             (long long)(in->ctime_ns % 1000000000));
     cJSON_AddStringToObject(o, "name", in->name);
     cJSON_AddNumberToObject(o, "size", (double)in->size);
     cJSON_AddStringToObject(o, "mtime", mt);
+    cJSON_AddStringToObject(o, "ctime", ct);
     if (in->has_crc) add_crc(o, "crc32", in->crc);
     else cJSON_AddNullToObject(o, "crc32");
     return o;
@@ -270,12 +272,46 @@ hc_status hc_manifest_write(const char *dir, const hc_file_crc *infos, size_t n_
     return st;
 }
 
-hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err)
+/* Sets (or appends) the entry of files named f->name in the array. */
+static hc_status set_entry(cJSON *files, const hc_file_crc *f, hc_error *err)
 {
-    char path[4096], tmp[4200], *text = NULL;
+    cJSON *o = file_json(f);
+    HC_CHECK_ALLOC(err, o, "manifest entry");
+    int i = 0;
+    for (cJSON *e = files->child; e; e = e->next, i++) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(nm) && strcmp(nm->valuestring, f->name) == 0) {
+            if (cJSON_ReplaceItemInArray(files, i, o)) return HC_OK;
+            cJSON_Delete(o);
+            HC_FAIL(err, HC_ERR_NOMEM, "out of memory updating the manifest");
+        }
+    }
+    cJSON_AddItemToArray(files, o);
+    return HC_OK;
+}
+
+/* The entry of dir/src (a staged file) under the name final. */
+static hc_status staged_entry(const char *dir, const char *src, const char *final, cJSON *files,
+                              hc_error *err)
+{
+    hc_file_crc f;
+    HC_TRY(hc_file_crc_compute(dir, src, &f, err));
+    free(f.name);
+    f.name = strdup(final);
+    hc_status st = f.name ? set_entry(files, &f, err)
+                          : hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+    hc_file_crc_free(&f);
+    return st;
+}
+
+hc_status hc_manifest_stage(const char *dir, const char *const *finals, const char *const *srcs,
+                            size_t n, char *staged, size_t staged_len, hc_error *err)
+{
+    char path[4096], *text = NULL;
+    staged[0] = '\0';
     HC_TRY(hc_path_join(path, sizeof path, dir, HC_MANIFEST_NAME, err));
     if (!hc_path_exists(path)) return HC_OK;
-    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    HC_TRY(hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, err));
     cJSON *root = cJSON_Parse(text);
     free(text);
     cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
@@ -284,28 +320,18 @@ hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err
         HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (no \"files\" array)", path);
     }
     hc_status st = HC_OK;
-    for (int i = 0; st == HC_OK && i < cJSON_GetArraySize(files); i++) {
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(files, i), "name");
-        if (!cJSON_IsString(nm) || strncmp(nm->valuestring, prefix, strlen(prefix)) != 0)
-            continue;
-        hc_file_crc f;
-        st = hc_file_crc_compute(dir, nm->valuestring, &f, err);
-        cJSON *o = st == HC_OK ? file_json(&f) : NULL;
-        if (st == HC_OK && o == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-        if (o) cJSON_ReplaceItemInArray(files, i, o);
-        if (st == HC_OK) hc_file_crc_free(&f);
-    }
+    for (size_t i = 0; st == HC_OK && i < n; i++)
+        st = staged_entry(dir, srcs[i], finals[i], files, err);
     char *out = st == HC_OK ? cJSON_Print(root) : NULL;
     if (st == HC_OK && out == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (st == HC_OK && snprintf(staged, staged_len, "%s/.%s.tmp-%ld", dir, HC_MANIFEST_NAME,
+                                (long)getpid()) >= (int)staged_len)
+        st = hc_error_set(err, HC_ERR_ARG, "path too long: %s", dir);
     if (st == HC_OK) {
-        unlink(tmp);
-        st = hc_fs_write_file(tmp, out, strlen(out), err);
+        unlink(staged);
+        st = hc_fs_write_file(staged, out, strlen(out), err);
     }
-    if (st == HC_OK && rename(tmp, path) != 0)
-        st = hc_error_set(err, HC_ERR_IO, "%s: cannot rename to %s: %s", tmp, path,
-                          strerror(errno));
-    if (st == HC_OK) st = hc_fs_sync_path(dir, err);
+    if (st != HC_OK) staged[0] = '\0';
     free(out);
     cJSON_Delete(root);
     return st;
@@ -320,7 +346,7 @@ static void problem(hc_check_fn fn, void *ctx, int *count, const char *fmt, ...)
     char line[1536];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    hc_vsnprintf_elide(line, sizeof line, fmt, ap);
     va_end(ap);
     (*count)++;
     if (fn) fn(ctx, line);
@@ -350,8 +376,8 @@ static int json_crc(const cJSON *o, const char *key, uint32_t *out)
 static void locate_tensors(const char *path, const char *name, const cJSON *entry,
                            hc_check_fn fn, void *ctx, int *count)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+    int fd;
+    if (hc_fs_open_regular(path, 0, &fd, NULL, NULL) != HC_OK) return;
     uint64_t header_end = 0;
     uint32_t want_h, got_h;
     int found = 0;
@@ -410,11 +436,17 @@ static void check_file(const char *dir, const cJSON *entry, hc_check_fn fn, void
         problem(fn, ctx, count, "%s: missing", name);
         return;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int bad = fd < 0 || crc_range(fd, 0, (uint64_t)sb.st_size, &got) != 0;
-    if (fd >= 0) close(fd);
+    hc_error e;
+    int fd;
+    if (hc_fs_open_regular(path, 0, &fd, &sb, &e) != HC_OK) {
+        problem(fn, ctx, count, "%s", e.msg); /* a FIFO or device: never waited on */
+        return;
+    }
+    int bad = crc_range(fd, 0, (uint64_t)sb.st_size, &got) != 0;
+    int saved = errno;
+    close(fd);
     if (bad) {
-        problem(fn, ctx, count, "%s: cannot read: %s", name, strerror(errno));
+        problem(fn, ctx, count, "%s: cannot read: %s", name, strerror(saved));
         return;
     }
     if ((uint64_t)sb.st_size != size)
@@ -428,6 +460,119 @@ static void check_file(const char *dir, const cJSON *entry, hc_check_fn fn, void
         locate_tensors(path, name, entry, fn, ctx, count);
 }
 
+/* ---- what config.json and the index promise -------------------------- */
+
+static const cJSON *entry_named(const cJSON *files, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, files) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(nm) && strcmp(nm->valuestring, name) == 0) return e;
+    }
+    return NULL;
+}
+
+/* dir/name parsed, or NULL (unreadable or corrupt: its own entry says so). */
+static cJSON *read_json(const char *dir, const char *name)
+{
+    char path[4096], *text = NULL;
+    if (hc_path_join(path, sizeof path, dir, name, NULL) != HC_OK ||
+        hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, NULL) != HC_OK)
+        return NULL;
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    return root;
+}
+
+/* Every shard the index names is in the manifest. */
+static void check_index_shards(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
+                               int *count)
+{
+    cJSON *root = read_json(dir, "model.safetensors.index.json");
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e, *f;
+    cJSON_ArrayForEach(e, wm) {
+        if (!cJSON_IsString(e) || entry_named(files, e->valuestring)) continue;
+        int first = 1; /* one line per shard, at its first tensor */
+        cJSON_ArrayForEach(f, wm) {
+            if (f == e) break;
+            if (cJSON_IsString(f) && strcmp(f->valuestring, e->valuestring) == 0) first = 0;
+        }
+        if (first)
+            problem(fn, ctx, count, "%s: named by model.safetensors.index.json (tensor %s) but "
+                    "not in the manifest", e->valuestring, e->string);
+    }
+    cJSON_Delete(root);
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+typedef struct {
+    const char **v;
+    size_t n, cap;
+} name_list;
+
+/* Appends the names of one entry's "tensors"; -1 when out of memory. */
+static int add_tensor_names(name_list *l, const cJSON *entry)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(entry, "tensors"), *t;
+    cJSON_ArrayForEach(t, list) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name");
+        if (!cJSON_IsString(nm)) continue;
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 256;
+            const char **g = realloc(l->v, cap * sizeof *g);
+            if (g == NULL) return -1;
+            l->v = g;
+            l->cap = cap;
+        }
+        l->v[l->n++] = nm->valuestring;
+    }
+    return 0;
+}
+
+/* Every layer config.json records has its weight tensor in a listed shard. */
+static void check_layers(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
+                         int *count)
+{
+    cJSON *root = read_json(dir, "config.json");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(q, "layers"), *e;
+    name_list l = {NULL, 0, 0};
+    int oom = 0;
+    cJSON_ArrayForEach(e, files) oom = oom || add_tensor_names(&l, e) != 0;
+    if (oom) problem(fn, ctx, count, "out of memory listing the manifest's tensors");
+    if (l.n) qsort(l.v, l.n, sizeof *l.v, cmp_cstr);
+    const cJSON *walk = oom || !cJSON_IsObject(layers) ? NULL : layers;
+    cJSON_ArrayForEach(e, walk) {
+        char w[HC_ST_MAX_NAME + 16];
+        const char *key = w;
+        snprintf(w, sizeof w, "%s.weight", e->string);
+        if (l.n == 0 || !bsearch(&key, l.v, l.n, sizeof *l.v, cmp_cstr))
+            problem(fn, ctx, count, "config.json: layer %s: its tensor %s is in no shard the "
+                    "manifest lists", e->string, w);
+    }
+    free(l.v);
+    cJSON_Delete(root);
+}
+
+/* A shard and its manifest entry both gone are noticed through what
+ * config.json and the index (themselves checked above) promise. */
+static void check_promises(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
+                           int *count)
+{
+    if (entry_named(files, "config.json") == NULL)
+        problem(fn, ctx, count, "config.json: not in the manifest (every output has one)");
+    if (entry_named(files, "model.safetensors.index.json"))
+        check_index_shards(dir, files, fn, ctx, count);
+    else if (entry_named(files, "model.safetensors") == NULL)
+        problem(fn, ctx, count, "model.safetensors: not in the manifest, and no "
+                "model.safetensors.index.json there names other shards");
+    check_layers(dir, files, fn, ctx, count);
+}
+
 hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems, hc_error *err)
 {
     *problems = 0;
@@ -436,16 +581,18 @@ hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems
     HC_TRY(hc_path_join(path, sizeof path, dir, HC_MANIFEST_NAME, err));
     if (!hc_path_exists(path))
         HC_FAIL(err, HC_ERR_IO, "%s: missing (not a complete humming-convert output)", path);
-    HC_TRY(hc_file_read_all(path, &text, NULL, err));
+    HC_TRY(hc_fs_read_file(path, HC_FS_MAX_INDEX, 0, &text, NULL, err));
     cJSON *root = cJSON_Parse(text);
     free(text);
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
-    if (!cJSON_IsArray(files)) {
+    if (!cJSON_IsArray(files) || cJSON_GetArraySize(files) == 0) {
         cJSON_Delete(root);
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (no \"files\" array)", path);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a manifest (%s)", path,
+                files ? "it lists no files" : "no \"files\" array");
     }
     const cJSON *e;
     cJSON_ArrayForEach(e, files) check_file(dir, e, fn, ctx, problems);
+    check_promises(dir, files, fn, ctx, problems);
     char **names = NULL;
     size_t n = 0;
     hc_status st = list_files(dir, &names, &n, err);

@@ -38,11 +38,14 @@ typedef struct {
 hc_status hc_file_crc_compute(const char *dir, const char *name, hc_file_crc *out, hc_error *err);
 void hc_file_crc_free(hc_file_crc *f);
 
-/* One input file as recorded at plan time. */
+/* One input file as recorded at plan time. ctime (and the inode) cannot be
+ * set back by the writer, so a file rewritten in place with its size and
+ * mtime restored is still noticed. */
 typedef struct {
     char *name;             /* relative to IN_DIR */
     uint64_t size;
-    int64_t mtime_ns;
+    int64_t mtime_ns, ctime_ns;
+    uint64_t dev, ino;
     int has_crc;
     uint32_t crc;
 } hc_input_file;
@@ -54,18 +57,25 @@ typedef struct {
 hc_status hc_manifest_write(const char *dir, const hc_file_crc *infos, size_t n_infos,
                             const hc_input_file *inputs, size_t n_inputs, hc_error *err);
 
-/* Recomputes the entries of files whose name starts with prefix in an
- * existing dir/humming_manifest.json (atomically replaced); no manifest: HC_OK.
- * `report` uses it after rewriting humming_report.*. */
-hc_status hc_manifest_refresh(const char *dir, const char *prefix, hc_error *err);
+/* Stages a manifest update for files about to replace others in dir: for
+ * each i, the entry named finals[i] gets the size and CRCs of the file
+ * dir/srcs[i] (already written and fsynced; it is renamed to finals[i]
+ * later). The updated manifest is written, fsynced, to a new dot file whose
+ * path goes into staged (caller renames it over humming_manifest.json after
+ * the files, or unlinks it). No manifest in dir: staged = "", HC_OK. On
+ * failure nothing is left behind and the manifest is untouched. */
+hc_status hc_manifest_stage(const char *dir, const char *const *finals, const char *const *srcs,
+                            size_t n, char *staged, size_t staged_len, hc_error *err);
 
 /* Receives one problem line from hc_check_dir. */
 typedef void (*hc_check_fn)(void *ctx, const char *line);
 
 /* Recomputes every file of dir against its manifest. *problems counts the
- * problems found (missing, extra, size, CRC, tensor CRC), each reported to
- * fn. HC_OK whenever the manifest could be read (problems or not);
- * HC_ERR_IO / HC_ERR_FORMAT when dir or its manifest cannot be read. */
+ * problems found (missing, extra, size, CRC, tensor CRC, and files or layers
+ * that config.json and the index promise but the manifest does not list),
+ * each reported to fn. HC_OK whenever the manifest could be read (problems
+ * or not); HC_ERR_IO / HC_ERR_FORMAT when dir or its manifest cannot be read
+ * or the manifest lists no files. */
 hc_status hc_check_dir(const char *dir, hc_check_fn fn, void *ctx, int *problems, hc_error *err);
 
 #endif

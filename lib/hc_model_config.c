@@ -7,34 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_fs.h"
 #include "hc_json.h"
 
 hc_status hc_file_read_all(const char *path, char **out, size_t *len_out, hc_error *err)
 {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        len += fread(buf + len, 1, cap - len - 1, f);
-        if (len < cap - 1) break;
-        char *grown = realloc(buf, cap * 2);
-        if (grown == NULL) { free(buf); buf = NULL; break; }
-        buf = grown;
-        cap *= 2;
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    HC_CHECK_ALLOC(err, buf, path);
-    if (read_error) {
-        free(buf);
-        HC_FAIL(err, HC_ERR_IO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    *out = buf;
-    if (len_out) *len_out = len;
-    return HC_OK;
+    return hc_fs_read_file(path, HC_FS_MAX_JSON, 0, out, len_out, err);
 }
 
 /* Maps a torch/Humming dtype string to a format, dropping "torch." and fn/fnu. */

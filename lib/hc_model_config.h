@@ -52,8 +52,10 @@ hc_status hc_model_info_parse(const char *json_text, const char *path, hc_model_
 hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
                                    hc_humming_qconfig *out, hc_error *err);
 
-/* Reads a whole file into a NUL-terminated malloc'ed buffer (caller frees).
- * *len_out (may be NULL) receives the length without the NUL. */
+/* Reads a whole JSON file into a NUL-terminated malloc'ed buffer (caller
+ * frees): hc_fs_read_file with the HC_FS_MAX_JSON limit (a FIFO, device or
+ * file over 64 MiB is refused, naming it). *len_out (may be NULL) receives
+ * the length without the NUL. */
 hc_status hc_file_read_all(const char *path, char **out, size_t *len_out, hc_error *err);
 
 /* The activations vLLM 0.33 runs a Humming checkpoint's layers with on

@@ -2,24 +2,31 @@
  * docs/recipes.md). Parsed with libyaml's document API; every node keeps its
  * start mark, so each error names the file, line and column. */
 #include "hc_recipe.h"
+#include "hc_fs.h"
 #include "hc_model_config.h"
 #include "hc_recipe_internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <yaml.h>
 
-#define RECIPE_MAX_BYTES (16u << 20)
+/* Limits (docs/recipes.md, "Limits"): libyaml's loader takes time quadratic
+ * in the nesting depth (100k levels: over a minute) and memory per node, and
+ * every pattern is a compiled regex of tens of KiB in glibc (200k patterns:
+ * 7 GB). A recipe needs 4 levels and a few dozen patterns. */
+#define RECIPE_MAX_BYTES ((size_t)16 << 20)
+#define RECIPE_MAX_DEPTH 64
+#define RECIPE_MAX_NODES 100000
+#define RECIPE_MAX_PATTERNS 4096
 
 typedef struct {
     const char *file;     /* for messages */
     yaml_document_t *doc;
     hc_recipe *r;
     hc_error *err;
+    int n_patterns;       /* compiled so far (an alias counts each time) */
 } pctx;
 
 static hc_status perr(pctx *c, const yaml_node_t *n, const char *fmt, ...)
@@ -185,9 +192,12 @@ static hc_status parse_architectures(pctx *c, yaml_node_t *n)
 }
 
 static hc_status compile_or_fail(pctx *c, const yaml_node_t *n, const char *where,
-                                 const char *pattern, regex_t *re)
+                                 const char *pattern, hc_regex *re)
 {
     char why[256];
+    if (++c->n_patterns > RECIPE_MAX_PATTERNS)
+        return perr(c, n, "%s: more than %d patterns in one recipe (ignore entries and targets "
+                    "together)", where, RECIPE_MAX_PATTERNS);
     if (hc_recipe_compile(pattern, re, why, sizeof why) != 0)
         return perr(c, n, "%s: bad regular expression '%s': %s", where, pattern, why);
     return HC_OK;
@@ -216,7 +226,6 @@ static hc_status parse_ignore(pctx *c, yaml_node_t *n)
         g->pattern = dupstr(pat);
         HC_CHECK_ALLOC(c->err, g->pattern, "recipe ignore entry");
         HC_TRY(compile_or_fail(c, e, "ignore", pat, &g->re));
-        g->compiled = 1;
     }
     return HC_OK;
 }
@@ -262,7 +271,6 @@ static hc_status parse_rule(pctx *c, yaml_node_t *n, int number)
                 rule->n_targets = i + 1;
                 HC_CHECK_ALLOC(c->err, rule->targets[i], "rule target");
                 HC_TRY(compile_or_fail(c, e, where, pat, &rule->res[i]));
-                rule->n_compiled = i + 1;
             }
         } else if (!strcmp(key, "skip")) {
             HC_TRY(get_bool(c, v, "skip", &rule->skip));
@@ -356,22 +364,61 @@ static hc_status prepend_builtin(hc_recipe *r, hc_error *err)
     return HC_OK;
 }
 
+/* A first pass over the event stream, before libyaml builds the document:
+ * refuses a stream nested deeper than RECIPE_MAX_DEPTH or holding more than
+ * RECIPE_MAX_NODES nodes as soon as it gets there. Syntax errors are left
+ * to the loader, which reports them with their position. */
+static hc_status check_shape(const char *text, size_t len, const char *file, hc_error *err)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory starting the YAML parser");
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0;
+    long nodes = 0;
+    hc_status st = HC_OK;
+    yaml_event_t ev;
+    while (st == HC_OK && yaml_parser_parse(&p, &ev)) {
+        yaml_event_type_t t = ev.type;
+        size_t line = ev.start_mark.line + 1, col = ev.start_mark.column + 1;
+        yaml_event_delete(&ev);
+        if (t == YAML_STREAM_END_EVENT) break;
+        depth += t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+        depth -= t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT;
+        nodes += t == YAML_SCALAR_EVENT || t == YAML_ALIAS_EVENT ||
+                 t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT;
+        if (depth > RECIPE_MAX_DEPTH)
+            st = hc_error_set(err, HC_ERR_FORMAT, "%s:%zu:%zu: nested more than %d levels deep "
+                              "(a recipe needs 4)", file, line, col, RECIPE_MAX_DEPTH);
+        else if (nodes > RECIPE_MAX_NODES)
+            st = hc_error_set(err, HC_ERR_FORMAT, "%s:%zu:%zu: more than %d YAML nodes (values, "
+                              "lists, mappings)", file, line, col, RECIPE_MAX_NODES);
+    }
+    yaml_parser_delete(&p);
+    return st;
+}
+
 hc_status hc_recipe_parse_text(const char *text, const char *name_for_messages, hc_recipe **out,
                                hc_error *err)
 {
     if (text == NULL || out == NULL) HC_FAIL(err, HC_ERR_ARG, "hc_recipe_parse_text: NULL argument");
     const char *file = name_for_messages ? name_for_messages : "<recipe>";
+    size_t len = strnlen(text, RECIPE_MAX_BYTES + 1);
+    if (len > RECIPE_MAX_BYTES)
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: larger than the limit of %zu bytes for a recipe", file,
+                RECIPE_MAX_BYTES);
+    HC_TRY(check_shape(text, len, file, err));
     hc_recipe *r = calloc(1, sizeof *r);
     HC_CHECK_ALLOC(err, r, "recipe");
     yaml_parser_t parser;
     yaml_document_t doc;
-    pctx c = {file, &doc, r, err};
+    pctx c = {file, &doc, r, err, 0};
     hc_status st = HC_OK;
     if (!yaml_parser_initialize(&parser)) {
         free(r);
         HC_FAIL(err, HC_ERR_NOMEM, "out of memory starting the YAML parser");
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
         st = hc_error_set(err, HC_ERR_FORMAT, "%s:%zu:%zu: YAML syntax error: %s%s%s", file,
                           (size_t)parser.problem_mark.line + 1, (size_t)parser.problem_mark.column + 1,
@@ -423,36 +470,9 @@ hc_status hc_recipe_parse_text(const char *text, const char *name_for_messages, 
 hc_status hc_recipe_load(const char *path, hc_recipe **out, hc_error *err)
 {
     if (path == NULL || out == NULL) HC_FAIL(err, HC_ERR_ARG, "hc_recipe_load: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) HC_FAIL(err, HC_ERR_IO, "%s: cannot open recipe: %s", path, strerror(errno));
-    struct stat stt;
-    if (fstat(fileno(f), &stt) != 0 || !S_ISREG(stt.st_mode)) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_IO, "%s: not a regular file", path);
-    }
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_IO, "%s: cannot read recipe (not a regular file?)", path);
-    }
-    if ((unsigned long)size > RECIPE_MAX_BYTES) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_FORMAT, "%s: recipe larger than %u bytes", path, RECIPE_MAX_BYTES);
-    }
-    char *buf = malloc((size_t)size + 1);
-    if (buf == NULL) {
-        fclose(f);
-        HC_FAIL(err, HC_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    size_t n = fread(buf, 1, (size_t)size, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        HC_FAIL(err, HC_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = '\0';
+    char *buf = NULL;
+    size_t n = 0;
+    HC_TRY_CTX(err, hc_fs_read_file(path, RECIPE_MAX_BYTES, 0, &buf, &n, err), "recipe ");
     if (strlen(buf) != n) {
         free(buf);
         HC_FAIL(err, HC_ERR_FORMAT, "%s: recipe contains a NUL byte", path);
@@ -486,13 +506,13 @@ void hc_recipe_free(hc_recipe *r)
     free(r->description);
     patch_free(&r->defaults);
     for (int i = 0; i < r->n_ignore; i++) {
-        if (r->ignore[i].compiled) regfree(&r->ignore[i].re);
+        hc_regex_free(&r->ignore[i].re);
         free(r->ignore[i].pattern);
     }
     free(r->ignore);
     for (int i = 0; i < r->n_rules; i++) {
         hc_recipe_rule *rule = &r->rules[i];
-        for (int j = 0; j < rule->n_compiled; j++) regfree(&rule->res[j]);
+        for (int j = 0; j < rule->n_targets; j++) hc_regex_free(&rule->res[j]);
         for (int j = 0; j < rule->n_targets; j++) free(rule->targets[j]);
         free(rule->targets);
         free(rule->res);

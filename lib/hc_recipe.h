@@ -51,7 +51,8 @@ int hc_recipe_ignore_count(const hc_recipe *r);
  * unless a later rule says `skip: false`). why (may be NULL) gets a short
  * explanation, e.g. "recipe default w4a16; rule 2 (targets .*down_proj):
  * group_size 64" or "ignored by default: lm_head (lm_head)". r may be NULL
- * (no recipe: *out = *base, nothing skipped). */
+ * (no recipe: *out = *base, nothing skipped). A name longer than
+ * HC_REGEX_MAX_SUBJECT bytes is not matched: HC_ERR_ARG, why says so. */
 hc_status hc_recipe_resolve(const hc_recipe *r, const char *layer_name, const hc_target *base,
                             hc_target *out, int *skip, char *why, size_t why_len);
 

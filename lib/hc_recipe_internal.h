@@ -3,10 +3,9 @@
 #ifndef HC_RECIPE_INTERNAL_H
 #define HC_RECIPE_INTERNAL_H
 
-#include <regex.h>
-
 #include "hc_error.h"
 #include "hc_preset.h"
+#include "hc_regex.h"
 
 /* Field indices, in the order of hc_target_field_name(). */
 enum {
@@ -34,16 +33,14 @@ typedef struct {
     char *pattern;     /* as written */
     const char *label; /* built-in entries: "lm_head", "norm", ...; NULL for the recipe's */
     int line;          /* 1-based line in the recipe; 0 for built-ins */
-    regex_t re;        /* ^(pattern)$ */
-    int compiled;
+    hc_regex re;       /* ^(pattern)$ */
 } hc_recipe_ignore;
 
 typedef struct {
     int line;
     int n_targets;
     char **targets;
-    regex_t *res;
-    int n_compiled;
+    hc_regex *res;
     int skip_set, skip;
     hc_recipe_patch patch;
 } hc_recipe_rule;
@@ -60,9 +57,9 @@ struct hc_recipe {
     hc_recipe_rule *rules;
 };
 
-/* Compiles ^(pattern)$ into *re after checking that the pattern's own
- * parentheses balance; on failure writes the reason into why. 0 or -1. */
-int hc_recipe_compile(const char *pattern, regex_t *re, char *why, size_t why_len);
+/* Compiles ^(pattern)$ into *re through the regex guard (hc_regex.h); on
+ * failure writes the reason into why. 0 or -1. */
+int hc_recipe_compile(const char *pattern, hc_regex *re, char *why, size_t why_len);
 /* Appends the built-in ignore list to r. */
 hc_status hc_recipe_add_builtin_ignore(struct hc_recipe *r, hc_error *err);
 /* Applies p to t. */

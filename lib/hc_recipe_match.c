@@ -27,165 +27,9 @@ static const struct {
                            "mm_projector|audio_tower)(\\..*)?"},
 };
 
-/* Skips a bracket expression starting at p[i] == '['; returns the index of
- * its closing ']', or 0 when it does not close. */
-static size_t skip_bracket(const char *p, size_t i)
+int hc_recipe_compile(const char *pattern, hc_regex *re, char *why, size_t why_len)
 {
-    size_t j = i + 1;
-    if (p[j] == '^') j++;
-    if (p[j] == ']') j++; /* a leading ']' is literal */
-    while (p[j] && p[j] != ']') {
-        if (p[j] == '[' && (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
-            char close = p[j + 1];
-            const char *e = p + j + 2;
-            while (*e && !(e[0] == close && e[1] == ']')) e++;
-            if (!*e) return 0;
-            j = (size_t)(e - p) + 2;
-        } else {
-            j++;
-        }
-    }
-    return p[j] ? j : 0;
-}
-
-/* Checks that the parentheses of an ERE balance (outside bracket
- * expressions and escapes), so that ^(pattern)$ anchors the whole of it. */
-static int parens_balance(const char *p)
-{
-    int depth = 0;
-    for (size_t i = 0; p[i]; i++) {
-        if (p[i] == '\\') {
-            if (p[i + 1] == '\0') return 0;
-            i++;
-        } else if (p[i] == '[') {
-            size_t j = skip_bracket(p, i);
-            if (j == 0) return 0;
-            i = j;
-        } else if (p[i] == '(') {
-            depth++;
-        } else if (p[i] == ')') {
-            if (--depth < 0) return 0;
-        }
-    }
-    return depth == 0;
-}
-
-/* Largest pattern we hand to regcomp, in units of its expanded size (below). */
-#define MAX_PATTERN_COST 10000.0
-
-
-/* An interval "{m}", "{m,}" or "{m,n}" at p[i]; returns the index of its '}'
- * and sets *factor to the copies of its operand glibc builds (n, or m + 1
- * when open), or 0 if p[i] does not start one. */
-static size_t parse_interval(const char *p, size_t i, double *factor)
-{
-    size_t j = i + 1;
-    double m = 0, n = -1;
-    if (p[j] < '0' || p[j] > '9') return 0;
-    while (p[j] >= '0' && p[j] <= '9') m = m * 10 + (p[j++] - '0');
-    if (p[j] == ',') {
-        j++;
-        if (p[j] >= '0' && p[j] <= '9') {
-            n = 0;
-            while (p[j] >= '0' && p[j] <= '9') n = n * 10 + (p[j++] - '0');
-        }
-    } else {
-        n = m;
-    }
-    if (p[j] != '}') return 0;
-    *factor = n < 0 ? m + 1 : n;
-    return j;
-}
-
-/* Size of the pattern once glibc's regcomp has expanded its repetitions:
- * it copies the operand of E+ twice, of E{m,n} n times, of E{m,} m+1 times
- * (E* and E? once), so nested repetitions multiply: "a++++...+" with 60
- * '+' would take 2^60 nodes and never finish compiling. Rejects it, and
- * back-references (exponential to match), before regcomp sees the pattern. */
-static int pattern_cost_ok(const char *p, char *why, size_t why_len)
-{
-    enum { MAX_DEPTH = 64 };
-    double sum[MAX_DEPTH + 1], last[MAX_DEPTH + 1];
-    int d = 0;
-    sum[0] = last[0] = 0;
-    for (size_t i = 0; p[i]; i++) {
-        double factor = 0;
-        size_t end;
-        char c = p[i];
-        if (c == '\\' && p[i + 1] >= '1' && p[i + 1] <= '9') {
-            snprintf(why, why_len, "back-references (\\%c) are not supported", p[i + 1]);
-            return 0;
-        }
-        if (c == '*' || c == '?' || c == '+') {
-            last[d] *= c == '+' ? 2 : 1;
-        } else if (c == '{' && (end = parse_interval(p, i, &factor)) != 0) {
-            last[d] *= factor;
-            i = end;
-        } else if (c == '|') {
-            sum[d] += last[d];
-            last[d] = 0;
-        } else if (c == '(') {
-            if (d == MAX_DEPTH) {
-                snprintf(why, why_len, "groups nested more than %d deep", MAX_DEPTH);
-                return 0;
-            }
-            d++;
-            sum[d] = last[d] = 0;
-        } else if (c == ')' && d > 0) {
-            double group = sum[d] + last[d] + 1;
-            d--;
-            sum[d] += last[d];
-            last[d] = group;
-        } else {
-            if (c == '\\' && p[i + 1]) i++;
-            else if (c == '[' && (end = skip_bracket(p, i)) != 0) i = end;
-            sum[d] += last[d];
-            last[d] = 1;
-        }
-        if (sum[d] + last[d] > MAX_PATTERN_COST) break;
-    }
-    double total = 0;
-    for (int k = 0; k <= d; k++) total += sum[k] + last[k];
-    if (total > MAX_PATTERN_COST) {
-        snprintf(why, why_len, "pattern too complex (repetitions expand it past %.0f "
-                 "elements)", MAX_PATTERN_COST);
-        return 0;
-    }
-    return 1;
-}
-
-int hc_recipe_compile(const char *pattern, regex_t *re, char *why, size_t why_len)
-{
-    if (pattern[0] == '\0') {
-        snprintf(why, why_len, "empty pattern");
-        return -1;
-    }
-    if (!pattern_cost_ok(pattern, why, why_len)) return -1;
-    regex_t probe;
-    int rc = regcomp(&probe, pattern, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        regerror(rc, &probe, why, why_len);
-        return -1;
-    }
-    regfree(&probe);
-    if (!parens_balance(pattern)) {
-        snprintf(why, why_len, "unbalanced parentheses or brackets");
-        return -1;
-    }
-    size_t n = strlen(pattern);
-    char *anchored = malloc(n + 5);
-    if (anchored == NULL) {
-        snprintf(why, why_len, "out of memory");
-        return -1;
-    }
-    snprintf(anchored, n + 5, "^(%s)$", pattern);
-    rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
-    free(anchored);
-    if (rc != 0) {
-        regerror(rc, re, why, why_len);
-        return -1;
-    }
-    return 0;
+    return hc_regex_compile(re, pattern, HC_RE_POSIX, HC_RE_FULL, why, why_len);
 }
 
 hc_status hc_recipe_add_builtin_ignore(hc_recipe *r, hc_error *err)
@@ -206,7 +50,6 @@ hc_status hc_recipe_add_builtin_ignore(hc_recipe *r, hc_error *err)
         char why[256];
         if (hc_recipe_compile(e->pattern, &e->re, why, sizeof why) != 0)
             HC_FAIL(err, HC_ERR_INTERNAL, "built-in ignore pattern '%s': %s", e->pattern, why);
-        e->compiled = 1;
     }
     return HC_OK;
 }
@@ -247,9 +90,9 @@ static void sb_patch(sbuf *s, const hc_recipe_patch *p)
         }
 }
 
-static int matches(const regex_t *re, const char *name)
+static int matches(const hc_regex *re, const char *name)
 {
-    return regexec(re, name, 0, NULL, 0) == 0;
+    return hc_regex_match(re, name) == 1;
 }
 
 hc_status hc_recipe_resolve(const hc_recipe *r, const char *layer_name, const hc_target *base,
@@ -261,6 +104,12 @@ hc_status hc_recipe_resolve(const hc_recipe *r, const char *layer_name, const hc
     *skip = 0;
     sbuf plan = {why, why_len, 0};
     if (why && why_len) why[0] = '\0';
+    size_t n = strnlen(layer_name, HC_REGEX_MAX_SUBJECT + 1);
+    if (r != NULL && n > HC_REGEX_MAX_SUBJECT) { /* the regex guard would not match it */
+        sb_add(&plan, "layer name '%.200s...' is longer than %d bytes", layer_name,
+               HC_REGEX_MAX_SUBJECT);
+        return HC_ERR_ARG;
+    }
     if (r == NULL) {
         sb_add(&plan, "base target");
         return HC_OK;
@@ -331,7 +180,12 @@ hc_status hc_recipe_resolve_tensor(const hc_recipe *r, const char *tensor_name, 
     int has_weight = n > sl && !strcmp(tensor_name + n - sl, suffix);
     if (has_weight && (ndim < 0 || ndim == 2 || (ndim == 3 && strstr(tensor_name, "experts")))) {
         char layer[1024];
-        if (n - sl >= sizeof layer) return hc_error_set(NULL, HC_ERR_ARG, "tensor name too long");
+        if (n - sl >= sizeof layer) {
+            if (why && why_len)
+                snprintf(why, why_len, "tensor name '%.200s...' is longer than %zu bytes",
+                         tensor_name, sizeof layer);
+            return HC_ERR_ARG;
+        }
         memcpy(layer, tensor_name, n - sl);
         layer[n - sl] = '\0';
         return hc_recipe_resolve(r, layer, base, out, skip, why, why_len);

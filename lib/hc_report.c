@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "hc_fs.h"
+#include "hc_integrity.h"
 #include "hc_model_config.h"
 
 hc_report *hc_report_new(void) { return calloc(1, sizeof(hc_report)); }
@@ -186,25 +187,54 @@ hc_status hc_report_write_json(const hc_report *r, const char *path, hc_error *e
     return st;
 }
 
-/* Files are created new (hc_fs_write_file); an old report is replaced. */
-static hc_status fresh_path(char *path, size_t len, const char *dir, const char *name,
-                            hc_error *err)
+static const char *const report_names[] = {"humming_report.json", "humming_report.html",
+                                           "humming_report.md"};
+enum { N_REPORTS = 3 };
+
+/* The three reports into new dot files dir/.NAME.tmp-PID (fsynced). */
+static hc_status write_temps(const hc_report *r, const char *dir, char tmp[][4200],
+                             hc_error *err)
 {
-    HC_TRY(hc_path_join(path, len, dir, name, err));
-    if (unlink(path) != 0 && errno != ENOENT)
-        HC_FAIL(err, HC_ERR_IO, "%s: cannot replace: %s", path, strerror(errno));
+    for (int i = 0; i < N_REPORTS; i++)
+        if (snprintf(tmp[i], 4200, "%s/.%s.tmp-%ld", dir, report_names[i], (long)getpid()) >= 4200)
+            HC_FAIL(err, HC_ERR_ARG, "path too long: %s", dir);
+    for (int i = 0; i < N_REPORTS; i++) unlink(tmp[i]); /* a stale one of a killed run */
+    HC_TRY(hc_report_write_json(r, tmp[0], err));
+    HC_TRY(hc_report_write_html(r, tmp[1], err));
+    return hc_report_write_md(r, tmp[2], err);
+}
+
+/* Renames src over dst. */
+static hc_status replace(const char *src, const char *dst, hc_error *err)
+{
+    if (rename(src, dst) != 0)
+        HC_FAIL(err, HC_ERR_IO, "%s: cannot rename to %s: %s", src, dst, strerror(errno));
     return HC_OK;
 }
 
 hc_status hc_report_write_all(const hc_report *r, const char *dir, hc_error *err)
 {
-    char path[4096];
-    HC_TRY(fresh_path(path, sizeof path, dir, "humming_report.json", err));
-    HC_TRY(hc_report_write_json(r, path, err));
-    HC_TRY(fresh_path(path, sizeof path, dir, "humming_report.html", err));
-    HC_TRY(hc_report_write_html(r, path, err));
-    HC_TRY(fresh_path(path, sizeof path, dir, "humming_report.md", err));
-    return hc_report_write_md(r, path, err);
+    char tmp[N_REPORTS][4200] = {""}, manifest[4300] = "", final[4096];
+    const char *srcs[N_REPORTS];
+    hc_status st = write_temps(r, dir, tmp, err);
+    for (int i = 0; st == HC_OK && i < N_REPORTS; i++) srcs[i] = strrchr(tmp[i], '/') + 1;
+    if (st == HC_OK)
+        st = hc_manifest_stage(dir, report_names, srcs, N_REPORTS, manifest, sizeof manifest, err);
+    if (st != HC_OK) { /* nothing replaced: the old reports and manifest stand */
+        for (int i = 0; i < N_REPORTS; i++) unlink(tmp[i]);
+        return st;
+    }
+    /* every byte is on disk: only renames are left, the manifest last */
+    for (int i = 0; st == HC_OK && i < N_REPORTS; i++) {
+        st = hc_path_join(final, sizeof final, dir, report_names[i], err);
+        if (st == HC_OK) st = replace(tmp[i], final, err);
+    }
+    if (st == HC_OK && manifest[0]) {
+        st = hc_path_join(final, sizeof final, dir, HC_MANIFEST_NAME, err);
+        if (st == HC_OK) st = replace(manifest, final, err);
+    }
+    if (st != HC_OK && manifest[0]) unlink(manifest);
+    return st == HC_OK ? hc_fs_sync_path(dir, err) : st;
 }
 
 hc_status hc_report_read_input(const char *dir, char **input, hc_error *err)

@@ -55,6 +55,12 @@ void hc_report_now(char *buf);
 hc_status hc_report_write_json(const hc_report *r, const char *path, hc_error *err);
 hc_status hc_report_write_html(const hc_report *r, const char *path, hc_error *err);
 hc_status hc_report_write_md(const hc_report *r, const char *path, hc_error *err);
+/* All three reports into dir, all or nothing: each is written to a new dot
+ * file and fsynced, an existing humming_manifest.json is staged with their
+ * new entries (hc_manifest_stage), and only then are the files renamed into
+ * place, the manifest last. A failure before the renames (a full disk)
+ * removes the new files and leaves the old reports and manifest as they
+ * were. */
 hc_status hc_report_write_all(const hc_report *r, const char *dir, hc_error *err);
 
 /* Reads "input" (the source directory) from dir/humming_report.json into a

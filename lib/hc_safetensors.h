@@ -25,6 +25,10 @@
 
 /* Largest header the reference implementation accepts (and we write). */
 #define HC_ST_MAX_HEADER 100000000ULL
+/* Longest tensor name read or written, in bytes: longer ones are refused
+ * (real names are under 200 bytes; every regex runs on names up to this
+ * length, HC_REGEX_MAX_SUBJECT, in bounded time). */
+#define HC_ST_MAX_NAME 4096
 
 /* One tensor of an open file. Owned by the file (or model) handle: valid
  * until that handle is closed. `data` points into a read-only mapping of the
@@ -63,6 +67,16 @@ hc_status hc_st_open_buffer(const void *data, size_t len, const char *name, hc_s
 /* Unmaps and frees; every descriptor and string from f becomes invalid.
  * NULL is allowed. */
 void hc_st_close(hc_st_file *f);
+
+/* Checks that the mapped file is still whole: not shorter than when mapped,
+ * and no read of the mapping faulted (hc_sigbus.h: with the handler
+ * installed, a read past a truncation gets zeros instead of SIGBUS). Call it
+ * at tensor boundaries, after reading and before trusting what was read.
+ * HC_ERR_IO naming the file; HC_OK for a buffer (hc_st_open_buffer). */
+hc_status hc_st_check(const hc_st_file *f, hc_error *err);
+
+/* 1 if t is one of f's tensor descriptors. */
+int hc_st_holds(const hc_st_file *f, const hc_st_tensor *t);
 
 /* The path given to hc_st_open (owned by f). */
 const char *hc_st_path(const hc_st_file *f);
@@ -124,6 +138,11 @@ const hc_st_tensor *hc_st_model_find(const hc_st_model *m, const char *name);
 /* Number of open files and the i-th of them (NULL if out of range). */
 size_t hc_st_model_file_count(const hc_st_model *m);
 const hc_st_file *hc_st_model_file_at(const hc_st_model *m, size_t i);
+
+/* hc_st_check for every file of the model; the first failure. */
+hc_status hc_st_model_check(const hc_st_model *m, hc_error *err);
+/* hc_st_check for the file of the model that holds t (HC_OK if none). */
+hc_status hc_st_model_check_tensor(const hc_st_model *m, const hc_st_tensor *t, hc_error *err);
 
 /* hc_st_release for a tensor of any file of the model. */
 void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);

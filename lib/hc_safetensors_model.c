@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hc_fs.h"
+
 #define INDEX_NAME "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
 
@@ -38,10 +40,12 @@ static char *path_join(const char *dir, const char *name)
     return p;
 }
 
-static int is_file(const char *path)
+/* Present as any kind of file: one that is not a regular file is then
+ * refused by name when opened, not silently passed over. */
+static int is_present(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
 static int cmp_str_ptr(const void *a, const void *b)
@@ -80,29 +84,6 @@ static hc_status list_all(hc_st_model *m, hc_error *err)
 }
 
 /* ---- index.json --------------------------------------------------------- */
-
-static hc_status read_text(const char *path, char **out, size_t *len, hc_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL) HC_FAIL(err, HC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0) {
-        fclose(fp);
-        HC_FAIL(err, HC_ERR_IO, "%s: cannot stat", path);
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)st.st_size, fp) : 0;
-    fclose(fp);
-    if (buf == NULL) HC_FAIL(err, HC_ERR_NOMEM, "%s: out of memory", path);
-    if (got != (size_t)st.st_size) {
-        free(buf);
-        HC_FAIL(err, HC_ERR_IO, "%s: short read", path);
-    }
-    buf[got] = '\0';
-    *out = buf;
-    *len = got;
-    return HC_OK;
-}
 
 static int shard_name_ok(const char *s)
 {
@@ -209,7 +190,7 @@ static hc_status open_indexed(hc_st_model *m, const char *ipath, hc_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    HC_TRY(read_text(ipath, &text, &len, err));
+    HC_TRY(hc_fs_read_file(ipath, HC_FS_MAX_INDEX, 0, &text, &len, err));
     cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
     if (root == NULL) HC_FAIL(err, HC_ERR_FORMAT, "%s: not valid JSON", ipath);
@@ -259,7 +240,7 @@ static hc_status open_unindexed(hc_st_model *m, hc_error *err)
 {
     char *single = path_join(m->dir, SINGLE_NAME);
     HC_CHECK_ALLOC(err, single, "path");
-    int have_single = is_file(single);
+    int have_single = is_present(single);
     free(single);
     if (have_single) {
         const char *one = SINGLE_NAME;
@@ -322,7 +303,7 @@ static hc_status open_model(hc_st_model *m, hc_error *err)
 {
     char *ipath = path_join(m->dir, INDEX_NAME);
     HC_CHECK_ALLOC(err, ipath, "path");
-    int indexed = is_file(ipath);
+    int indexed = is_present(ipath);
     hc_status st = indexed ? open_indexed(m, ipath, err) : open_unindexed(m, err);
     free(ipath);
     HC_TRY(st);
@@ -381,6 +362,19 @@ size_t hc_st_model_file_count(const hc_st_model *m) { return m->nfiles; }
 const hc_st_file *hc_st_model_file_at(const hc_st_model *m, size_t i)
 {
     return i < m->nfiles ? m->files[i] : NULL;
+}
+
+hc_status hc_st_model_check(const hc_st_model *m, hc_error *err)
+{
+    for (size_t i = 0; m && i < m->nfiles; i++) HC_TRY(hc_st_check(m->files[i], err));
+    return HC_OK;
+}
+
+hc_status hc_st_model_check_tensor(const hc_st_model *m, const hc_st_tensor *t, hc_error *err)
+{
+    for (size_t i = 0; m && t && i < m->nfiles; i++)
+        if (hc_st_holds(m->files[i], t)) return hc_st_check(m->files[i], err);
+    return HC_OK;
 }
 
 void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d)

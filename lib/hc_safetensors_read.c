@@ -4,14 +4,15 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hc_fs.h"
 #include "hc_json.h"
+#include "hc_sigbus.h"
 #include "hc_utf8.h"
 
 #define META_KEY "__metadata__"
@@ -21,6 +22,9 @@ struct hc_st_file {
     const unsigned char *map; /* whole file, PROT_READ (or the caller's buffer) */
     size_t size;
     int mapped;               /* 1: map is our mmap, 0: borrowed from hc_st_open_buffer */
+    int guard;                /* hc_sigbus slot of the mapping, or -1 */
+    dev_t dev;                /* the mapped file, for hc_st_check */
+    ino_t ino;
     uint64_t hlen;            /* N: header bytes after the 8-byte prefix */
     cJSON *root;              /* parsed header; names and metadata point into it */
     const cJSON *meta;        /* "__metadata__" object or NULL */
@@ -34,27 +38,27 @@ typedef unsigned long long ull;
 
 static uint64_t data_len(const hc_st_file *f) { return f->size - 8 - f->hlen; }
 
+/* Maps the file read-only; messages name the path (hc_fs_open_regular's do). */
 static hc_status map_file(hc_st_file *f, hc_error *err)
 {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) HC_FAIL(err, HC_ERR_IO, "cannot open: %s", strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        HC_FAIL(err, HC_ERR_IO, "not a readable regular file");
-    }
+    HC_TRY(hc_fs_open_regular(f->path, 0, &fd, &st, err));
     if (st.st_size < 8) {
         close(fd);
-        HC_FAIL(err, HC_ERR_FORMAT, "file is %lld bytes, shorter than the 8-byte header length",
-                (long long)st.st_size);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: file is %lld bytes, shorter than the 8-byte header "
+                "length", f->path, (long long)st.st_size);
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
-    if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "cannot map file: %s", strerror(e));
+    if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "%s: cannot map file: %s", f->path, strerror(e));
     f->map = p;
     f->size = (size_t)st.st_size;
     f->mapped = 1;
+    f->guard = hc_sigbus_watch(p, f->size);
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
     return HC_OK;
 }
 
@@ -281,6 +285,10 @@ static hc_status collect(hc_st_file *f, hc_error *err)
     HC_CHECK_ALLOC(err, f->tensors, "tensor table");
     for (const cJSON *c = f->root->child; c; c = c->next) {
         if (strcmp(c->string, META_KEY) == 0) continue;
+        size_t len = strlen(c->string);
+        if (len > HC_ST_MAX_NAME)
+            HC_FAIL(err, HC_ERR_FORMAT, "tensor '%.200s...': the name is %zu bytes, longer than "
+                    "the limit of %d", c->string, len, HC_ST_MAX_NAME);
         HC_TRY_CTX(err, parse_entry(f, c, &f->tensors[f->count], err), "tensor '%s': ", c->string);
         f->count++;
     }
@@ -361,6 +369,7 @@ static hc_status open_common(const char *path, const void *data, size_t len, hc_
     *out = NULL;
     hc_st_file *f = calloc(1, sizeof *f);
     HC_CHECK_ALLOC(err, f, "safetensors handle");
+    f->guard = -1;
     f->path = strdup(path);
     if (f->path == NULL) {
         free(f);
@@ -371,9 +380,11 @@ static hc_status open_common(const char *path, const void *data, size_t len, hc_
         f->map = data;
         f->size = len;
         st = validate(f, err);
-    } else {
-        st = map_file(f, err);
-        if (st == HC_OK) st = validate(f, err);
+    } else if ((st = map_file(f, err)) == HC_OK) {
+        st = validate(f, err);
+    } else { /* map_file's messages name the path already */
+        hc_st_close(f);
+        return st;
     }
     if (st != HC_OK) {
         hc_st_close(f);
@@ -404,12 +415,33 @@ hc_status hc_st_open_buffer(const void *data, size_t len, const char *name, hc_s
 void hc_st_close(hc_st_file *f)
 {
     if (f == NULL) return;
+    hc_sigbus_unwatch(f->guard);
     if (f->map && f->mapped) munmap((void *)f->map, f->size);
     cJSON_Delete(f->root);
     free(f->tensors);
     free(f->by_name);
     free(f->path);
     free(f);
+}
+
+hc_status hc_st_check(const hc_st_file *f, hc_error *err)
+{
+    if (f == NULL || !f->mapped) return HC_OK;
+    struct stat sb;
+    int same = stat(f->path, &sb) == 0 && sb.st_dev == f->dev && sb.st_ino == f->ino;
+    if (same && (uint64_t)sb.st_size < (uint64_t)f->size)
+        HC_FAIL(err, HC_ERR_IO, "%s: truncated while being read (%zu -> %lld bytes); what was "
+                "read from it is not used", f->path, f->size, (long long)sb.st_size);
+    if (hc_sigbus_faults(f->guard))
+        HC_FAIL(err, HC_ERR_IO, "%s: a read of the file failed (SIGBUS: truncated, or an I/O "
+                "error of its storage); what was read from it is not used", f->path);
+    return HC_OK;
+}
+
+int hc_st_holds(const hc_st_file *f, const hc_st_tensor *t)
+{
+    uintptr_t a = (uintptr_t)t, b = f ? (uintptr_t)f->tensors : 0;
+    return f && t && f->count && a >= b && a < b + f->count * sizeof *f->tensors;
 }
 
 const char *hc_st_path(const hc_st_file *f) { return f->path; }

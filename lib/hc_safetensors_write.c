@@ -175,6 +175,9 @@ static hc_status check_decl(const char *name, hc_dtype dtype, int ndim, const in
                             hc_error *err)
 {
     if (!valid_utf8_str(name)) HC_FAIL(err, HC_ERR_ARG, "name is not valid UTF-8");
+    if (strlen(name) > HC_ST_MAX_NAME)
+        HC_FAIL(err, HC_ERR_ARG, "name is %zu bytes, longer than the limit of %d", strlen(name),
+                HC_ST_MAX_NAME);
     if (strcmp(name, "__metadata__") == 0)
         HC_FAIL(err, HC_ERR_ARG, "\"__metadata__\" is reserved and cannot name a tensor");
     if (hc_dtype_name(dtype) == NULL) HC_FAIL(err, HC_ERR_ARG, "invalid dtype %d", (int)dtype);

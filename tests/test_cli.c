@@ -317,6 +317,34 @@ static void test_sharded_output(void **state)
     assert_true(hc_path_exists(path));
 }
 
+/* An input that holds a humming_manifest.json and reports (an earlier
+ * output converted again, or a copy of one): those are not side files; the
+ * run writes its own, and the result passes `check`. It used to fail
+ * creating the manifest over the copied one. */
+static void test_our_files_in_input_not_copied(void **state)
+{
+    fixture *f = *state;
+    write_text(f->in, "humming_manifest.json", "{\"files\": [{\"name\": \"stale\"}]}");
+    write_text(f->in, "humming_report.json", "{\"stale\": true}");
+    write_text(f->in, "humming_report.md", "stale");
+    uint64_t before = dir_fingerprint(f->in);
+    int rc = run_cli(f, f->in, f->out, "-q --verify off");
+    char *log = read_log(f);
+    if (rc != 0) fail_msg("exit %d: %s", rc, log);
+    free(log);
+    assert_int_equal(dir_fingerprint(f->in), before);
+    char path[8192], cmd[16384];
+    snprintf(path, sizeof path, "%s/humming_report.json", f->out);
+    char *report = NULL;
+    assert_int_equal(hc_file_read_all(path, &report, NULL, NULL), HC_OK);
+    assert_null(strstr(report, "stale"));
+    free(report);
+    const char *cli = getenv("HC_CLI");
+    snprintf(cmd, sizeof cmd, "'%s' check '%s' >/dev/null 2>&1", cli ? cli : "build/humming-convert",
+             f->out);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* --max-shard-size: whole bytes with an optional K/M/G/T/P (and B / iB);
  * nan, fractions of a byte, exponents, signs, 0 and absurd sizes are usage
  * errors naming the option and the reason (nan used to be cast to int64). */
@@ -380,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsupported_combination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_success_force_and_input_untouched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sharded_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_our_files_in_input_not_copied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_shard_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernels_lib_missing, setup, teardown),

@@ -21,6 +21,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cjson/cJSON.h>
+
+#include "hc_integrity.h"
 #include "hc_safetensors.h"
 #include "hc_test_util.h"
 
@@ -138,14 +141,45 @@ static void test_truncated_input_shard(void **state)
     free(shard);
 }
 
-/* Pauses the run after the first shard, changes the input, lets it go on. */
-static void change_during_run(fixture *f, int size_change)
+enum { CHANGE_SIZE, CHANGE_MTIME, CHANGE_BYTES_MTIME_KEPT, CHANGE_TRUNCATE };
+
+/* Shard 2 of the run below ends with a copied tensor, shard 3 begins with a
+ * layer: a truncation after shard 1 is met by write() from the mapping
+ * (EFAULT), after shard 2 by the layer's reads (SIGBUS). */
+
+/* Rewrites bytes in the middle of path in place (same size) and sets its
+ * mtime back: only ctime tells. */
+static void rewrite_keep_mtime(const char *path)
 {
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    unsigned char b[64];
+    off_t at = sb.st_size / 2;
+    assert_int_equal(pread(fd, b, sizeof b, at), (ssize_t)sizeof b);
+    for (size_t i = 0; i < sizeof b; i++) b[i] ^= 0x5a;
+    assert_int_equal(pwrite(fd, b, sizeof b, at), (ssize_t)sizeof b);
+    close(fd);
+    struct timespec ts[2] = {sb.st_atim, sb.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    struct stat after;
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(after.st_size, sb.st_size);
+    assert_memory_equal(&after.st_mtim, &sb.st_mtim, sizeof sb.st_mtim);
+}
+
+/* Pauses the run after shard `after` (1-based), changes the input, lets it go on. */
+static void change_during_run(fixture *f, int how, int after)
+{
+    char point[32], pause[40];
+    snprintf(point, sizeof point, "after_shard_%d", after);
+    snprintf(pause, sizeof pause, "%s:3", point);
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(f->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 2);
-        setenv("HC_TEST_PAUSE_AT", "after_shard_1:3", 1);
+        setenv("HC_TEST_PAUSE_AT", pause, 1);
         execl(f->cli, f->cli, f->in, f->out, "--max-shard-size", "64K", "--verify", "off",
               (char *)NULL);
         _exit(127);
@@ -153,30 +187,61 @@ static void change_during_run(fixture *f, int size_change)
     int paused = 0;
     for (int i = 0; i < 3000 && !paused; i++) {
         char *log = hc_test_read_file(f->log, NULL);
-        paused = log && strstr(log, "test: paused at after_shard_1") != NULL;
+        paused = log && strstr(log, point) != NULL;
         free(log);
         if (!paused) usleep(10000);
     }
     assert_true(paused);
-    const char *changed = size_change ? "generation_config.json" : "model.safetensors";
+    const char *changed = how == CHANGE_SIZE ? "generation_config.json" : "model.safetensors";
     char *path = hc_test_path_join(f->in, changed);
-    if (size_change) {
+    struct stat sb;
+    if (how == CHANGE_TRUNCATE) { /* to 4 KiB: the next tensors' pages raise SIGBUS */
+        assert_int_equal(stat(path, &sb), 0);
+        assert_int_equal(truncate(path, 4096), 0);
+    } else if (how == CHANGE_SIZE) {
         FILE *fp = fopen(path, "a");
         fputs("\n", fp);
         fclose(fp);
-    } else { /* same bytes, new mtime */
+    } else if (how == CHANGE_MTIME) { /* same bytes, new mtime */
         struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
         assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+    } else {
+        rewrite_keep_mtime(path);
     }
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    assert_clean_failure(f, f->out, rc, changed, "changed during the run");
+    assert_clean_failure(f, f->out, rc, changed,
+                         how == CHANGE_TRUNCATE ? "truncated while being read"
+                                                : "changed during the run");
+    if (how == CHANGE_BYTES_MTIME_KEPT) {
+        char *log = hc_test_read_file(f->log, NULL);
+        assert_non_null(strstr(log, "ctime"));
+        free(log);
+    }
     free(path);
 }
 
-static void test_input_changed_size(void **state) { change_during_run(*state, 1); }
-static void test_input_changed_mtime(void **state) { change_during_run(*state, 0); }
+static void test_input_changed_size(void **state) { change_during_run(*state, CHANGE_SIZE, 1); }
+static void test_input_changed_mtime(void **state) { change_during_run(*state, CHANGE_MTIME, 1); }
+/* an input rewritten in place between shards with its mtime set back: the
+ * output would mix two inputs */
+static void test_input_rewritten_mtime_kept(void **state)
+{
+    change_during_run(*state, CHANGE_BYTES_MTIME_KEPT, 1);
+}
+/* the mapped input shard truncated between two output shards: the next
+ * layer's read raised SIGBUS and killed the run (now it gets zeros and the
+ * tensor boundary after it fails the run naming the input); a copied
+ * tensor's write() failed with "Bad address" naming the output */
+static void test_input_truncated_before_layer(void **state)
+{
+    change_during_run(*state, CHANGE_TRUNCATE, 2);
+}
+static void test_input_truncated_before_copy(void **state)
+{
+    change_during_run(*state, CHANGE_TRUNCATE, 1);
+}
 
 static void test_permission_denied(void **state)
 {
@@ -227,6 +292,62 @@ static void test_missing_indexed_shard(void **state)
     assert_clean_failure(f, f->out, rc, "model-00002-of-00002.safetensors", NULL);
     assert_int_equal(dir_sum(f->in), sum);
     free(index), free(ipath), free(single), free(first);
+}
+
+static int check_out(const fixture *f, const char *dir);
+
+/* Fills the file system of dir: a file grown until ENOSPC. */
+static void fill_disk(const char *dir)
+{
+    char *path = hc_test_path_join(dir, "filler");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    static char block[4096];
+    while (write(fd, block, sizeof block) > 0) {}
+    while (write(fd, block, 1) > 0) {}
+    close(fd);
+    free(path);
+}
+
+/* `report OUT` on a full disk: it fails, and the output is as it was (old
+ * reports, old manifest, no temporary file); with room again it succeeds and
+ * the manifest follows. It used to delete the old reports first. */
+static void test_report_disk_full(void **state)
+{
+    fixture *f = *state;
+    char *mnt = hc_test_path_join(f->root, "tiny");
+    mkdir(mnt, 0755);
+    if (mount("tmpfs", mnt, "tmpfs", 0, "size=4m") != 0) {
+        hc_test_skip_notice("privilege", "cannot mount a tmpfs here (not root / no "
+                            "CAP_SYS_ADMIN): report-on-a-full-disk case skipped");
+        free(mnt);
+        skip();
+        return;
+    }
+    char *out = hc_test_path_join(mnt, "out"), cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --max-shard-size 64K --verify cpu -q 2>'%s'",
+             f->cli, f->in, out, f->log);
+    assert_int_equal(system(cmd), 0);
+    uint32_t before = dir_sum(out);
+    int files = hc_test_dir_count(out);
+    fill_disk(mnt);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s' --verify cpu -q 2>'%s'", f->cli, out, f->log);
+    int rc = system(cmd);
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("  message: %s", log ? log : "(none)\n");
+    assert_int_equal(WEXITSTATUS(rc), 1);
+    assert_non_null(strstr(log, "No space left on device"));
+    free(log);
+    assert_int_equal(hc_test_dir_count(out), files); /* no temporary file left */
+    assert_int_equal(dir_sum(out), before);          /* every file as it was */
+    assert_int_equal(check_out(f, out), 0);
+    char *filler = hc_test_path_join(mnt, "filler");
+    unlink(filler);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(check_out(f, out), 0); /* new reports, manifest updated with them */
+    assert_int_equal(hc_test_dir_count(out), files);
+    umount(mnt);
+    free(filler), free(out), free(mnt);
 }
 
 static int check_out(const fixture *f, const char *dir)
@@ -284,6 +405,104 @@ static void test_check_reports_corruption(void **state)
     assert_int_equal(WEXITSTATUS(rc), 2);
 }
 
+/* Edits dir's manifest: drops the entry named drop (may be NULL) and, when
+ * refresh is not NULL, recomputes that file's entry from its bytes. */
+static void edit_manifest(const char *dir, const char *drop, const char *refresh)
+{
+    char *path = hc_test_path_join(dir, "humming_manifest.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *root = cJSON_Parse(text), *files = cJSON_GetObjectItem(root, "files");
+    for (int i = cJSON_GetArraySize(files) - 1; i >= 0; i--) {
+        const char *nm = cJSON_GetObjectItem(cJSON_GetArrayItem(files, i), "name")->valuestring;
+        if ((drop && !strcmp(nm, drop)) || (refresh && !strcmp(nm, refresh)))
+            cJSON_DeleteItemFromArray(files, i);
+    }
+    if (refresh) {
+        hc_file_crc c;
+        assert_int_equal(hc_file_crc_compute(dir, refresh, &c, NULL), HC_OK);
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08x", c.crc);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", refresh);
+        cJSON_AddNumberToObject(o, "size", (double)c.size);
+        cJSON_AddStringToObject(o, "crc32", crc);
+        cJSON_AddItemToArray(files, o);
+        hc_file_crc_free(&c);
+    }
+    char *out = cJSON_Print(root);
+    assert_int_equal(hc_test_write_file(path, out, strlen(out)), 0);
+    free(out), free(text), free(path);
+    cJSON_Delete(root);
+}
+
+/* Removes every weight_map entry that names shard from dir's index. */
+static void drop_from_index(const char *dir, const char *shard)
+{
+    char *path = hc_test_path_join(dir, "model.safetensors.index.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *root = cJSON_Parse(text), *wm = cJSON_GetObjectItem(root, "weight_map");
+    for (int i = cJSON_GetArraySize(wm) - 1; i >= 0; i--)
+        if (!strcmp(cJSON_GetArrayItem(wm, i)->valuestring, shard))
+            cJSON_DeleteItemFromArray(wm, i);
+    char *out = cJSON_Print(root);
+    assert_int_equal(hc_test_write_file(path, out, strlen(out)), 0);
+    free(out), free(text), free(path);
+    cJSON_Delete(root);
+}
+
+static void check_expect(const fixture *f, const char *dir, int want, const char *needle)
+{
+    int rc = check_out(f, dir);
+    char *log = hc_test_read_file(f->log, NULL);
+    printf("  check exit %d: %s", rc, log ? log : "(no output)\n");
+    assert_int_equal(rc, want);
+    if (needle && (log == NULL || strstr(log, needle) == NULL))
+        fail_msg("check does not say \"%s\"", needle);
+    free(log);
+}
+
+/* A shard deleted together with its manifest entry (and its index entries)
+ * still fails `check`: config.json and the index say what must be there.
+ * An empty or missing manifest fails too. */
+static void test_check_promises(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(run_cli(f, f->out, NULL), 0);
+    const char *s4 = "model-00004-of-00013.safetensors";
+    char *p4 = hc_test_path_join(f->out, s4);
+    assert_int_equal(unlink(p4), 0);
+    edit_manifest(f->out, s4, NULL);
+    check_expect(f, f->out, 1, "model-00004-of-00013.safetensors: named by "
+                 "model.safetensors.index.json");
+    /* the index rewritten to match (its entry recomputed): the layers remain */
+    drop_from_index(f->out, s4);
+    edit_manifest(f->out, NULL, "model.safetensors.index.json");
+    check_expect(f, f->out, 1, "config.json: layer model.layers.0.mlp.gate_proj: its tensor "
+                 "model.layers.0.mlp.gate_proj.weight is in no shard");
+    /* a single-shard output without its shard and entry */
+    char *one = hc_test_path_join(f->root, "one"), cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --verify off -q", f->cli, f->in, one);
+    assert_int_equal(system(cmd), 0);
+    check_expect(f, one, 0, NULL);
+    char *single = hc_test_path_join(one, "model.safetensors");
+    assert_int_equal(unlink(single), 0);
+    edit_manifest(one, "model.safetensors", NULL);
+    check_expect(f, one, 1, "model.safetensors: not in the manifest");
+    /* an empty manifest file, a manifest listing nothing, none at all */
+    char *man = hc_test_path_join(one, "humming_manifest.json");
+    assert_int_equal(hc_test_write_file(man, "", 0), 0);
+    check_expect(f, one, 1, "not a manifest");
+    const char *nothing = "{\"format\": \"humming-manifest\", \"version\": 1, \"files\": []}";
+    char *bare = hc_test_path_join(f->root, "bare");
+    assert_int_equal(mkdir(bare, 0755), 0);
+    char *bare_man = hc_test_path_join(bare, "humming_manifest.json");
+    assert_int_equal(hc_test_write_file(bare_man, nothing, strlen(nothing)), 0);
+    check_expect(f, bare, 1, "it lists no files");
+    assert_int_equal(unlink(bare_man), 0);
+    check_expect(f, bare, 1, "humming_manifest.json: missing");
+    free(p4), free(one), free(single), free(man), free(bare), free(bare_man);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,9 +510,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncated_input_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_changed_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_changed_mtime, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_rewritten_mtime_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_truncated_before_layer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_input_truncated_before_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_report_disk_full, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_promises, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

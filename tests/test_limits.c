@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -183,7 +185,9 @@ static void test_recipe_patterns(void **state)
              "++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++");
     recipe_expect(text, "pattern too complex");
     recipe_expect("ignore: ['((x{100}){100}){100}']\n", "pattern too complex");
-    recipe_expect("ignore: ['(.*){9999}(.*){9999}']\n", "pattern too complex");
+    recipe_expect("ignore: ['(.+){9999}(.+){9999}']\n", "pattern too complex");
+    /* small, but repeating what can match the empty string: exponential in glibc */
+    recipe_expect("ignore: ['((.*)*){40}']\n", "can match the empty string");
     recipe_expect("ignore: ['(a*)*\\1']\n", "back-references");
     /* ordinary patterns, including bounded repetitions, still load */
     hc_recipe *r = NULL;
@@ -192,6 +196,97 @@ static void test_recipe_patterns(void **state)
     assert_int_equal(hc_recipe_parse_text("ignore: ['model\\.layers\\.[0-9]{1,3}\\.mlp\\.(gate|up)_proj+', "
                                           "'x{2,}y?z*', '[{]+']\n", "ok.yaml", &r, &e), HC_OK);
     hc_recipe_free(r);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Builds head + n x item + tail into a malloc'ed string. */
+static char *repeat(const char *head, const char *item, int n, const char *tail)
+{
+    size_t a = strlen(head), b = strlen(item), c = strlen(tail);
+    char *s = malloc(a + (size_t)n * b + c + 1), *p = s;
+    assert_non_null(s);
+    memcpy(p, head, a), p += a;
+    for (int i = 0; i < n; i++) memcpy(p, item, b), p += b;
+    memcpy(p, tail, c + 1);
+    return s;
+}
+
+/* Recipes libyaml or glibc would spend minutes or gigabytes on are refused
+ * at once: deep nesting (quadratic in libyaml's loader: 100k flow levels took
+ * 23 s), too many nodes, too many patterns (each a compiled regex; an alias
+ * counts each time it is used). */
+static void test_recipe_size_limits(void **state)
+{
+    (void)state;
+    char *deep = repeat("ignore: ", "[", 100000, "");
+    char *tail = repeat(deep, "]", 100000, "\n");
+    double t0 = now_s();
+    recipe_expect(tail, "nested more than 64 levels deep");
+    free(deep), free(tail);
+    deep = repeat("ignore:\n  ", "- ", 100000, "a\n");
+    recipe_expect(deep, "nested more than 64 levels deep");
+    free(deep);
+    char *many = repeat("ignore:\n", "  - a\n", 200000, "");
+    recipe_expect(many, "more than 100000 YAML nodes");
+    free(many);
+    many = repeat("ignore:\n", "  - a\n", 4097, "");
+    recipe_expect(many, "limits.yaml:4098:5: ignore: more than 4096 patterns");
+    free(many);
+    char *targets = repeat("rules:\n  - &r {skip: true, targets: [a", ", a", 999, "]}\n");
+    char *aliased = repeat(targets, "  - *r\n", 5, "");
+    recipe_expect(aliased, "more than 4096 patterns");
+    free(targets), free(aliased);
+    double t = now_s() - t0;
+    printf("  five oversized recipes refused in %.3f s\n", t);
+    assert_true(t < 5.0);
+    /* just under the pattern limit (the 8 built-in ignores make 4096) it loads */
+    many = repeat("ignore:\n", "  - a\n", 4096 - 8, "");
+    hc_recipe *r = NULL;
+    hc_error e;
+    assert_int_equal(hc_recipe_parse_text(many, "ok.yaml", &r, &e), HC_OK);
+    assert_int_equal(hc_recipe_ignore_count(r), 4096);
+    hc_recipe_free(r);
+    free(many);
+}
+
+/* A long tensor name in a message is cut, not the reason after it. */
+static void test_long_names_in_messages(void **state)
+{
+    (void)state;
+    char *name = repeat("model.", "x", 3000, ".weight");
+    hc_error e;
+    hc_error_set(&e, HC_ERR_FORMAT, "/data/in/model.safetensors: tensor '%s': unknown dtype "
+                 "\"F12\"", name);
+    printf("  %s\n", e.msg);
+    assert_true(strlen(e.msg) < HC_ERROR_MSG_MAX);
+    assert_non_null(strstr(e.msg, "/data/in/model.safetensors: tensor 'model.xxx"));
+    assert_non_null(strstr(e.msg, " ... "));
+    assert_non_null(strstr(e.msg, "xxx.weight': unknown dtype \"F12\""));
+    /* a context prefix with the name, added in front of a short reason */
+    hc_error_set(&e, HC_ERR_FORMAT, "shape[0] is negative");
+    hc_error_prefix(&e, "limits.safetensors: tensor '%s': ", name);
+    assert_non_null(strstr(e.msg, "limits.safetensors: tensor 'model.x"));
+    assert_non_null(strstr(e.msg, "': shape[0] is negative"));
+    /* the reader: a 3000-byte name with a bad dtype, and a name past the limit */
+    unsigned char buf[12000];
+    char header[11000];
+    snprintf(header, sizeof header, "{\"%s\": {\"dtype\": \"F12\", \"shape\": [], "
+             "\"data_offsets\": [0, 0]}}", name);
+    st_expect(buf, st_bytes(buf, sizeof buf, strlen(header), header), "unknown dtype \"F12\"");
+    free(name);
+    name = repeat("", "y", HC_ST_MAX_NAME + 1, "");
+    snprintf(header, sizeof header, "{\"%s\": {\"dtype\": \"F32\", \"shape\": [], "
+             "\"data_offsets\": [0, 4]}}", name);
+    size_t n = st_bytes(buf, sizeof buf, strlen(header), header);
+    memset(buf + n, 0, 4);
+    st_expect(buf, n + 4, "the name is 4097 bytes, longer than the limit of 4096");
+    free(name);
 }
 
 static void config_expect(const char *q, hc_status want, const char *needle)
@@ -305,6 +400,13 @@ static void test_json_int(void **state)
 
 /* Sizes and offsets in a manifest are JSON numbers too: 1e300, -1 or 0.5
  * make a malformed entry (a problem), never an undefined cast. */
+/* Counts check problems other than what a real output promises (this
+ * manifest lists a.bin alone: no config.json, no shard). */
+static void count_entry_problem(void *ctx, const char *line)
+{
+    if (!strstr(line, "not in the manifest") && !strstr(line, "in no shard")) ++*(int *)ctx;
+}
+
 static void test_manifest_sizes(void **state)
 {
     (void)state;
@@ -317,17 +419,18 @@ static void test_manifest_sizes(void **state)
         snprintf(json, sizeof json, "{\"files\": [{\"name\": \"a.bin\", \"size\": %s, \"crc32\": "
                  "\"00000000\"}]}", bad[i]);
         assert_int_equal(hc_test_write_file(man, json, strlen(json)), 0);
-        int problems = 0;
+        int problems = 0, entry = 0;
         hc_error err;
-        assert_int_equal(hc_check_dir(dir, NULL, NULL, &problems, &err), HC_OK);
-        assert_int_equal(problems, 1); /* "malformed manifest entry" */
+        assert_int_equal(hc_check_dir(dir, count_entry_problem, &entry, &problems, &err), HC_OK);
+        assert_int_equal(entry, 1); /* "malformed manifest entry" */
         /* a size that matches but tensor offsets that do not fit: skipped, not cast */
         snprintf(json, sizeof json, "{\"files\": [{\"name\": \"a.bin\", \"size\": 3, \"crc32\": "
                  "\"00000000\", \"header_end\": %s, \"header_crc32\": \"0\", \"tensors\": [{\"name\":"
                  " \"t\", \"begin\": %s, \"end\": %s, \"crc32\": \"0\"}]}]}", bad[i], bad[i], bad[i]);
         assert_int_equal(hc_test_write_file(man, json, strlen(json)), 0);
-        assert_int_equal(hc_check_dir(dir, NULL, NULL, &problems, &err), HC_OK);
-        assert_int_equal(problems, 2); /* CRC mismatch + "the difference is after..." */
+        entry = 0;
+        assert_int_equal(hc_check_dir(dir, count_entry_problem, &entry, &problems, &err), HC_OK);
+        assert_int_equal(entry, 2); /* CRC mismatch + "the difference is after..." */
     }
     hc_test_rm_rf(dir);
     free(file);
@@ -367,12 +470,15 @@ static void test_journal_sizes(void **state)
 
 int main(void)
 {
+    alarm(120); /* a pattern the regex guard lets through by mistake hangs regcomp */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_sizes),
         cmocka_unit_test(test_shape_overflow),
         cmocka_unit_test(test_group_sizes_fields),
         cmocka_unit_test(test_group_sizes_recipes),
         cmocka_unit_test(test_recipe_patterns),
+        cmocka_unit_test(test_recipe_size_limits),
+        cmocka_unit_test(test_long_names_in_messages),
         cmocka_unit_test(test_group_sizes_config),
         cmocka_unit_test(test_nonfinite_weights),
         cmocka_unit_test(test_json_int),

@@ -303,7 +303,8 @@ hc_status cli_choose_target(void *ctx, const char *layer, hc_target *out, int *s
                             size_t why_len, hc_error *err)
 {
     cli_args *a = ctx;
-    HC_TRY(hc_recipe_resolve(a->recipe, layer, &a->base, out, skip, why, why_len));
+    hc_status st = hc_recipe_resolve(a->recipe, layer, &a->base, out, skip, why, why_len);
+    if (st != HC_OK) HC_FAIL(err, st, "%s", why);
     if (!*skip && out->weight_format == HC_FMT_COUNT)
         HC_FAIL(err, HC_ERR_ARG, "no target format (use --format, --weight-dtype or a recipe "
                 "with defaults.format)");

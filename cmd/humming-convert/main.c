@@ -8,6 +8,7 @@
 #include "hc_integrity.h"
 #include "hc_recipe.h"
 #include "hc_report.h"
+#include "hc_sigbus.h"
 
 static void log_line(void *ctx, const char *line)
 {
@@ -116,6 +117,9 @@ static int run_convert(cli_args *a, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* reads of a truncated input become errors naming it, not SIGBUS */
+    if (hc_sigbus_install() != 0)
+        fprintf(stderr, "humming-convert: warning: cannot install the SIGBUS handler\n");
     cli_args a;
     memset(&a, 0, sizeof a);
     hc_error err;
