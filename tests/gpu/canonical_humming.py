@@ -9,6 +9,9 @@ dequantize_weight) and with x @ W_src^T (the float source in SRC_DIR).
 
   canonical_humming.py SRC_DIR OUT_DIR [OUT_DIR ...]
 
+SRC_DIR "-" (outputs of quantized inputs, whose source is not float): only the
+comparison with x @ dequant(W)^T.
+
 Prints one line per output and exits 1 on any error over its bound."""
 import json
 import os
@@ -35,7 +38,8 @@ def check(src_dir, out_dir):
     cfg = cfg_all["quantization_config"]
     param = cfg_all["torch_dtype"]
     tdt = torch.float16 if param == "float16" else torch.bfloat16
-    src, out = canon.load_dir(src_dir), canon.load_dir(out_dir)
+    src = canon.load_dir(src_dir) if src_dir != "-" else None  # "-": a quantized input
+    out = canon.load_dir(out_dir)
     worst_q, worst_s, n, bad = 0.0, 0.0, 0, []
     gen = torch.Generator(device="cuda").manual_seed(7)
     for p in canon.layer_prefixes(out):
@@ -59,7 +63,7 @@ def check(src_dir, out_dir):
         xf = x.float().cpu().numpy().astype(np.float64)
         wq = canon.dequant(s, {k: out[p + "." + k] for k in want}, N, K, param)
         ref_q = xf @ wq.T
-        ref_s = xf @ src[p + ".weight"][2].astype(np.float64).T
+        ref_s = xf @ src[p + ".weight"][2].astype(np.float64).T if src else ref_q
         if (p + ".bias") in out:
             b = out[p + ".bias"][2].astype(np.float64)
             ref_q, ref_s = ref_q + b, ref_s + b

@@ -164,6 +164,21 @@ static void assert_report_passes(const char *out)
     }
 }
 
+/* With $HC_KEEP_CANONICAL set to a directory, a copy of each canonical output
+ * goes there as NNN-<name>, for tests/gpu/canonical_humming.py to load with
+ * the real humming-kernels on the GPU machine. */
+static void keep_canonical(const char *out)
+{
+    static int n;
+    const char *keep = getenv("HC_KEEP_CANONICAL");
+    if (keep == NULL || keep[0] == '\0') return;
+    const char *base = strrchr(out, '/');
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s' '%s/%03d-%s'", keep, out, keep, n++,
+             base ? base + 1 : out);
+    if (system(cmd) != 0) fail_msg("cannot keep %s in %s", out, keep);
+}
+
 /* The same conversion through the CLI binary ($HC_CLI), into the tiles the
  * library wrote: it must succeed or fail with the library, and on success its
  * report must pass every layer, with zero lossless mismatches where the
@@ -191,6 +206,7 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
                      msg ? msg : "");
         } else if (rc == 0) {
             assert_report_passes(out);
+            if (canonical) keep_canonical(out);
         }
         free(msg);
         hc_test_rm_rf(out);
