@@ -45,6 +45,18 @@ static const cJSON *get(const cJSON *o, const char *key)
 }
 
 /* o[key] as an integer in [lo, hi] (number or decimal string); def when absent. */
+/* compressed-tensors' writer always adds "transform_config" ({} or null when
+ * there is none): only one that holds something means rotated weights. */
+static int has_transforms(const cJSON *t)
+{
+    if (t == NULL || cJSON_IsNull(t)) return 0;
+    if (!cJSON_IsObject(t) && !cJSON_IsArray(t)) return 1;
+    for (const cJSON *c = t->child; c; c = c->next)
+        if (has_transforms(c) || (!cJSON_IsObject(c) && !cJSON_IsArray(c) && !cJSON_IsNull(c)))
+            return 1;
+    return 0;
+}
+
 static hc_status get_int(const cJSON *o, const char *key, int64_t lo, int64_t hi, int64_t def,
                          int64_t *out, const jwhere *w, hc_error *err)
 {
@@ -300,7 +312,7 @@ static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: compressed-tensors quantization_status is \"%s\"; "
                 "only \"compressed\" checkpoints hold packed weights (a frozen / fakequant "
                 "model is float: re-export it compressed)", c->source_file, status);
-    if (get(q, "transform_config"))
+    if (has_transforms(get(q, "transform_config")))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: compressed-tensors transform_config present: the "
                 "weights are rotated and the runtime must apply matching online transforms, "
                 "which Humming does not do; refused", c->source_file);

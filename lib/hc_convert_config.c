@@ -133,7 +133,7 @@ static hc_status quant_record(const hc_convert_options *opts, const hc_conv_plan
             cJSON_AddStringToObject(rec, "source_format", "float");
             cJSON_AddItemToObject(rec, "quant_target", target_record(&L->target));
             cJSON_AddStringToObject(rec, "why", L->why);
-        } else if (rec) {
+        } else if (rec && L->kind == HC_SRC_HUMMING) { /* quantized: layer_record has it */
             cJSON_AddStringToObject(rec, "source_format", "humming");
         }
         if (rec) cJSON_AddItemToObject(layers, L->prefix, rec);

@@ -159,6 +159,24 @@ static void test_refusals(void **state)
         if (!strstr(err.msg, cfgs[i][1])) fail_msg("%s: %s", cfgs[i][1], err.msg);
         tc_free(&c);
     }
+    /* compressed-tensors' own writer always adds transform_config: {} or null is no transform */
+    static const char *const empty[] = {"{}", "null", "{\"config_groups\": {}}"};
+    for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+        char cfg_text[512];
+        snprintf(cfg_text, sizeof cfg_text, "{\"quantization_config\": {\"quant_method\": "
+                 "\"compressed-tensors\", \"format\": \"pack-quantized\", \"quantization_status\": "
+                 "\"compressed\", \"transform_config\": %s, \"config_groups\": {\"g\": {\"targets\": "
+                 "[\"Linear\"], \"weights\": {\"num_bits\": 4, \"type\": \"int\", \"strategy\": "
+                 "\"group\", \"group_size\": 32, \"symmetric\": true}}}}}", empty[i]);
+        tc_ckpt c;
+        tc_init(&c, "ct-notransform");
+        tc_add(&c, "x", HC_DT_F32, 1, (int64_t[1]){4});
+        tc_write(&c, cfg_text, NULL, NULL);
+        hc_ckpt_config cfg;
+        hc_error err;
+        if (tc_detect(c.dir, &cfg, &err) != HC_OK) fail_msg("transform_config %s: %s", empty[i], err.msg);
+        tc_free(&c);
+    }
 }
 
 #define CT_CFG(fmt, bits, strat, gs, sym) \

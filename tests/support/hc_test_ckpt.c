@@ -164,6 +164,30 @@ static void assert_report_passes(const char *out)
     }
 }
 
+/* No object in the JSON tree has a key twice (a JSON reader keeps one of them). */
+static void assert_unique_keys(const cJSON *o, const char *file)
+{
+    for (const cJSON *a = o ? o->child : NULL; a; a = a->next) {
+        if (cJSON_IsObject(o))
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (a->string && b->string && strcmp(a->string, b->string) == 0)
+                    fail_msg("%s: key \"%s\" twice in one object", file, a->string);
+        assert_unique_keys(a, file);
+    }
+}
+
+static void assert_config_keys_unique(const char *out)
+{
+    char *p = hc_test_path_join(out, "config.json");
+    char *text = hc_test_read_file(p, NULL);
+    cJSON *c = cJSON_Parse(text);
+    assert_non_null(c);
+    assert_unique_keys(c, p);
+    cJSON_Delete(c);
+    free(text);
+    free(p);
+}
+
 /* With $HC_KEEP_CANONICAL set to a directory, a copy of each canonical output
  * goes there as NNN-<name>, for tests/gpu/canonical_humming.py to load with
  * the real humming-kernels on the GPU machine. */
@@ -206,6 +230,7 @@ static void cli_agrees(const char *dir, const char *format, int act_order, int l
                      msg ? msg : "");
         } else if (rc == 0) {
             assert_report_passes(out);
+            assert_config_keys_unique(out);
             if (canonical) keep_canonical(out);
         }
         free(msg);
