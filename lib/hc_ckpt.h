@@ -132,6 +132,8 @@ typedef struct {
     hc_act_order act_order;
     hc_format_id param_format; /* F16/BF16: where fp32 scales must go, float zero points */
     int meta_only;             /* describe only: no codes (plan time) */
+    int float32_scales;        /* float32 scales no 16-bit dtype holds are read as F32, not
+                                  refused: a target was given, they are requantized */
 } hc_ckpt_read_opts;
 
 /* One layer in Humming's pre form. */
@@ -196,9 +198,11 @@ hc_status hc_ckpt_alloc(hc_quant_result *q, const hc_quant_desc *d, int64_t E, i
  * scale index idx of q. Returns 0, or -1 when v is not exact in q's format. */
 int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v);
 /* Picks the storage format for float scales of source dtype src: F16/BF16/
- * E4M3/E8M0 as is; F32 -> param format if every value in vals is exact in
- * it, else the other 16-bit format, else HC_FMT_COUNT (not representable). */
-hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format_id param);
+ * E4M3/E8M0 as is; F32 -> opts->param_format if every value in t is exact in
+ * it, else the other 16-bit format, else F32 when opts->float32_scales (a
+ * requantization follows), else HC_FMT_COUNT (not representable). */
+hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t,
+                                  const hc_ckpt_read_opts *opts);
 /* Packs unpacked codes (rows x K, one per byte) into q->codes at row offset. */
 void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
 /* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points

@@ -123,7 +123,7 @@ hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const 
     HC_TRY(awq_shapes(cfg, model, prefix, &a, err));
     int64_t N = a.N, K = a.K;
     hc_quant_desc d = {.weight_format = HC_FMT_UINT4,
-                       .scale_format = hc_ckpt_scale_format(a.sc->dtype, a.sc, opts->param_format),
+                       .scale_format = hc_ckpt_scale_format(a.sc->dtype, a.sc, opts),
                        .group_size = cfg->group_size > 0 ? (int)a.gs : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = HC_ZP_INT};
     if (d.scale_format == HC_FMT_COUNT) /* NaN / Inf are not exact either: say which first */

@@ -212,8 +212,10 @@ static int all_exact(const hc_st_tensor *t, hc_format_id f)
     return 1;
 }
 
-hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format_id param)
+hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t,
+                                  const hc_ckpt_read_opts *opts)
 {
+    hc_format_id param = opts->param_format;
     switch (src) {
     case HC_DT_F16: return HC_FMT_F16;
     case HC_DT_BF16: return HC_FMT_BF16;
@@ -224,7 +226,7 @@ hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t, hc_format
         hc_format_id other = param == HC_FMT_BF16 ? HC_FMT_F16 : HC_FMT_BF16;
         if (all_exact(t, param)) return param;
         if (all_exact(t, other)) return other;
-        return HC_FMT_COUNT;
+        return opts->float32_scales ? HC_FMT_F32 : HC_FMT_COUNT;
     }
     default: return HC_FMT_COUNT;
     }

@@ -223,7 +223,7 @@ static hc_status read_unpacked(const hc_ckpt_config *cfg, hc_st_model *model, co
                 "points", prefix, b);
     HC_TRY(check_int_scales(s, out, err));
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
-                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format),
+                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
                        .group_size = strcmp(grp->strategy, "group") == 0
                                          ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};
@@ -338,7 +338,7 @@ static hc_status read_packed(hc_st_model *model, const char *prefix,
     out->perm = perm;
     HC_TRY(check_int_scales(s, out, err));
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
-                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format),
+                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
                        .group_size = strcmp(grp->strategy, "group") == 0
                                          ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};

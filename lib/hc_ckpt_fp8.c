@@ -67,7 +67,7 @@ static hc_status read_blocks(const hc_st_tensor *s, int64_t N, int64_t K,
     int64_t gn = gcd64(g->bn, N), gk = gcd64(g->bk, K);
     int per_row = gn < 64;
     if (per_row) {
-        d->scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+        d->scale_format = hc_ckpt_scale_format(s->dtype, s, opts);
         if (d->scale_format == HC_FMT_COUNT)
             HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N=%lld leaves %lld-row edge blocks (Humming "
                     "block scales need blocks of >= 64 rows dividing N) and the float32 scales "
@@ -120,10 +120,11 @@ static hc_status read_channel_scales(const hc_st_tensor *s, int64_t N, int64_t K
                 "N=%lld, got %s", s->name, s->file, (long long)N,
                 hc_ckpt_shape_str(s, sh, sizeof sh));
     d->group_size = HC_QUANT_GROUP_CHANNEL;
-    d->scale_format = hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+    d->scale_format = hc_ckpt_scale_format(s->dtype, s, opts);
     if (d->scale_format == HC_FMT_COUNT)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 per-channel scales are not exact in "
-                "float16 / bfloat16 (Humming's channel scales); requantize with --format",
+                "float16 / bfloat16 (Humming's channel scales); requantize with --format fp8 "
+                "(dequantized exactly, 16-bit channel scales, the error in the report)",
                 s->name);
     HC_TRY(hc_ckpt_alloc(&out->q, d, 1, N, K, N, 1, !opts->meta_only, err));
     for (int64_t n = 0; n < N; n++)
@@ -144,7 +145,7 @@ static hc_status read_group_scales(const hc_st_tensor *s, int64_t N, int64_t K,
     HC_TRY(hc_ckpt_check_shape(s, 2, (int64_t[2]){N, G}, "[N, K/group]", err));
     d->group_size = (int)g->gs;
     d->scale_format = g->e8m0 ? HC_FMT_F8E8M0
-                              : hc_ckpt_scale_format(s->dtype, s, opts->param_format);
+                              : hc_ckpt_scale_format(s->dtype, s, opts);
     if (d->scale_format == HC_FMT_COUNT)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: float32 group scales not exact in 16 bits; "
                 "requantize with --format", s->name);

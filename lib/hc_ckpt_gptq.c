@@ -188,7 +188,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
     }
 
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
-                       .scale_format = hc_ckpt_scale_format(sc->dtype, sc, opts->param_format),
+                       .scale_format = hc_ckpt_scale_format(sc->dtype, sc, opts),
                        .group_size = cfg->group_size > 0 ? (int)gs : HC_QUANT_GROUP_CHANNEL,
                        .zero_point = !need_zp ? HC_ZP_NONE : overflow ? HC_ZP_FLOAT : HC_ZP_INT};
     hc_status st = HC_OK;

@@ -386,8 +386,10 @@ static int tiles_requant(const hc_convert_options *opts, const hc_conv_plan *pla
 static hc_ckpt_read_opts read_opts(const hc_convert_options *opts, const hc_conv_plan *plan,
                                    int meta_only)
 {
+    /* with a target, scales no 16-bit dtype holds are read exactly: a requantization follows */
     hc_ckpt_read_opts r = {.act_order = (hc_act_order)opts->act_order,
-                           .param_format = plan->param_format, .meta_only = meta_only};
+                           .param_format = plan->param_format, .meta_only = meta_only,
+                           .float32_scales = opts->has_target};
     return r;
 }
 
@@ -487,7 +489,8 @@ hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *
 {
     hc_ckpt_read_opts ro = {.act_order = L->requant ? HC_ACT_ORDER_REQUANT
                                          : L->extra ? HC_ACT_ORDER_PERMUTE : HC_ACT_ORDER_REFUSE,
-                            .param_format = plan->param_format, .meta_only = 0};
+                            .param_format = plan->param_format, .meta_only = 0,
+                            .float32_scales = L->requant};
     HC_TRY(L->requant ? requant_pre(plan, L, &ro, pre, err) : repack_pre(plan, L, &ro, pre, err));
     if (L->qexperts && L->has_bias) return hc_conv_load_bias_stack(plan, L, &pre->bias, err);
     if (L->pre[HC_ROLE_BIAS])

@@ -324,6 +324,28 @@ static void test_modelopt_fp8_tensor(void **state)
     tc_free(&c);
 }
 
+/* ModelOpt FP8 per channel with float32 scales that 16 bits cannot hold:
+ * refused losslessly, naming the tensor and the way out, which works. */
+static void test_modelopt_fp8_channel_inexact(void **state)
+{
+    (void)state;
+    int N = 64, K = 128;
+    tc_ckpt c;
+    tc_init(&c, "mo-fp8-ch");
+    uint8_t *w = tc_add(&c, P ".weight", HC_DT_F8_E4M3, 2, (int64_t[2]){N, K});
+    float *s = tc_add(&c, P ".weight_scale", HC_DT_F32, 2, (int64_t[2]){N, 1});
+    for (int i = 0; i < N * K; i++) w[i] = (uint8_t)rand_e4m3();
+    for (int n = 0; n < N; n++) s[n] = 0.0123456f + 1e-7f * (float)n; /* not exact in 16 bits */
+    tc_write(&c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
+                 "\"modelopt\", \"quant_algo\": \"FP8\"}}", NULL, NULL);
+    hc_error err;
+    assert_int_equal(tc_convert(c.dir, NULL, 0, NULL, &err), HC_ERR_UNSUPPORTED);
+    if (!strstr(err.msg, P ".weight_scale") || !strstr(err.msg, "--format fp8"))
+        fail_msg("message lacks the tensor or the way out: %s", err.msg);
+    if (tc_convert(c.dir, "fp8", 0, NULL, &err) != HC_OK) fail_msg("--format fp8: %s", err.msg);
+    tc_free(&c);
+}
+
 /* compressed-tensors MXFP4 (U8 E8M0 scales, group 32, no global scale). */
 static void test_ct_mxfp4(void **state)
 {
@@ -359,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_fp8_block_partial_edges),
         cmocka_unit_test(test_fp8_missing_scale),
         cmocka_unit_test(test_modelopt_fp8_tensor),
+        cmocka_unit_test(test_modelopt_fp8_channel_inexact),
         cmocka_unit_test(test_ct_mxfp4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
