@@ -249,8 +249,9 @@ static int has_golden(void)
 
 /* Mismatches of one file; *compared = 0 when it has no src.weight or is a
  * crafted vector (codes not made by the quantizer). */
-static int run_file(const char *path, const char *file, int *compared)
+static int run_file(const char *path, const char *file, int *compared, void *ctx)
 {
+    (void)ctx;
     hc_test_st_file f = {0};
     hc_tensor src = {0};
     *compared = 0;
@@ -298,21 +299,9 @@ static void test_golden0119_files(void **state)
         skip();
         return; /* skip() does not always leave the test */
     }
-    DIR *dir = opendir(golden_dir);
-    assert_non_null(dir);
-    struct dirent *de;
-    int files = 0, compared = 0, failed = 0;
-    while ((de = readdir(dir)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (len < 12 || strcmp(de->d_name + len - 12, ".safetensors") != 0) continue;
-        char path[2048];
-        int cmp;
-        snprintf(path, sizeof path, "%s/%s", golden_dir, de->d_name);
-        files++;
-        failed += run_file(path, de->d_name, &cmp) != 0;
-        compared += cmp;
-    }
-    closedir(dir);
+    int files, compared;
+    int failed = hc_test_each_safetensors(golden_dir, run_file, NULL, &files, &compared);
+    assert_true(failed >= 0);
     printf("  golden-0119: %d files, %d quantizer references compared, %d failed\n", files,
            compared, failed);
     assert_true(compared > 0);

@@ -118,3 +118,25 @@ void hc_test_skip_notice(const char *kind, const char *fmt, ...)
     fflush(stdout);
     va_end(ap);
 }
+
+int hc_test_each_safetensors(const char *dir, hc_test_file_fn fn, void *ctx, int *files,
+                             int *compared)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) return -1;
+    struct dirent *de;
+    int failed = 0;
+    *files = *compared = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 12 || strcmp(de->d_name + len - 12, ".safetensors") != 0) continue;
+        char path[4096];
+        int cmp = 0;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        (*files)++;
+        failed += fn(path, de->d_name, &cmp, ctx) != 0;
+        *compared += cmp;
+    }
+    closedir(d);
+    return failed;
+}

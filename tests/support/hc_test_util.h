@@ -40,4 +40,13 @@ int hc_test_gen_model(const char *dir, const char *args);
 void hc_test_skip_notice(const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Calls fn(path, name, &compared, ctx) for each "*.safetensors" file in dir
+ * (readdir order); fn returns non-zero when that file failed and sets
+ * compared to 1 when it held a reference it checked. *files and *compared
+ * get the counts. Returns the number of failed files, or -1 when dir cannot
+ * be opened. */
+typedef int (*hc_test_file_fn)(const char *path, const char *name, int *compared, void *ctx);
+int hc_test_each_safetensors(const char *dir, hc_test_file_fn fn, void *ctx, int *files,
+                             int *compared);
+
 #endif
