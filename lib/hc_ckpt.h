@@ -71,6 +71,9 @@ typedef struct hc_ckpt_config {
     char awq_version[16];    /* gemm gemv gemv_fast */
     /* compressed-tensors */
     char ct_format[32];
+    char ct_version[32];     /* "version": the compressed-tensors release that wrote it */
+    int ct_dense;            /* pack_to_int32 layout by that version: 1 dense (>= 0.18),
+                                0 padded (< 0.18), -1 unknown (no or unreadable version) */
     hc_ckpt_ct_group ct[HC_CKPT_MAX_GROUPS];
     int n_ct;
     /* ModelOpt */

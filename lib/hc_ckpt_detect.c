@@ -302,10 +302,21 @@ static hc_status parse_ct_group(const cJSON *g, hc_ckpt_ct_group *out, const cha
     return parse_ct_weights(wt, out, &w, err);
 }
 
+/* compressed-tensors 0.18 made pack_to_int32 dense (3/5/6/7-bit codes
+ * straddle words); "MAJOR.MINOR..." -> 1 from 0.18 on, 0 before, -1 unknown. */
+static int ct_dense_from_version(const char *v)
+{
+    int major = 0, minor = 0;
+    if (sscanf(v, "%d.%d", &major, &minor) != 2 || major < 0 || minor < 0) return -1;
+    return major > 0 || minor >= 18;
+}
+
 static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
     c->method = HC_CKPT_CT;
     HC_TRY(get_str(q, "format", c->ct_format, sizeof c->ct_format, w, err));
+    HC_TRY(get_str(q, "version", c->ct_version, sizeof c->ct_version, w, err));
+    c->ct_dense = ct_dense_from_version(c->ct_version);
     char status[32] = "compressed";
     HC_TRY(get_str(q, "quantization_status", status, sizeof status, w, err));
     if (strcmp(status, "compressed") != 0)
