@@ -41,8 +41,20 @@ typedef enum {
 
 typedef enum { HC_ACT_ORDER_REFUSE, HC_ACT_ORDER_PERMUTE, HC_ACT_ORDER_REQUANT } hc_act_order;
 
-#define HC_CKPT_MAX_SKIP 64
+#define HC_CKPT_MAX_SKIP 1024 /* more is refused (a MoE ignore list names a gate per layer) */
 #define HC_CKPT_MAX_GROUPS 8
+#define HC_CKPT_MAX_OVR 256   /* AutoRound extra_config entries; more is refused */
+
+/* AutoRound extra_config entry: a layer name (exact, or a suffix after '.')
+ * or a regex (a key holding regex characters, searched anywhere, as vLLM's
+ * INC config parser) with the layer's own bits / group_size / sym. */
+typedef struct {
+    char key[160];
+    int regex;
+    int bits;              /* >= 16: the layer is left unquantized */
+    int64_t group_size;
+    int sym;
+} hc_ckpt_override;
 
 /* One compressed-tensors config group (its weights QuantizationArgs). */
 typedef struct {
@@ -69,6 +81,11 @@ typedef struct hc_ckpt_config {
     int gptq_v2;             /* checkpoint_format gptq_v2 */
     int awq_zero_point;
     char awq_version[16];    /* gemm gemv gemv_fast */
+    /* AutoRound / INC (quant_method auto-round): read as GPTQ or AWQ */
+    int autoround;
+    char packing_format[48];
+    hc_ckpt_override ovr[HC_CKPT_MAX_OVR];
+    int n_ovr;
     /* compressed-tensors */
     char ct_format[32];
     char ct_version[32];     /* "version": the compressed-tensors release that wrote it */
@@ -102,6 +119,10 @@ const char *hc_ckpt_method_name(hc_ckpt_method m);
 /* 1 if module (no ".weight" suffix) is in the checkpoint's skip list, by
  * the method's own matching rule. */
 int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module);
+
+/* The AutoRound extra_config entry for module (exact name, then a key that
+ * is a '.'-suffix of it, then the first regex found in it), or NULL. */
+const hc_ckpt_override *hc_ckpt_override_for(const hc_ckpt_config *cfg, const char *module);
 
 /* Index of the compressed-tensors config group that targets module. */
 int hc_ckpt_ct_group_for(const hc_ckpt_config *cfg, const char *module);

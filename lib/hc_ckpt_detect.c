@@ -150,7 +150,10 @@ static hc_status check_pattern(const char *file, const char *key, const char *s,
 
 static hc_status add_skip(hc_ckpt_config *c, const char *key, const char *s, hc_error *err)
 {
-    if (c->n_skip >= HC_CKPT_MAX_SKIP) return HC_OK;
+    if (c->n_skip >= HC_CKPT_MAX_SKIP)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d skip-list entries (%s, with the "
+                "method's other lists) are not read; refused rather than matching only the "
+                "first %d", c->source_file, HC_CKPT_MAX_SKIP, key, HC_CKPT_MAX_SKIP);
     HC_TRY(check_pattern(c->source_file, key, s, sizeof c->skip[0], err));
     snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", s);
     return HC_OK;
@@ -372,6 +375,102 @@ static hc_status parse_fp8(const cJSON *q, hc_ckpt_config *c, const jwhere *w, h
     return add_skips(c, q, "modules_to_not_convert", err);
 }
 
+/* 1 if s holds a character that makes an AutoRound extra_config key a regex
+ * (vLLM's INC parser: *+?^$()[]{}|\). */
+static int has_regex_chars(const char *s)
+{
+    return strpbrk(s, "*+?^$()[]{}|\\") != NULL;
+}
+
+/* One extra_config entry: its own bits / group_size / sym over the defaults. */
+static hc_status parse_override(const cJSON *e, hc_ckpt_config *c, hc_error *err)
+{
+    char obj[200], dtype[32] = "int";
+    snprintf(obj, sizeof obj, "quantization_config.extra_config.%.150s", e->string);
+    const jwhere w = {c->source_file, obj};
+    if (!cJSON_IsObject(e))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s must be an object", c->source_file, obj);
+    if (c->n_ovr == HC_CKPT_MAX_OVR)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d extra_config entries are not read",
+                c->source_file, HC_CKPT_MAX_OVR);
+    hc_ckpt_override *o = &c->ovr[c->n_ovr];
+    int64_t bits;
+    HC_TRY(get_int(e, "bits", 1, 64, c->bits, &bits, &w, err));
+    HC_TRY(get_group(e, "group_size", c->group_size, &o->group_size, &w, err));
+    HC_TRY(get_bool(e, "sym", c->sym, &o->sym, &w, err));
+    HC_TRY(get_str(e, "data_type", dtype, sizeof dtype, &w, err));
+    if (bits < 16 && strcmp(dtype, "int") != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s: data_type \"%s\" with %lld bits in an integer "
+                "(GPTQ/AWQ-packed) AutoRound checkpoint is not read", c->source_file, obj, dtype,
+                (long long)bits);
+    if (bits < 16 && (bits < 2 || bits > 8))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s.bits = %lld: AutoRound integer layers of 2..8 "
+                "bits are read", c->source_file, obj, (long long)bits);
+    o->bits = (int)bits;
+    o->regex = has_regex_chars(e->string);
+    HC_TRY(check_pattern(c->source_file, "extra_config", e->string, sizeof o->key, err));
+    if (o->regex) { /* re.search: compiled as ".*(key)" from the start */
+        hc_regex re;
+        char why[256], *pat = malloc(strlen(e->string) + 8);
+        HC_CHECK_ALLOC(err, pat, "extra_config key");
+        sprintf(pat, ".*(%s)", e->string);
+        int bad = hc_regex_compile(&re, pat, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why);
+        hc_regex_free(&re);
+        free(pat);
+        if (bad)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: extra_config key '%s': bad regular expression: %s",
+                    c->source_file, e->string, why);
+    }
+    snprintf(o->key, sizeof o->key, "%s", e->string);
+    c->n_ovr++;
+    return HC_OK;
+}
+
+/* AutoRound / INC ("auto-round", "intel/auto-round"): integer weights packed
+ * as AutoGPTQ (v1 zeros, stored zero - 1), AutoAWQ GEMM, or AutoRound's own
+ * QuantLinear (the GPTQ layout with true zeros, as GPTQModel's v2); bits 2..8
+ * (5-7 as one little-endian bit stream, auto_round.utils.bit_packing). */
+static hc_status parse_autoround(const cJSON *q, hc_ckpt_config *c, const jwhere *w,
+                                 hc_error *err)
+{
+    char dtype[32] = "int", f[256];
+    int64_t bits = 4;
+    c->autoround = 1;
+    snprintf(c->packing_format, sizeof c->packing_format, "auto_round:auto_gptq");
+    HC_TRY(get_str(q, "backend", c->packing_format, sizeof c->packing_format, w, err));
+    HC_TRY(get_str(q, "packing_format", c->packing_format, sizeof c->packing_format, w, err));
+    HC_TRY(get_str(q, "data_type", dtype, sizeof dtype, w, err));
+    HC_TRY(get_int(q, "bits", 1, 64, 4, &bits, w, err));
+    c->bits = (int)bits;
+    HC_TRY(get_group(q, "group_size", 128, &c->group_size, w, err));
+    HC_TRY(get_bool(q, "sym", 1, &c->sym, w, err));
+    const char *pf = c->packing_format;
+    if (strcmp(dtype, "int") != 0 || strstr(pf, "fp8") || strstr(pf, "llm_compressor") ||
+        strstr(pf, "marlin"))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AutoRound data_type \"%s\" with packing_format "
+                "\"%s\" is not read: only integer weights packed as auto_round:auto_gptq, "
+                "auto_round:auto_awq or AutoRound's own GPTQ-layout QuantLinear are (export "
+                "the model with one of those, or as compressed-tensors)", c->source_file,
+                dtype, pf);
+    if (c->bits < 2 || c->bits > 8)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s = %d: AutoRound integer layers of 2..8 bits are "
+                "read", field(w, "bits", f), c->bits);
+    if (strstr(pf, "awq")) {
+        c->method = HC_CKPT_AWQ;
+        c->awq_zero_point = 1; /* AutoRound's WQLinear_GEMM always writes qzeros */
+        snprintf(c->awq_version, sizeof c->awq_version, "gemm");
+    } else {
+        c->method = HC_CKPT_GPTQ;
+        c->gptq_v2 = strstr(pf, "gptq") == NULL || strstr(pf, "gptqmodel") != NULL;
+    }
+    c->dialect = HC_SKIP_SUBSTRING;
+    const cJSON *ex = get(q, "extra_config"), *it;
+    if (ex && !cJSON_IsObject(ex))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s must be an object", field(w, "extra_config", f));
+    cJSON_ArrayForEach(it, ex) HC_TRY(parse_override(it, c, err));
+    return add_skips(c, q, "modules_to_not_convert", err);
+}
+
 /* quantization_config object of config.json, or a side file's object (obj:
  * its name in messages, "" for a side file's top level). */
 static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *obj, hc_error *err)
@@ -383,6 +482,8 @@ static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *ob
     for (char *p = m; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
     snprintf(c->quant_method, sizeof c->quant_method, "%s", m);
     if (strcmp(m, "gptq") == 0) return parse_gptq(q, c, &w, err);
+    if (strcmp(m, "auto-round") == 0 || strcmp(m, "intel/auto-round") == 0)
+        return parse_autoround(q, c, &w, err);
     if (strcmp(m, "awq") == 0) return parse_awq(q, c, &w, err);
     if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, &w, err);
     if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, &w, err);
@@ -445,7 +546,7 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
         }
         cJSON_Delete(side);
     }
-    if (st == HC_OK && cfg->method == HC_CKPT_GPTQ &&
+    if (st == HC_OK && cfg->method == HC_CKPT_GPTQ && !cfg->autoround &&
         (cfg->bits < 2 || cfg->bits > 8 || (cfg->bits > 4 && cfg->bits < 8)))
         st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: GPTQ bits %d: supported are 2, 3, 4 "
                           "and 8 (GPTQModel's planar 5-7 bit layouts are not pinned down)",
@@ -481,8 +582,33 @@ int hc_ckpt_ct_group_for(const hc_ckpt_config *cfg, const char *module)
     return fallback >= 0 ? fallback : 0;
 }
 
+/* Python re.search of pat in name (checked when the config was read). */
+static int regex_search(const char *pat, const char *name)
+{
+    char buf[200];
+    snprintf(buf, sizeof buf, ".*(%s)", pat);
+    return regex_match_start(buf, name);
+}
+
+const hc_ckpt_override *hc_ckpt_override_for(const hc_ckpt_config *cfg, const char *module)
+{
+    size_t n = strlen(module);
+    for (int i = 0; i < cfg->n_ovr; i++)
+        if (strcmp(cfg->ovr[i].key, module) == 0) return &cfg->ovr[i];
+    for (int i = 0; i < cfg->n_ovr; i++) {
+        size_t k = strlen(cfg->ovr[i].key);
+        if (k < n && module[n - k - 1] == '.' && strcmp(module + n - k, cfg->ovr[i].key) == 0)
+            return &cfg->ovr[i];
+    }
+    for (int i = 0; i < cfg->n_ovr; i++)
+        if (cfg->ovr[i].regex && regex_search(cfg->ovr[i].key, module)) return &cfg->ovr[i];
+    return NULL;
+}
+
 int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module)
 {
+    const hc_ckpt_override *o = cfg->n_ovr ? hc_ckpt_override_for(cfg, module) : NULL;
+    if (o) return o->bits >= 16;
     for (int i = 0; i < cfg->n_skip; i++) {
         const char *s = cfg->skip[i];
         if (strncmp(s, "re:", 3) == 0) {
