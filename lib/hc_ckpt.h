@@ -29,7 +29,8 @@ typedef enum {
     HC_CKPT_CT,        /* compressed-tensors */
     HC_CKPT_MODELOPT,
     HC_CKPT_MXFP4,     /* gpt-oss */
-    HC_CKPT_FP8        /* quant_method fp8: DeepSeek block scales or per-tensor */
+    HC_CKPT_FP8,       /* quant_method fp8: DeepSeek block scales or per-tensor */
+    HC_CKPT_QUARK      /* AMD Quark */
 } hc_ckpt_method;
 
 /* How a skip list (modules_to_not_convert, ignore, exclude_modules) matches. */
@@ -70,6 +71,16 @@ typedef struct {
     char actorder[16];
 } hc_ckpt_ct_group;
 
+/* AMD Quark: the one weight config (global_quant_config.weight) read here. */
+typedef struct {
+    char dtype[16];        /* int4 uint4 fp8_e4m3 fp4 */
+    char qscheme[16];      /* per_group per_channel per_tensor per_block */
+    char pack_method[16];  /* export.pack_method: reorder / order */
+    int64_t group_size;
+    int64_t block[2];
+    int sym;
+} hc_ckpt_quark;
+
 typedef struct hc_ckpt_config {
     hc_ckpt_method method;
     char quant_method[32];   /* as written */
@@ -95,6 +106,7 @@ typedef struct hc_ckpt_config {
     int n_ct;
     /* ModelOpt */
     char quant_algo[32];
+    hc_ckpt_quark quark;
     /* FP8 */
     int64_t block[2];        /* weight_block_size, 0 if none */
     /* skipped modules */
@@ -137,7 +149,8 @@ typedef enum {
     HC_CK_CT_UNPACKED, /* P.weight I8 / F8 + weight_scale (int-/float-quantized) */
     HC_CK_MODELOPT,    /* P.weight U8 or F8 + weight_scale (+ weight_scale_2) */
     HC_CK_FP8,         /* P.weight F8 + weight_scale_inv / weight_scale */
-    HC_CK_MXFP4        /* P_blocks + P_scales (gpt-oss expert stacks) */
+    HC_CK_MXFP4,       /* P_blocks + P_scales (gpt-oss expert stacks) */
+    HC_CK_QUARK        /* P.weight I32 / F8 / U8 + weight_scale (AMD Quark) */
 } hc_ckpt_kind;
 
 /* The layer whose weight-carrying tensor is t, if any: sets *kind and the
@@ -260,6 +273,8 @@ hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, cons
                              const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
 hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
 
 /* Shared by the FP8-element readers: a float8 weight [N, K] (one byte per
  * code) with scales of one of these geometries. scale == NULL is refused.

@@ -417,6 +417,7 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
     case HC_CK_MODELOPT: st = hc_ckpt_read_modelopt(cfg, model, prefix, opts, out, err); break;
     case HC_CK_MXFP4: st = hc_ckpt_read_mxfp4(cfg, model, prefix, opts, out, err); break;
     case HC_CK_FP8: st = hc_ckpt_read_fp8(cfg, model, prefix, opts, out, err); break;
+    case HC_CK_QUARK: st = hc_ckpt_read_quark(cfg, model, prefix, opts, out, err); break;
     default: st = hc_error_set(err, HC_ERR_INTERNAL, "%s: unknown layer kind", prefix);
     }
     if (st == HC_OK) st = check_geometry(prefix, &out->q, err);

@@ -18,8 +18,8 @@
 const char *hc_ckpt_method_name(hc_ckpt_method m)
 {
     static const char *const names[] = {"none", "gptq", "awq", "compressed-tensors",
-                                        "modelopt", "mxfp4", "fp8"};
-    return m <= HC_CKPT_FP8 ? names[m] : "?";
+                                        "modelopt", "mxfp4", "fp8", "quark"};
+    return m <= HC_CKPT_QUARK ? names[m] : "?";
 }
 
 /* Where a field sits, for messages: "config.json: quantization_config.bits". */
@@ -471,6 +471,74 @@ static hc_status parse_autoround(const cJSON *q, hc_ckpt_config *c, const jwhere
     return add_skips(c, q, "modules_to_not_convert", err);
 }
 
+/* Quark's weight config: what vLLM 0.33 serves through Humming (W4A16
+ * int4/uint4 per_group, FP8 per tensor / channel / block, OCP MXFP4), each
+ * other combination refused with its cause. */
+static hc_status parse_quark_weight(const cJSON *wt, int has_input, hc_ckpt_config *c,
+                                    const jwhere *w, hc_error *err)
+{
+    hc_ckpt_quark *k = &c->quark;
+    char scale_format[16] = "", f[256];
+    HC_TRY(get_str(wt, "dtype", k->dtype, sizeof k->dtype, w, err));
+    HC_TRY(get_str(wt, "qscheme", k->qscheme, sizeof k->qscheme, w, err));
+    HC_TRY(get_str(wt, "scale_format", scale_format, sizeof scale_format, w, err));
+    HC_TRY(get_int(wt, "group_size", 1, MAX_GROUP, 0, &k->group_size, w, err));
+    HC_TRY(get_bool(wt, "symmetric", 1, &k->sym, w, err));
+    const char *d = k->dtype, *qs = k->qscheme;
+    int int4 = !strcmp(d, "int4") || !strcmp(d, "uint4");
+    if (int4 && !strcmp(qs, "per_group") && k->group_size > 0 && !has_input &&
+        (!strcmp(k->pack_method, "reorder") || !strcmp(k->pack_method, "order"))) {
+        if (!strcmp(d, "uint4") && k->sym)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark uint4 symmetric: vLLM 0.33 reads "
+                    "symmetric Quark int4 as two's-complement nibbles (XOR 8), which uint4 codes "
+                    "are not; refused", field(w, "dtype", f));
+        return HC_OK;
+    }
+    if (!strcmp(d, "fp8_e4m3") && (!strcmp(qs, "per_tensor") || !strcmp(qs, "per_channel")))
+        return HC_OK;
+    if (!strcmp(d, "fp8_e4m3") && !strcmp(qs, "per_block")) {
+        HC_TRY(get_block(wt, "block_size", k->block, w, err));
+        if (k->block[0] > 0) return HC_OK;
+    }
+    if (!strcmp(d, "fp4") && !strcmp(qs, "per_group") && k->group_size == 32 &&
+        !strcmp(scale_format, "e8m0"))
+        return HC_OK;
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark weight dtype \"%s\" qscheme \"%s\" (group_size "
+            "%lld, scale_format \"%s\", pack_method \"%s\"%s) is not read: supported are what "
+            "vLLM 0.33 serves through Humming: int4 / uint4 per_group weight-only (pack_method "
+            "order / reorder), fp8_e4m3 per_tensor / per_channel / per_block, fp4 per_group 32 "
+            "with e8m0 scales (MXFP4)", c->source_file, d, qs, (long long)k->group_size,
+            scale_format, k->pack_method, int4 && has_input ? ", with quantized activations" : "");
+}
+
+static hc_status parse_quark(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
+{
+    c->method = HC_CKPT_QUARK;
+    c->dialect = HC_SKIP_CT; /* vLLM's should_ignore_layer: exact name or "re:" */
+    snprintf(c->quark.pack_method, sizeof c->quark.pack_method, "reorder");
+    const cJSON *ex = get(q, "export"), *g = get(q, "global_quant_config");
+    const jwhere we = {c->source_file, "quantization_config.export"};
+    if (ex) HC_TRY(get_str(ex, "pack_method", c->quark.pack_method, sizeof c->quark.pack_method, &we, err));
+    const cJSON *wt = get(g, "weight"), *ltype = get(q, "layer_type_quant_config"), *it;
+    if (cJSON_IsArray(wt) && cJSON_GetArraySize(wt) == 1) wt = cJSON_GetArrayItem(wt, 0);
+    if (!cJSON_IsObject(wt))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark global_quant_config.weight is %s; read is "
+                "one weight config (a list of two is NVFP4, which is not read)", c->source_file,
+                wt ? "not a single config" : "missing");
+    if (ltype && cJSON_GetArraySize(ltype) > 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark layer_type_quant_config (per-module-type "
+                "weight configs) is not read", c->source_file);
+    cJSON_ArrayForEach(it, get(q, "layer_quant_config")) /* kv-cache entries keep the weights */
+        if (!cJSON_Compare(get(it, "weight"), get(g, "weight"), 1) && get(it, "weight"))
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark layer_quant_config \"%.100s\" has its own "
+                    "weight config; per-layer weight configs are not read", c->source_file,
+                    it->string ? it->string : "?");
+    const jwhere ww = {c->source_file, "quantization_config.global_quant_config.weight"};
+    HC_TRY(parse_quark_weight(wt, get(g, "input_tensors") != NULL, c, &ww, err));
+    (void)w;
+    return add_skips(c, q, "exclude", err);
+}
+
 /* quantization_config object of config.json, or a side file's object (obj:
  * its name in messages, "" for a side file's top level). */
 static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *obj, hc_error *err)
@@ -488,6 +556,7 @@ static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *ob
     if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, &w, err);
     if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, &w, err);
     if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, &w, err);
+    if (strcmp(m, "quark") == 0) return parse_quark(q, c, &w, err);
     if (strcmp(m, "mxfp4") == 0) {
         c->method = HC_CKPT_MXFP4;
         c->dialect = HC_SKIP_FNMATCH;
@@ -666,6 +735,12 @@ int hc_ckpt_layer_of(const hc_ckpt_config *cfg, const hc_st_tensor *t, hc_ckpt_k
         *kind = HC_CK_MXFP4;
         return 1;
     }
+    if (cfg->method == HC_CKPT_QUARK && ends_with(n, ".weight") && t->ndim == 2 &&
+        (t->dtype == HC_DT_I32 || t->dtype == HC_DT_U8 || t->dtype == HC_DT_F8_E4M3)) {
+        if (!set_prefix(n, ".weight", prefix, prefix_len)) return 0;
+        *kind = HC_CK_QUARK;
+        return 1;
+    }
     if (ends_with(n, ".weight") && !hc_ckpt_is_float_dtype(t->dtype) && t->ndim == 2 &&
         (t->dtype == HC_DT_U8 || t->dtype == HC_DT_I8 || t->dtype == HC_DT_F8_E4M3 ||
          t->dtype == HC_DT_F8_E5M2)) {
@@ -697,7 +772,11 @@ int hc_ckpt_layer_tensors(hc_st_model *model, hc_ckpt_kind kind, const char *pre
     static const char *const mo[] = {".weight", ".weight_scale", ".weight_scale_2",
                                      ".weight_scale_inv", NULL};
     static const char *const mx[] = {"_blocks", "_scales", NULL};
+    static const char *const qk[] = {".weight", ".weight_scale", ".weight_zero_point",
+                                     ".input_scale", ".input_zero_point", ".output_scale",
+                                     ".output_zero_point", NULL};
     const char *const *list = kind == HC_CK_GPTQ || kind == HC_CK_AWQ ? gptq
+                              : kind == HC_CK_QUARK ? qk
                               : kind == HC_CK_MXFP4 ? mx
                               : kind == HC_CK_MODELOPT || kind == HC_CK_FP8 ? mo : ct;
     int n = 0;
