@@ -17,6 +17,7 @@
 
 #include "hc_format.h"
 #include "hc_test_ckpt.h"
+#include "hc_test_util.h"
 
 typedef struct {
     int b, gs, sym, v2_label, v2_data;
@@ -145,6 +146,24 @@ static void test_v1_all_ones_zero(void **state)
     check_lossless(&s, "5 of 256 v1 qzeros fields are 15");
     gp_spec s8 = {.b = 8, .gs = 32, .sym = 0, .N = 64, .K = 128, .overflow_one = 1};
     check_lossless(&s8, "1 of 256 v1 qzeros fields are 255");
+    /* the CLI prints the warning on stderr, also under --quiet */
+    tc_ckpt c;
+    tc_init(&c, "gptq-ones-cli");
+    free(build_gptq(&c, &s, NULL));
+    char *out = tc_out_dir(c.dir, "out"), *log = tc_out_dir(c.dir, "log"), cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' -q --layout tiles 2>'%s' >/dev/null", hc_test_cli(),
+             c.dir, out, log);
+    assert_int_equal(system(cmd), 0);
+    char *msg = hc_test_read_file(log, NULL);
+    assert_non_null(msg);
+    if (!strstr(msg, "warning: layer model.layers.0.mlp.up_proj: 5 of 256 v1 qzeros fields"))
+        fail_msg("no warning on stderr: %s", msg);
+    assert_non_null(strstr(msg, "old torch path reads 0"));
+    free(msg);
+    remove(log);
+    free(log);
+    free(out);
+    tc_free(&c);
 }
 
 static void test_act_order(void **state)
