@@ -190,6 +190,17 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
                        hc_error *err);
 void hc_ckpt_layer_free(hc_ckpt_layer *l);
 
+/* The producer's own dequantization of a layer whose reading is not exact
+ * (hc_ckpt_read cleared `lossless`), as float32 (N, K) into out (the caller's
+ * N*K floats), for the report to measure the reading against. Only the
+ * readers that can be inexact have one (compressed-tensors NVFP4: code *
+ * fp32(s / weight_global_scale)); others: HC_ERR_UNSUPPORTED. */
+hc_status hc_ckpt_source_values(const hc_ckpt_config *cfg, hc_st_model *model,
+                                hc_ckpt_kind kind, const char *prefix, float *out,
+                                hc_error *err);
+hc_status hc_ckpt_ct_source_values(hc_st_model *model, const char *prefix, float *out,
+                                   hc_error *err);
+
 /* ---- helpers shared by the readers (hc_ckpt_common.c) ----------------- */
 
 /* The tensor "prefix" + suffix, or NULL. */

@@ -433,3 +433,13 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
     if (st != HC_OK) hc_ckpt_layer_free(out);
     return st;
 }
+
+hc_status hc_ckpt_source_values(const hc_ckpt_config *cfg, hc_st_model *model,
+                                hc_ckpt_kind kind, const char *prefix, float *out,
+                                hc_error *err)
+{
+    if (cfg->method == HC_CKPT_CT && kind == HC_CK_CT_FP4)
+        return hc_ckpt_ct_source_values(model, prefix, out, err);
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: this reader's readings are exact; no separate "
+            "source values", prefix);
+}

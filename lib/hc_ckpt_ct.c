@@ -89,6 +89,29 @@ static hc_status fp4_global(const hc_st_tensor *gsc, const hc_st_tensor *s, cons
     return HC_OK;
 }
 
+hc_status hc_ckpt_ct_source_values(hc_st_model *model, const char *prefix, float *out,
+                                   hc_error *err)
+{
+    const hc_st_tensor *w = hc_ckpt_find(model, prefix, ".weight_packed");
+    const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
+    const hc_st_tensor *gsc = hc_ckpt_find(model, prefix, ".weight_global_scale");
+    double g = 0;
+    if (!w || !s || !gsc || w->dtype != HC_DT_U8 || s->dtype != HC_DT_F8_E4M3 || w->ndim != 2 ||
+        s->ndim != 2 || s->shape[0] != w->shape[0] || (w->shape[1] * 2) % s->shape[1])
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: not a compressed-tensors NVFP4 layer", prefix);
+    HC_TRY(hc_ckpt_scalar_scale(gsc, 1, &g, err));
+    int64_t N = w->shape[0], K = w->shape[1] * 2, per = K / s->shape[1];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++) {
+            uint8_t byte = ((const uint8_t *)w->data)[n * (K / 2) + k / 2];
+            double sc = hc_format_decode(HC_FMT_F8E4M3, ((const uint8_t *)s->data)[
+                                             n * s->shape[1] + k / per]);
+            float eff = (float)(sc / g); /* compressed-tensors: scale / global_scale in fp32 */
+            out[n * K + k] = (float)(e2m1_value(k % 2 ? byte >> 4 : byte & 15) * (double)eff);
+        }
+    return HC_OK;
+}
+
 /* FP4 weights (nvfp4 / mxfp4): U8 [N, K/2], the byte stream is the row stream. */
 static hc_status read_fp4(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
                           const hc_ckpt_ct_group *grp, const hc_ckpt_read_opts *opts,

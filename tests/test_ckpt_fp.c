@@ -16,6 +16,7 @@
 
 #include "hc_format.h"
 #include "hc_test_ckpt.h"
+#include "hc_test_util.h"
 
 #define P "model.layers.0.mlp.up_proj"
 
@@ -97,6 +98,25 @@ static void run_ct_nvfp4(float gsc, int expect_lossless)
         assert_true(differ > 0);
         printf("  %s\n", l.note);
         assert_non_null(strstr(l.note, "max relative difference"));
+        /* the report measures the output against compressed-tensors' own values */
+        char *cfgout = NULL;
+        if (tc_convert_keep(c.dir, NULL, 0, &cfgout, &err) != HC_OK) fail_msg("%s", err.msg);
+        char *v = tc_layer_field(cfgout, P, "lossless");
+        assert_string_equal(v, "false");
+        free(v);
+        free(cfgout);
+        char *od = tc_out_dir(c.dir, "out"), path[4096];
+        snprintf(path, sizeof path, "%s/humming_report.json", od);
+        char *rep = hc_test_read_file(path, NULL);
+        assert_non_null(rep);
+        assert_non_null(strstr(rep, "\"lossless\":\tfalse"));
+        const char *re = strstr(rep, "\"weight_rel_err\":");
+        assert_non_null(re);
+        double rel = atof(re + strlen("\"weight_rel_err\":"));
+        assert_true(rel > 1e-9 && rel < 1e-6);
+        printf("  report: lossless false, weight_rel_err %.3g\n", rel);
+        free(rep);
+        free(od);
     }
     hc_ckpt_layer_free(&l);
     free(want); free(got);
