@@ -221,6 +221,16 @@ static void test_refusals(void **state)
                "\"extra_config\": {\"(bad\": {\"bits\": 8}}");
     expect_detect_fail(a, HC_ERR_FORMAT, "bad regular expression");
     free(a);
+    a = ar_cfg("auto-round", "auto_round:auto_gptq", 4, 32, 1, "\"extra_config\": {\"x\": 5}");
+    expect_detect_fail(a, HC_ERR_FORMAT, "extra_config.x must be an object");
+    free(a);
+    a = ar_cfg("auto-round", "auto_round:auto_gptq", 4, 32, 1, "\"extra_config\": [1]");
+    expect_detect_fail(a, HC_ERR_FORMAT, "extra_config must be an object");
+    free(a);
+    a = ar_cfg("auto-round", "auto_round:auto_gptq", 4, 32, 1,
+               "\"extra_config\": {\"" P "\": {\"bits\": \"8\", \"group_size\": 0}}");
+    expect_detect_fail(a, HC_ERR_FORMAT, "group_size = 0");
+    free(a);
     /* a packed layer that extra_config calls unquantized */
     tc_ckpt c;
     tc_init(&c, "autoround-16");

@@ -246,11 +246,40 @@ static void test_refusals(void **state)
     free(b);
 }
 
+/* Tensors that do not match the config are refused before any arithmetic. */
+static void test_hostile(void **state)
+{
+    (void)state;
+    static const struct { int64_t w[2], s[2], z[2]; const char *words; } cases[] = {
+        {{128, 9}, {4, 64}, {4, 8}, "does not hold N=64"},      /* packed width vs scales */
+        {{128, 8}, {3, 64}, {4, 8}, "expected shape [4, 64]"},  /* scale groups */
+        {{128, 8}, {4, 64}, {4, 9}, "expected shape [4, 8]"},   /* zero points */
+        {{100, 8}, {4, 64}, {4, 8}, "not a multiple of the group size"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_ckpt c;
+        tc_init(&c, "quark-hostile");
+        tc_add(&c, P ".weight", HC_DT_I32, 2, cases[i].w);
+        tc_add(&c, P ".weight_scale", HC_DT_BF16, 2, cases[i].s);
+        tc_add(&c, P ".weight_zero_point", HC_DT_I32, 2, cases[i].z);
+        char *cfg = quark_cfg(W_INT4("uint4", "false"), "null", "reorder", "");
+        tc_write(&c, cfg, NULL, NULL);
+        hc_ckpt_layer l;
+        hc_error err;
+        hc_status st = tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, NULL, &err);
+        assert_true(st == HC_ERR_FORMAT || st == HC_ERR_UNSUPPORTED);
+        if (!strstr(err.msg, cases[i].words)) fail_msg("case %zu: %s", i, err.msg);
+        free(cfg);
+        tc_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int4),  cmocka_unit_test(test_fp8_channel),
         cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_hostile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
