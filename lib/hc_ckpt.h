@@ -81,6 +81,14 @@ typedef struct {
     int sym;
 } hc_ckpt_quark;
 
+#define HC_CKPT_MAX_QLAYERS 64 /* Quark layer_quant_config entries with their own weights */
+
+/* A Quark layer_quant_config entry with its own weight config. */
+typedef struct {
+    char pattern[160];     /* fnmatch pattern ('*'), else a substring of which the name is */
+    hc_ckpt_quark q;
+} hc_ckpt_quark_layer;
+
 typedef struct hc_ckpt_config {
     hc_ckpt_method method;
     char quant_method[32];   /* as written */
@@ -106,7 +114,9 @@ typedef struct hc_ckpt_config {
     int n_ct;
     /* ModelOpt */
     char quant_algo[32];
-    hc_ckpt_quark quark;
+    hc_ckpt_quark quark;     /* global_quant_config.weight */
+    hc_ckpt_quark_layer qlayers[HC_CKPT_MAX_QLAYERS];
+    int n_qlayers;
     /* FP8 */
     int64_t block[2];        /* weight_block_size, 0 if none */
     /* skipped modules */
@@ -135,6 +145,11 @@ int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module);
 /* The AutoRound extra_config entry for module (exact name, then a key that
  * is a '.'-suffix of it, then the first regex found in it), or NULL. */
 const hc_ckpt_override *hc_ckpt_override_for(const hc_ckpt_config *cfg, const char *module);
+
+/* The Quark weight config of module: the first layer_quant_config entry
+ * matching it as vLLM 0.33 matches them (a pattern with '*' by fnmatch,
+ * otherwise when module is a substring of the pattern), else the global one. */
+const hc_ckpt_quark *hc_ckpt_quark_for(const hc_ckpt_config *cfg, const char *module);
 
 /* Index of the compressed-tensors config group that targets module. */
 int hc_ckpt_ct_group_for(const hc_ckpt_config *cfg, const char *module);

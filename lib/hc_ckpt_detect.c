@@ -474,10 +474,9 @@ static hc_status parse_autoround(const cJSON *q, hc_ckpt_config *c, const jwhere
 /* Quark's weight config: what vLLM 0.33 serves through Humming (W4A16
  * int4/uint4 per_group, FP8 per tensor / channel / block, OCP MXFP4), each
  * other combination refused with its cause. */
-static hc_status parse_quark_weight(const cJSON *wt, int has_input, hc_ckpt_config *c,
+static hc_status parse_quark_weight(const cJSON *wt, int has_input, hc_ckpt_quark *k,
                                     const jwhere *w, hc_error *err)
 {
-    hc_ckpt_quark *k = &c->quark;
     char scale_format[16] = "", f[256];
     HC_TRY(get_str(wt, "dtype", k->dtype, sizeof k->dtype, w, err));
     HC_TRY(get_str(wt, "qscheme", k->qscheme, sizeof k->qscheme, w, err));
@@ -503,15 +502,46 @@ static hc_status parse_quark_weight(const cJSON *wt, int has_input, hc_ckpt_conf
     if (!strcmp(d, "fp4") && !strcmp(qs, "per_group") && k->group_size == 32 &&
         !strcmp(scale_format, "e8m0"))
         return HC_OK;
-    HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark weight dtype \"%s\" qscheme \"%s\" (group_size "
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark weight dtype \"%s\", qscheme \"%s\" (group_size "
             "%lld, scale_format \"%s\", pack_method \"%s\"%s) is not read: supported are what "
             "vLLM 0.33 serves through Humming: int4 / uint4 per_group weight-only (pack_method "
             "order / reorder), fp8_e4m3 per_tensor / per_channel / per_block, fp4 per_group 32 "
-            "with e8m0 scales (MXFP4)", c->source_file, d, qs, (long long)k->group_size,
+            "with e8m0 scales (MXFP4)", field(w, "dtype", f), d, qs, (long long)k->group_size,
             scale_format, k->pack_method, int4 && has_input ? ", with quantized activations" : "");
 }
 
-static hc_status parse_quark(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
+/* layer_quant_config entries with their own weight config (a KV-cache-only
+ * entry has none and leaves the layer to the global config). */
+static hc_status parse_quark_layers(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+{
+    const cJSON *g = get(q, "global_quant_config"), *it;
+    cJSON_ArrayForEach(it, get(q, "layer_quant_config")) {
+        const cJSON *wt = get(it, "weight");
+        if (wt == NULL || cJSON_Compare(wt, get(g, "weight"), 1)) continue;
+        if (cJSON_IsArray(wt) && cJSON_GetArraySize(wt) == 1) wt = cJSON_GetArrayItem(wt, 0);
+        char obj[200];
+        snprintf(obj, sizeof obj, "quantization_config.layer_quant_config.%.100s.weight",
+                 it->string ? it->string : "?");
+        const jwhere w = {c->source_file, obj};
+        if (!cJSON_IsObject(wt))
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s is not a single weight config (a list of "
+                    "two is NVFP4, which is not read)", c->source_file, obj);
+        if (c->n_qlayers == HC_CKPT_MAX_QLAYERS)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d Quark layer_quant_config entries "
+                    "with their own weight config are not read", c->source_file,
+                    HC_CKPT_MAX_QLAYERS);
+        hc_ckpt_quark_layer *L = &c->qlayers[c->n_qlayers];
+        HC_TRY(check_pattern(c->source_file, "layer_quant_config", it->string ? it->string : "",
+                             sizeof L->pattern, err));
+        snprintf(L->pattern, sizeof L->pattern, "%s", it->string ? it->string : "");
+        snprintf(L->q.pack_method, sizeof L->q.pack_method, "%s", c->quark.pack_method);
+        HC_TRY(parse_quark_weight(wt, get(it, "input_tensors") != NULL, &L->q, &w, err));
+        c->n_qlayers++;
+    }
+    return HC_OK;
+}
+
+static hc_status parse_quark(const cJSON *q, hc_ckpt_config *c, hc_error *err)
 {
     c->method = HC_CKPT_QUARK;
     c->dialect = HC_SKIP_CT; /* vLLM's should_ignore_layer: exact name or "re:" */
@@ -519,7 +549,7 @@ static hc_status parse_quark(const cJSON *q, hc_ckpt_config *c, const jwhere *w,
     const cJSON *ex = get(q, "export"), *g = get(q, "global_quant_config");
     const jwhere we = {c->source_file, "quantization_config.export"};
     if (ex) HC_TRY(get_str(ex, "pack_method", c->quark.pack_method, sizeof c->quark.pack_method, &we, err));
-    const cJSON *wt = get(g, "weight"), *ltype = get(q, "layer_type_quant_config"), *it;
+    const cJSON *wt = get(g, "weight"), *ltype = get(q, "layer_type_quant_config");
     if (cJSON_IsArray(wt) && cJSON_GetArraySize(wt) == 1) wt = cJSON_GetArrayItem(wt, 0);
     if (!cJSON_IsObject(wt))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark global_quant_config.weight is %s; read is "
@@ -528,14 +558,9 @@ static hc_status parse_quark(const cJSON *q, hc_ckpt_config *c, const jwhere *w,
     if (ltype && cJSON_GetArraySize(ltype) > 0)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark layer_type_quant_config (per-module-type "
                 "weight configs) is not read", c->source_file);
-    cJSON_ArrayForEach(it, get(q, "layer_quant_config")) /* kv-cache entries keep the weights */
-        if (!cJSON_Compare(get(it, "weight"), get(g, "weight"), 1) && get(it, "weight"))
-            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark layer_quant_config \"%.100s\" has its own "
-                    "weight config; per-layer weight configs are not read", c->source_file,
-                    it->string ? it->string : "?");
     const jwhere ww = {c->source_file, "quantization_config.global_quant_config.weight"};
-    HC_TRY(parse_quark_weight(wt, get(g, "input_tensors") != NULL, c, &ww, err));
-    (void)w;
+    HC_TRY(parse_quark_weight(wt, get(g, "input_tensors") != NULL, &c->quark, &ww, err));
+    HC_TRY(parse_quark_layers(q, c, err));
     return add_skips(c, q, "exclude", err);
 }
 
@@ -556,7 +581,7 @@ static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *ob
     if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, &w, err);
     if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, &w, err);
     if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, &w, err);
-    if (strcmp(m, "quark") == 0) return parse_quark(q, c, &w, err);
+    if (strcmp(m, "quark") == 0) return parse_quark(q, c, err);
     if (strcmp(m, "mxfp4") == 0) {
         c->method = HC_CKPT_MXFP4;
         c->dialect = HC_SKIP_FNMATCH;
@@ -672,6 +697,16 @@ const hc_ckpt_override *hc_ckpt_override_for(const hc_ckpt_config *cfg, const ch
     for (int i = 0; i < cfg->n_ovr; i++)
         if (cfg->ovr[i].regex && regex_search(cfg->ovr[i].key, module)) return &cfg->ovr[i];
     return NULL;
+}
+
+const hc_ckpt_quark *hc_ckpt_quark_for(const hc_ckpt_config *cfg, const char *module)
+{
+    for (int i = 0; i < cfg->n_qlayers; i++) {
+        const char *p = cfg->qlayers[i].pattern;
+        if (strchr(p, '*') ? fnmatch(p, module, 0) == 0 : strstr(p, module) != NULL)
+            return &cfg->qlayers[i].q;
+    }
+    return &cfg->quark;
 }
 
 int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module)

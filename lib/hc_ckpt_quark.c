@@ -1,6 +1,7 @@
 /* hc_ckpt_quark.c - AMD Quark exports (quant_method "quark"), the subset
- * vLLM 0.33 serves through Humming (quark/schemes): one weight config for
- * every quantized layer (global_quant_config.weight).
+ * vLLM 0.33 serves through Humming (quark/schemes): the weight config of
+ * global_quant_config, or of the layer_quant_config entry that names the
+ * layer (hc_ckpt_quark_for).
  *   int4 / uint4 per_group (QuarkW4A16Int4): weight I32 [K, ceil(N/8)], the
  *     weight transposed and packed along N by quark.torch.utils.pack
  *     Pack_4_bits, 8 nibbles per word, column 8w + order[i] in nibble i
@@ -39,10 +40,9 @@ typedef struct {
 } q4_geom;
 
 /* Shapes of an int4 layer: N from the scales (the packed width may pad N). */
-static hc_status q4_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+static hc_status q4_shapes(const hc_ckpt_quark *qk, hc_st_model *model, const char *prefix,
                            q4_geom *g, hc_error *err)
 {
-    const hc_ckpt_quark *qk = &cfg->quark;
     g->w = hc_ckpt_find(model, prefix, ".weight");
     g->s = hc_ckpt_find(model, prefix, ".weight_scale");
     g->zp = hc_ckpt_find(model, prefix, ".weight_zero_point");
@@ -75,15 +75,15 @@ static hc_status q4_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const 
 }
 
 /* int4 / uint4 per_group (W4A16). */
-static hc_status read_int4(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const char *prefix,
                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
 {
     q4_geom g = {0};
-    HC_TRY(q4_shapes(cfg, model, prefix, &g, err));
+    HC_TRY(q4_shapes(qk, model, prefix, &g, err));
     int64_t N = g.N, K = g.K, G = g.G, zeros = 0;
     HC_TRY(hc_ckpt_check_scales(g.s, &zeros, err));
     hc_ckpt_note_zero_scales(out, g.s, zeros);
-    int asym = !cfg->quark.sym;
+    int asym = !qk->sym;
     hc_quant_desc d = {.weight_format = HC_FMT_UINT4,
                        .scale_format = hc_ckpt_scale_format(g.s->dtype, g.s, opts),
                        .group_size = (int)g.gs, .zero_point = asym ? HC_ZP_INT : HC_ZP_NONE};
@@ -114,7 +114,7 @@ static hc_status read_int4(const hc_ckpt_config *cfg, hc_st_model *model, const 
     }
     free(buf);
     snprintf(out->source_format, sizeof out->source_format, "quark %s g%lld %s (pack_method %s)",
-             cfg->quark.dtype, (long long)g.gs, asym ? "asym" : "sym", cfg->quark.pack_method);
+             qk->dtype, (long long)g.gs, asym ? "asym" : "sym", qk->pack_method);
     return st;
 }
 
@@ -145,10 +145,9 @@ static hc_status read_mxfp4(hc_st_model *model, const char *prefix,
 }
 
 /* fp8_e4m3 per_tensor / per_channel / per_block. */
-static hc_status read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+static hc_status read_fp8(const hc_ckpt_quark *qk, hc_st_model *model, const char *prefix,
                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
 {
-    const hc_ckpt_quark *qk = &cfg->quark;
     hc_ckpt_fp8_geom g = {0};
     if (!strcmp(qk->qscheme, "per_tensor")) g.strategy = "tensor";
     else if (!strcmp(qk->qscheme, "per_channel")) g.strategy = "channel";
@@ -162,14 +161,14 @@ static hc_status read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const c
 hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
                              const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
 {
-    const hc_ckpt_quark *qk = &cfg->quark;
+    const hc_ckpt_quark *qk = hc_ckpt_quark_for(cfg, prefix);
     hc_status st;
     if (!strcmp(qk->dtype, "int4") || !strcmp(qk->dtype, "uint4"))
-        st = read_int4(cfg, model, prefix, opts, out, err);
+        st = read_int4(qk, model, prefix, opts, out, err);
     else if (!strcmp(qk->dtype, "fp4"))
         st = read_mxfp4(model, prefix, opts, out, err);
     else
-        st = read_fp8(cfg, model, prefix, opts, out, err);
+        st = read_fp8(qk, model, prefix, opts, out, err);
     if (st == HC_OK && (hc_ckpt_find(model, prefix, ".input_scale") ||
                         hc_ckpt_find(model, prefix, ".output_scale")))
         hc_ckpt_note(out, "Quark static activation scales (input_scale / output_scale) are "

@@ -27,7 +27,7 @@ static char *quark_cfg(const char *weight, const char *input, const char *pack, 
              "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
              "\"quark\", \"export\": {\"kv_cache_group\": [], \"pack_method\": \"%s\"}, "
              "\"global_quant_config\": {\"weight\": %s, \"input_tensors\": %s, "
-             "\"output_tensors\": null, \"bias\": null}, \"layer_quant_config\": {}, "
+             "\"output_tensors\": null, \"bias\": null}, "
              "\"layer_type_quant_config\": {}, \"exclude\": [\"lm_head\", "
              "\"re:.*mlp\\\\.gate$\"]%s%s}}",
              pack, weight, input, extra[0] ? ", " : "", extra);
@@ -46,14 +46,18 @@ static void put4(uint32_t *t, int64_t wc, int64_t r, int64_t n, int reorder, int
     t[r * wc + n / 8] |= ((uint32_t)v & 15u) << (4 * i);
 }
 
-static void run_int4(const char *dt, int sym, int reorder)
+/* One int4 / uint4 per_group layer (N 64, K 128, group 32) under prefix;
+ * returns the expected weights. */
+static float *build_int4(tc_ckpt *c, const char *prefix, const char *dt, int sym, int reorder)
 {
     int N = 64, K = 128, gs = 32, G = K / gs, sgn = strcmp(dt, "int4") == 0;
-    tc_ckpt c;
-    tc_init(&c, "quark-int4");
-    uint32_t *w = tc_add(&c, P ".weight", HC_DT_I32, 2, (int64_t[2]){K, N / 8});
-    uint16_t *sc = tc_add(&c, P ".weight_scale", HC_DT_BF16, 2, (int64_t[2]){G, N});
-    uint32_t *zp = sym ? NULL : tc_add(&c, P ".weight_zero_point", HC_DT_I32, 2, (int64_t[2]){G, N / 8});
+    char name[160];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    uint32_t *w = tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){K, N / 8});
+    snprintf(name, sizeof name, "%s.weight_scale", prefix);
+    uint16_t *sc = tc_add(c, name, HC_DT_BF16, 2, (int64_t[2]){G, N});
+    snprintf(name, sizeof name, "%s.weight_zero_point", prefix);
+    uint32_t *zp = sym ? NULL : tc_add(c, name, HC_DT_I32, 2, (int64_t[2]){G, N / 8});
     int *z = calloc((size_t)(G * N), sizeof *z);
     for (int g = 0; g < G; g++)
         for (int n = 0; n < N; n++) {
@@ -63,7 +67,7 @@ static void run_int4(const char *dt, int sym, int reorder)
                 put4(zp, N / 8, g, n, reorder, z[g * N + n]);
             }
         }
-    float *want = malloc((size_t)(N * K) * sizeof *want), *got = NULL;
+    float *want = malloc((size_t)(N * K) * sizeof *want);
     for (int k = 0; k < K; k++)
         for (int n = 0; n < N; n++) {
             int q = (int)(tc_rand() % 16) - (sgn ? 8 : 0);
@@ -71,20 +75,37 @@ static void run_int4(const char *dt, int sym, int reorder)
             want[n * K + k] = (float)((q - z[(k / gs) * N + n]) *
                                       (double)hc_bf16_to_f32(sc[(k / gs) * N + n]));
         }
+    free(z);
+    return want;
+}
+
+static void expect_layer(const char *dir, const char *prefix, const float *want, const char *sf)
+{
+    hc_ckpt_layer l;
+    hc_error err;
+    float *got = NULL;
+    if (tc_read_layer(dir, prefix, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK)
+        fail_msg("%s: %s", prefix, err.msg);
+    assert_int_equal(tc_diff(want, got, 64 * 128), 0);
+    assert_true(l.lossless);
+    if (!strstr(l.source_format, sf)) fail_msg("'%s' lacks '%s'", l.source_format, sf);
+    hc_ckpt_layer_free(&l);
+    free(got);
+}
+
+static void run_int4(const char *dt, int sym, int reorder)
+{
+    tc_ckpt c;
+    tc_init(&c, "quark-int4");
+    float *want = build_int4(&c, P, dt, sym, reorder);
     char wcfg[512];
     snprintf(wcfg, sizeof wcfg, "{\"dtype\": \"%s\", \"qscheme\": \"per_group\", \"ch_axis\": 1, "
              "\"group_size\": 32, \"symmetric\": %s, \"is_dynamic\": false}", dt,
              sym ? "true" : "false");
     char *cfg = quark_cfg(wcfg, "null", reorder ? "reorder" : "order", "");
     tc_write(&c, cfg, NULL, NULL);
-    hc_ckpt_layer l;
+    expect_layer(c.dir, P, want, "quark");
     hc_error err;
-    if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK)
-        fail_msg("%s sym=%d reorder=%d: %s", dt, sym, reorder, err.msg);
-    assert_int_equal(tc_diff(want, got, N * K), 0);
-    assert_true(l.lossless);
-    assert_non_null(strstr(l.source_format, "quark"));
-    hc_ckpt_layer_free(&l);
     char *out = NULL;
     if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
     char *v = tc_layer_field(out, P, "lossless");
@@ -96,7 +117,35 @@ static void run_int4(const char *dt, int sym, int reorder)
     assert_true(hc_ckpt_is_skipped(&dc, "lm_head"));
     assert_true(hc_ckpt_is_skipped(&dc, "model.layers.2.mlp.gate"));
     assert_false(hc_ckpt_is_skipped(&dc, "model.layers.2.mlp.gate_proj"));
-    free(cfg); free(want); free(got); free(z);
+    free(cfg); free(want);
+    tc_free(&c);
+}
+
+/* layer_quant_config: an entry with its own weight config applies to the
+ * layers it matches (fnmatch with '*', else the name within the key); a
+ * KV-cache entry without weights leaves the global config. */
+static void test_layer_config(void **state)
+{
+    (void)state;
+    tc_ckpt c;
+    tc_init(&c, "quark-layers");
+    float *w_down = build_int4(&c, P, "uint4", 0, 1);
+    float *w_o = build_int4(&c, "model.layers.0.self_attn.o_proj", "int4", 1, 1);
+    float *w_k = build_int4(&c, "model.layers.0.self_attn.k_proj", "int4", 1, 1);
+    char *cfg = quark_cfg(W_INT4("int4", "true"), "null", "reorder",
+                          "\"layer_quant_config\": {\"*down_proj\": {\"weight\": "
+                          W_INT4("uint4", "false") ", \"input_tensors\": null}, "
+                          "\"*k_proj\": {\"weight\": null, \"output_tensors\": "
+                          "{\"dtype\": \"fp8_e4m3\", \"qscheme\": \"per_tensor\"}}}");
+    tc_write(&c, cfg, NULL, NULL);
+    expect_layer(c.dir, P, w_down, "uint4 g32 asym");
+    expect_layer(c.dir, "model.layers.0.self_attn.o_proj", w_o, "int4 g32 sym");
+    expect_layer(c.dir, "model.layers.0.self_attn.k_proj", w_k, "int4 g32 sym");
+    hc_error err;
+    char *out = NULL;
+    if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
+    free(out);
+    free(cfg); free(w_down); free(w_o); free(w_k);
     tc_free(&c);
 }
 
@@ -238,7 +287,23 @@ static void test_refusals(void **state)
              "\"global_quant_config\": {\"weight\": " W_INT4("int4", "true") ", "
              "\"input_tensors\": null}, \"layer_quant_config\": {\"*down_proj\": {\"weight\": "
              W_INT4("int4", "false") "}}}}");
-    expect_refused(b, "own weight config");
+    { /* an entry with its own (readable) weight config is read, not refused */
+        tc_ckpt c;
+        tc_init(&c, "quark-layer-ok");
+        tc_write(&c, b, NULL, NULL);
+        hc_ckpt_config dc;
+        hc_error err;
+        assert_int_equal(tc_detect(c.dir, &dc, &err), HC_OK);
+        assert_int_equal(dc.n_qlayers, 1);
+        assert_false(hc_ckpt_quark_for(&dc, P)->sym);
+        assert_true(hc_ckpt_quark_for(&dc, "model.layers.0.self_attn.o_proj")->sym);
+        tc_free(&c);
+    }
+    snprintf(b, 4096, "{\"quantization_config\": {\"quant_method\": \"quark\", "
+             "\"global_quant_config\": {\"weight\": " W_INT4("int4", "true") ", "
+             "\"input_tensors\": null}, \"layer_quant_config\": {\"*down_proj\": {\"weight\": "
+             "{\"dtype\": \"int8\", \"qscheme\": \"per_channel\"}}}}}");
+    expect_refused(b, "layer_quant_config.*down_proj.weight");
     snprintf(b, 4096, "{\"quantization_config\": {\"quant_method\": \"quark\", "
              "\"global_quant_config\": {\"weight\": " W_INT4("int4", "true") ", "
              "\"input_tensors\": null}, \"layer_type_quant_config\": {\"Linear\": {}}}}");
@@ -277,7 +342,8 @@ static void test_hostile(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_int4),  cmocka_unit_test(test_fp8_channel),
+        cmocka_unit_test(test_int4),  cmocka_unit_test(test_layer_config),
+        cmocka_unit_test(test_fp8_channel),
         cmocka_unit_test(test_mxfp4), cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_hostile),
     };
