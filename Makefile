@@ -205,5 +205,6 @@ fuzz: fuzz-build
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TSUP_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) \
+         $(FUZZ_ENTRY_SRC:%.c=$(BUILD)/obj/%.d)
 -include $(GPU_SRC:tests/gpu/%.c=$(BUILD)/obj/tests/gpu/%.d) $(TEST_SRC:tests/%.c=$(BUILD)/obj/tests/%.d) $(EX_SRC:examples/%.c=$(BUILD)/obj/examples/%.d)

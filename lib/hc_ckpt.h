@@ -29,7 +29,8 @@ typedef enum {
     HC_CKPT_CT,        /* compressed-tensors */
     HC_CKPT_MODELOPT,
     HC_CKPT_MXFP4,     /* gpt-oss */
-    HC_CKPT_FP8        /* quant_method fp8: DeepSeek block scales or per-tensor */
+    HC_CKPT_FP8,       /* quant_method fp8: DeepSeek block scales or per-tensor */
+    HC_CKPT_QUARK      /* AMD Quark */
 } hc_ckpt_method;
 
 /* How a skip list (modules_to_not_convert, ignore, exclude_modules) matches. */
@@ -41,8 +42,20 @@ typedef enum {
 
 typedef enum { HC_ACT_ORDER_REFUSE, HC_ACT_ORDER_PERMUTE, HC_ACT_ORDER_REQUANT } hc_act_order;
 
-#define HC_CKPT_MAX_SKIP 64
+#define HC_CKPT_MAX_SKIP 1024 /* more is refused (a MoE ignore list names a gate per layer) */
 #define HC_CKPT_MAX_GROUPS 8
+#define HC_CKPT_MAX_OVR 256   /* AutoRound extra_config entries; more is refused */
+
+/* AutoRound extra_config entry: a layer name (exact, or a suffix after '.')
+ * or a regex (a key holding regex characters, searched anywhere, as vLLM's
+ * INC config parser) with the layer's own bits / group_size / sym. */
+typedef struct {
+    char key[160];
+    int regex;
+    int bits;              /* >= 16: the layer is left unquantized */
+    int64_t group_size;
+    int sym;
+} hc_ckpt_override;
 
 /* One compressed-tensors config group (its weights QuantizationArgs). */
 typedef struct {
@@ -58,6 +71,24 @@ typedef struct {
     char actorder[16];
 } hc_ckpt_ct_group;
 
+/* AMD Quark: the one weight config (global_quant_config.weight) read here. */
+typedef struct {
+    char dtype[16];        /* int4 uint4 fp8_e4m3 fp4 */
+    char qscheme[16];      /* per_group per_channel per_tensor per_block */
+    char pack_method[16];  /* export.pack_method: reorder / order */
+    int64_t group_size;
+    int64_t block[2];
+    int sym;
+} hc_ckpt_quark;
+
+#define HC_CKPT_MAX_QLAYERS 64 /* Quark layer_quant_config entries with their own weights */
+
+/* A Quark layer_quant_config entry with its own weight config. */
+typedef struct {
+    char pattern[160];     /* fnmatch pattern ('*'), else a substring of which the name is */
+    hc_ckpt_quark q;
+} hc_ckpt_quark_layer;
+
 typedef struct hc_ckpt_config {
     hc_ckpt_method method;
     char quant_method[32];   /* as written */
@@ -69,12 +100,23 @@ typedef struct hc_ckpt_config {
     int gptq_v2;             /* checkpoint_format gptq_v2 */
     int awq_zero_point;
     char awq_version[16];    /* gemm gemv gemv_fast */
+    /* AutoRound / INC (quant_method auto-round): read as GPTQ or AWQ */
+    int autoround;
+    char packing_format[48];
+    hc_ckpt_override ovr[HC_CKPT_MAX_OVR];
+    int n_ovr;
     /* compressed-tensors */
     char ct_format[32];
+    char ct_version[32];     /* "version": the compressed-tensors release that wrote it */
+    int ct_dense;            /* pack_to_int32 layout by that version: 1 dense (>= 0.18),
+                                0 padded (< 0.18), -1 unknown (no or unreadable version) */
     hc_ckpt_ct_group ct[HC_CKPT_MAX_GROUPS];
     int n_ct;
     /* ModelOpt */
     char quant_algo[32];
+    hc_ckpt_quark quark;     /* global_quant_config.weight */
+    hc_ckpt_quark_layer qlayers[HC_CKPT_MAX_QLAYERS];
+    int n_qlayers;
     /* FP8 */
     int64_t block[2];        /* weight_block_size, 0 if none */
     /* skipped modules */
@@ -100,6 +142,15 @@ const char *hc_ckpt_method_name(hc_ckpt_method m);
  * the method's own matching rule. */
 int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module);
 
+/* The AutoRound extra_config entry for module (exact name, then a key that
+ * is a '.'-suffix of it, then the first regex found in it), or NULL. */
+const hc_ckpt_override *hc_ckpt_override_for(const hc_ckpt_config *cfg, const char *module);
+
+/* The Quark weight config of module: the first layer_quant_config entry
+ * matching it as vLLM 0.33 matches them (a pattern with '*' by fnmatch,
+ * otherwise when module is a substring of the pattern), else the global one. */
+const hc_ckpt_quark *hc_ckpt_quark_for(const hc_ckpt_config *cfg, const char *module);
+
 /* Index of the compressed-tensors config group that targets module. */
 int hc_ckpt_ct_group_for(const hc_ckpt_config *cfg, const char *module);
 
@@ -113,7 +164,8 @@ typedef enum {
     HC_CK_CT_UNPACKED, /* P.weight I8 / F8 + weight_scale (int-/float-quantized) */
     HC_CK_MODELOPT,    /* P.weight U8 or F8 + weight_scale (+ weight_scale_2) */
     HC_CK_FP8,         /* P.weight F8 + weight_scale_inv / weight_scale */
-    HC_CK_MXFP4        /* P_blocks + P_scales (gpt-oss expert stacks) */
+    HC_CK_MXFP4,       /* P_blocks + P_scales (gpt-oss expert stacks) */
+    HC_CK_QUARK        /* P.weight I32 / F8 / U8 + weight_scale (AMD Quark) */
 } hc_ckpt_kind;
 
 /* The layer whose weight-carrying tensor is t, if any: sets *kind and the
@@ -152,6 +204,17 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
                        const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
                        hc_error *err);
 void hc_ckpt_layer_free(hc_ckpt_layer *l);
+
+/* The producer's own dequantization of a layer whose reading is not exact
+ * (hc_ckpt_read cleared `lossless`), as float32 (N, K) into out (the caller's
+ * N*K floats), for the report to measure the reading against. Only the
+ * readers that can be inexact have one (compressed-tensors NVFP4: code *
+ * fp32(s / weight_global_scale)); others: HC_ERR_UNSUPPORTED. */
+hc_status hc_ckpt_source_values(const hc_ckpt_config *cfg, hc_st_model *model,
+                                hc_ckpt_kind kind, const char *prefix, float *out,
+                                hc_error *err);
+hc_status hc_ckpt_ct_source_values(hc_st_model *model, const char *prefix, float *out,
+                                   hc_error *err);
 
 /* ---- helpers shared by the readers (hc_ckpt_common.c) ----------------- */
 
@@ -236,6 +299,8 @@ hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, cons
                              const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
 hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
+                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
 
 /* Shared by the FP8-element readers: a float8 weight [N, K] (one byte per
  * code) with scales of one of these geometries. scale == NULL is refused.

@@ -393,6 +393,21 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
         HC_FAIL(err, HC_ERR_FORMAT, "layer \"%s\": no tensor \"%s%s\" (a layer needs a name "
                 "and its main tensor)", prefix, prefix, main_suffix);
     hc_status st;
+    hc_ckpt_config *own = NULL; /* an AutoRound extra_config entry: the layer's own bits */
+    const hc_ckpt_override *o = gptq_like && cfg->n_ovr ? hc_ckpt_override_for(cfg, prefix) : NULL;
+    if (o && o->bits >= 16)
+        HC_FAIL(err, HC_ERR_FORMAT, "layer %s: packed (.qweight), but %s's extra_config entry "
+                "'%s' says %d bits (unquantized); refused", prefix, cfg->source_file, o->key,
+                o->bits);
+    if (o) {
+        own = malloc(sizeof *own);
+        HC_CHECK_ALLOC(err, own, "layer config");
+        *own = *cfg;
+        own->bits = o->bits;
+        own->group_size = o->group_size;
+        own->sym = o->sym;
+        cfg = own;
+    }
     switch (kind) {
     case HC_CK_GPTQ: st = hc_ckpt_read_gptq(cfg, model, prefix, opts, out, err); break;
     case HC_CK_AWQ: st = hc_ckpt_read_awq(cfg, model, prefix, opts, out, err); break;
@@ -402,9 +417,29 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
     case HC_CK_MODELOPT: st = hc_ckpt_read_modelopt(cfg, model, prefix, opts, out, err); break;
     case HC_CK_MXFP4: st = hc_ckpt_read_mxfp4(cfg, model, prefix, opts, out, err); break;
     case HC_CK_FP8: st = hc_ckpt_read_fp8(cfg, model, prefix, opts, out, err); break;
+    case HC_CK_QUARK: st = hc_ckpt_read_quark(cfg, model, prefix, opts, out, err); break;
     default: st = hc_error_set(err, HC_ERR_INTERNAL, "%s: unknown layer kind", prefix);
     }
     if (st == HC_OK) st = check_geometry(prefix, &out->q, err);
+    if (st == HC_OK && o)
+        hc_ckpt_note(out, "extra_config '%s': %d bits, group %lld, %s", o->key, o->bits,
+                     (long long)o->group_size, o->sym ? "sym" : "asym");
+    if (st == HC_OK && cfg->autoround) {
+        char sf[256];
+        snprintf(sf, sizeof sf, "auto-round %s: %s", cfg->packing_format, out->source_format);
+        snprintf(out->source_format, sizeof out->source_format, "%.95s", sf);
+    }
+    free(own);
     if (st != HC_OK) hc_ckpt_layer_free(out);
     return st;
+}
+
+hc_status hc_ckpt_source_values(const hc_ckpt_config *cfg, hc_st_model *model,
+                                hc_ckpt_kind kind, const char *prefix, float *out,
+                                hc_error *err)
+{
+    if (cfg->method == HC_CKPT_CT && kind == HC_CK_CT_FP4)
+        return hc_ckpt_ct_source_values(model, prefix, out, err);
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: this reader's readings are exact; no separate "
+            "source values", prefix);
 }

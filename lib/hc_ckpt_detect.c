@@ -18,8 +18,8 @@
 const char *hc_ckpt_method_name(hc_ckpt_method m)
 {
     static const char *const names[] = {"none", "gptq", "awq", "compressed-tensors",
-                                        "modelopt", "mxfp4", "fp8"};
-    return m <= HC_CKPT_FP8 ? names[m] : "?";
+                                        "modelopt", "mxfp4", "fp8", "quark"};
+    return m <= HC_CKPT_QUARK ? names[m] : "?";
 }
 
 /* Where a field sits, for messages: "config.json: quantization_config.bits". */
@@ -150,7 +150,10 @@ static hc_status check_pattern(const char *file, const char *key, const char *s,
 
 static hc_status add_skip(hc_ckpt_config *c, const char *key, const char *s, hc_error *err)
 {
-    if (c->n_skip >= HC_CKPT_MAX_SKIP) return HC_OK;
+    if (c->n_skip >= HC_CKPT_MAX_SKIP)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d skip-list entries (%s, with the "
+                "method's other lists) are not read; refused rather than matching only the "
+                "first %d", c->source_file, HC_CKPT_MAX_SKIP, key, HC_CKPT_MAX_SKIP);
     HC_TRY(check_pattern(c->source_file, key, s, sizeof c->skip[0], err));
     snprintf(c->skip[c->n_skip++], sizeof c->skip[0], "%s", s);
     return HC_OK;
@@ -302,10 +305,21 @@ static hc_status parse_ct_group(const cJSON *g, hc_ckpt_ct_group *out, const cha
     return parse_ct_weights(wt, out, &w, err);
 }
 
+/* compressed-tensors 0.18 made pack_to_int32 dense (3/5/6/7-bit codes
+ * straddle words); "MAJOR.MINOR..." -> 1 from 0.18 on, 0 before, -1 unknown. */
+static int ct_dense_from_version(const char *v)
+{
+    int major = 0, minor = 0;
+    if (sscanf(v, "%d.%d", &major, &minor) != 2 || major < 0 || minor < 0) return -1;
+    return major > 0 || minor >= 18;
+}
+
 static hc_status parse_ct(const cJSON *q, hc_ckpt_config *c, const jwhere *w, hc_error *err)
 {
     c->method = HC_CKPT_CT;
     HC_TRY(get_str(q, "format", c->ct_format, sizeof c->ct_format, w, err));
+    HC_TRY(get_str(q, "version", c->ct_version, sizeof c->ct_version, w, err));
+    c->ct_dense = ct_dense_from_version(c->ct_version);
     char status[32] = "compressed";
     HC_TRY(get_str(q, "quantization_status", status, sizeof status, w, err));
     if (strcmp(status, "compressed") != 0)
@@ -361,6 +375,195 @@ static hc_status parse_fp8(const cJSON *q, hc_ckpt_config *c, const jwhere *w, h
     return add_skips(c, q, "modules_to_not_convert", err);
 }
 
+/* 1 if s holds a character that makes an AutoRound extra_config key a regex
+ * (vLLM's INC parser: *+?^$()[]{}|\). */
+static int has_regex_chars(const char *s)
+{
+    return strpbrk(s, "*+?^$()[]{}|\\") != NULL;
+}
+
+/* One extra_config entry: its own bits / group_size / sym over the defaults. */
+static hc_status parse_override(const cJSON *e, hc_ckpt_config *c, hc_error *err)
+{
+    char obj[200], dtype[32] = "int";
+    snprintf(obj, sizeof obj, "quantization_config.extra_config.%.150s", e->string);
+    const jwhere w = {c->source_file, obj};
+    if (!cJSON_IsObject(e))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s: %s must be an object", c->source_file, obj);
+    if (c->n_ovr == HC_CKPT_MAX_OVR)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d extra_config entries are not read",
+                c->source_file, HC_CKPT_MAX_OVR);
+    hc_ckpt_override *o = &c->ovr[c->n_ovr];
+    int64_t bits;
+    HC_TRY(get_int(e, "bits", 1, 64, c->bits, &bits, &w, err));
+    HC_TRY(get_group(e, "group_size", c->group_size, &o->group_size, &w, err));
+    HC_TRY(get_bool(e, "sym", c->sym, &o->sym, &w, err));
+    HC_TRY(get_str(e, "data_type", dtype, sizeof dtype, &w, err));
+    if (bits < 16 && strcmp(dtype, "int") != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s: data_type \"%s\" with %lld bits in an integer "
+                "(GPTQ/AWQ-packed) AutoRound checkpoint is not read", c->source_file, obj, dtype,
+                (long long)bits);
+    if (bits < 16 && (bits < 2 || bits > 8))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s.bits = %lld: AutoRound integer layers of 2..8 "
+                "bits are read", c->source_file, obj, (long long)bits);
+    o->bits = (int)bits;
+    o->regex = has_regex_chars(e->string);
+    HC_TRY(check_pattern(c->source_file, "extra_config", e->string, sizeof o->key, err));
+    if (o->regex) { /* re.search: compiled as ".*(key)" from the start */
+        hc_regex re;
+        char why[256], *pat = malloc(strlen(e->string) + 8);
+        HC_CHECK_ALLOC(err, pat, "extra_config key");
+        sprintf(pat, ".*(%s)", e->string);
+        int bad = hc_regex_compile(&re, pat, HC_RE_PYTHON, HC_RE_PREFIX, why, sizeof why);
+        hc_regex_free(&re);
+        free(pat);
+        if (bad)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: extra_config key '%s': bad regular expression: %s",
+                    c->source_file, e->string, why);
+    }
+    snprintf(o->key, sizeof o->key, "%s", e->string);
+    c->n_ovr++;
+    return HC_OK;
+}
+
+/* AutoRound / INC ("auto-round", "intel/auto-round"): integer weights packed
+ * as AutoGPTQ (v1 zeros, stored zero - 1), AutoAWQ GEMM, or AutoRound's own
+ * QuantLinear (the GPTQ layout with true zeros, as GPTQModel's v2); bits 2..8
+ * (5-7 as one little-endian bit stream, auto_round.utils.bit_packing). */
+static hc_status parse_autoround(const cJSON *q, hc_ckpt_config *c, const jwhere *w,
+                                 hc_error *err)
+{
+    char dtype[32] = "int", f[256];
+    int64_t bits = 4;
+    c->autoround = 1;
+    snprintf(c->packing_format, sizeof c->packing_format, "auto_round:auto_gptq");
+    HC_TRY(get_str(q, "backend", c->packing_format, sizeof c->packing_format, w, err));
+    HC_TRY(get_str(q, "packing_format", c->packing_format, sizeof c->packing_format, w, err));
+    HC_TRY(get_str(q, "data_type", dtype, sizeof dtype, w, err));
+    HC_TRY(get_int(q, "bits", 1, 64, 4, &bits, w, err));
+    c->bits = (int)bits;
+    HC_TRY(get_group(q, "group_size", 128, &c->group_size, w, err));
+    HC_TRY(get_bool(q, "sym", 1, &c->sym, w, err));
+    const char *pf = c->packing_format;
+    if (strcmp(dtype, "int") != 0 || strstr(pf, "fp8") || strstr(pf, "llm_compressor") ||
+        strstr(pf, "marlin"))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: AutoRound data_type \"%s\" with packing_format "
+                "\"%s\" is not read: only integer weights packed as auto_round:auto_gptq, "
+                "auto_round:auto_awq or AutoRound's own GPTQ-layout QuantLinear are (export "
+                "the model with one of those, or as compressed-tensors)", c->source_file,
+                dtype, pf);
+    if (c->bits < 2 || c->bits > 8)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s = %d: AutoRound integer layers of 2..8 bits are "
+                "read", field(w, "bits", f), c->bits);
+    if (strstr(pf, "awq")) {
+        c->method = HC_CKPT_AWQ;
+        c->awq_zero_point = 1; /* AutoRound's WQLinear_GEMM always writes qzeros */
+        snprintf(c->awq_version, sizeof c->awq_version, "gemm");
+    } else {
+        c->method = HC_CKPT_GPTQ;
+        c->gptq_v2 = strstr(pf, "gptq") == NULL || strstr(pf, "gptqmodel") != NULL;
+    }
+    c->dialect = HC_SKIP_SUBSTRING;
+    const cJSON *ex = get(q, "extra_config"), *it;
+    if (ex && !cJSON_IsObject(ex))
+        HC_FAIL(err, HC_ERR_FORMAT, "%s must be an object", field(w, "extra_config", f));
+    cJSON_ArrayForEach(it, ex) HC_TRY(parse_override(it, c, err));
+    return add_skips(c, q, "modules_to_not_convert", err);
+}
+
+/* Quark's weight config: what vLLM 0.33 serves through Humming (W4A16
+ * int4/uint4 per_group, FP8 per tensor / channel / block, OCP MXFP4), each
+ * other combination refused with its cause. */
+static hc_status parse_quark_weight(const cJSON *wt, int has_input, hc_ckpt_quark *k,
+                                    const jwhere *w, hc_error *err)
+{
+    char scale_format[16] = "", f[256];
+    HC_TRY(get_str(wt, "dtype", k->dtype, sizeof k->dtype, w, err));
+    HC_TRY(get_str(wt, "qscheme", k->qscheme, sizeof k->qscheme, w, err));
+    HC_TRY(get_str(wt, "scale_format", scale_format, sizeof scale_format, w, err));
+    HC_TRY(get_int(wt, "group_size", 1, MAX_GROUP, 0, &k->group_size, w, err));
+    HC_TRY(get_bool(wt, "symmetric", 1, &k->sym, w, err));
+    const char *d = k->dtype, *qs = k->qscheme;
+    int int4 = !strcmp(d, "int4") || !strcmp(d, "uint4");
+    if (int4 && !strcmp(qs, "per_group") && k->group_size > 0 && !has_input &&
+        (!strcmp(k->pack_method, "reorder") || !strcmp(k->pack_method, "order"))) {
+        if (!strcmp(d, "uint4") && k->sym)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark uint4 symmetric: vLLM 0.33 reads "
+                    "symmetric Quark int4 as two's-complement nibbles (XOR 8), which uint4 codes "
+                    "are not; refused", field(w, "dtype", f));
+        return HC_OK;
+    }
+    if (!strcmp(d, "fp8_e4m3") && (!strcmp(qs, "per_tensor") || !strcmp(qs, "per_channel")))
+        return HC_OK;
+    if (!strcmp(d, "fp8_e4m3") && !strcmp(qs, "per_block")) {
+        HC_TRY(get_block(wt, "block_size", k->block, w, err));
+        if (k->block[0] > 0) return HC_OK;
+    }
+    if (!strcmp(d, "fp4") && !strcmp(qs, "per_group") && k->group_size == 32 &&
+        !strcmp(scale_format, "e8m0"))
+        return HC_OK;
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark weight dtype \"%s\", qscheme \"%s\" (group_size "
+            "%lld, scale_format \"%s\", pack_method \"%s\"%s) is not read: supported are what "
+            "vLLM 0.33 serves through Humming: int4 / uint4 per_group weight-only (pack_method "
+            "order / reorder), fp8_e4m3 per_tensor / per_channel / per_block, fp4 per_group 32 "
+            "with e8m0 scales (MXFP4)", field(w, "dtype", f), d, qs, (long long)k->group_size,
+            scale_format, k->pack_method, int4 && has_input ? ", with quantized activations" : "");
+}
+
+/* layer_quant_config entries with their own weight config (a KV-cache-only
+ * entry has none and leaves the layer to the global config). */
+static hc_status parse_quark_layers(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+{
+    const cJSON *g = get(q, "global_quant_config"), *it;
+    cJSON_ArrayForEach(it, get(q, "layer_quant_config")) {
+        const cJSON *wt = get(it, "weight");
+        if (wt == NULL || cJSON_Compare(wt, get(g, "weight"), 1)) continue;
+        if (cJSON_IsArray(wt) && cJSON_GetArraySize(wt) == 1) wt = cJSON_GetArrayItem(wt, 0);
+        char obj[200];
+        snprintf(obj, sizeof obj, "quantization_config.layer_quant_config.%.100s.weight",
+                 it->string ? it->string : "?");
+        const jwhere w = {c->source_file, obj};
+        if (!cJSON_IsObject(wt))
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: %s is not a single weight config (a list of "
+                    "two is NVFP4, which is not read)", c->source_file, obj);
+        if (c->n_qlayers == HC_CKPT_MAX_QLAYERS)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: more than %d Quark layer_quant_config entries "
+                    "with their own weight config are not read", c->source_file,
+                    HC_CKPT_MAX_QLAYERS);
+        hc_ckpt_quark_layer *L = &c->qlayers[c->n_qlayers];
+        HC_TRY(check_pattern(c->source_file, "layer_quant_config", it->string ? it->string : "",
+                             sizeof L->pattern, err));
+        snprintf(L->pattern, sizeof L->pattern, "%s", it->string ? it->string : "");
+        snprintf(L->q.pack_method, sizeof L->q.pack_method, "%s", c->quark.pack_method);
+        HC_TRY(parse_quark_weight(wt, get(it, "input_tensors") != NULL, &L->q, &w, err));
+        c->n_qlayers++;
+    }
+    return HC_OK;
+}
+
+static hc_status parse_quark(const cJSON *q, hc_ckpt_config *c, hc_error *err)
+{
+    c->method = HC_CKPT_QUARK;
+    c->dialect = HC_SKIP_CT; /* vLLM's should_ignore_layer: exact name or "re:" */
+    snprintf(c->quark.pack_method, sizeof c->quark.pack_method, "reorder");
+    const cJSON *ex = get(q, "export"), *g = get(q, "global_quant_config");
+    const jwhere we = {c->source_file, "quantization_config.export"};
+    if (ex) HC_TRY(get_str(ex, "pack_method", c->quark.pack_method, sizeof c->quark.pack_method, &we, err));
+    const cJSON *wt = get(g, "weight"), *ltype = get(q, "layer_type_quant_config");
+    if (cJSON_IsArray(wt) && cJSON_GetArraySize(wt) == 1) wt = cJSON_GetArrayItem(wt, 0);
+    if (!cJSON_IsObject(wt))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark global_quant_config.weight is %s; read is "
+                "one weight config (a list of two is NVFP4, which is not read)", c->source_file,
+                wt ? "not a single config" : "missing");
+    if (ltype && cJSON_GetArraySize(ltype) > 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Quark layer_type_quant_config (per-module-type "
+                "weight configs) is not read", c->source_file);
+    const jwhere ww = {c->source_file, "quantization_config.global_quant_config.weight"};
+    HC_TRY(parse_quark_weight(wt, get(g, "input_tensors") != NULL, &c->quark, &ww, err));
+    HC_TRY(parse_quark_layers(q, c, err));
+    return add_skips(c, q, "exclude", err);
+}
+
 /* quantization_config object of config.json, or a side file's object (obj:
  * its name in messages, "" for a side file's top level). */
 static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *obj, hc_error *err)
@@ -372,10 +575,13 @@ static hc_status parse_qconfig(const cJSON *q, hc_ckpt_config *c, const char *ob
     for (char *p = m; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
     snprintf(c->quant_method, sizeof c->quant_method, "%s", m);
     if (strcmp(m, "gptq") == 0) return parse_gptq(q, c, &w, err);
+    if (strcmp(m, "auto-round") == 0 || strcmp(m, "intel/auto-round") == 0)
+        return parse_autoround(q, c, &w, err);
     if (strcmp(m, "awq") == 0) return parse_awq(q, c, &w, err);
     if (strcmp(m, "compressed-tensors") == 0) return parse_ct(q, c, &w, err);
     if (strcmp(m, "modelopt") == 0) return parse_modelopt(q, c, &w, err);
     if (strcmp(m, "fp8") == 0) return parse_fp8(q, c, &w, err);
+    if (strcmp(m, "quark") == 0) return parse_quark(q, c, err);
     if (strcmp(m, "mxfp4") == 0) {
         c->method = HC_CKPT_MXFP4;
         c->dialect = HC_SKIP_FNMATCH;
@@ -434,7 +640,7 @@ hc_status hc_ckpt_detect(const char *dir, const char *config_text, hc_ckpt_confi
         }
         cJSON_Delete(side);
     }
-    if (st == HC_OK && cfg->method == HC_CKPT_GPTQ &&
+    if (st == HC_OK && cfg->method == HC_CKPT_GPTQ && !cfg->autoround &&
         (cfg->bits < 2 || cfg->bits > 8 || (cfg->bits > 4 && cfg->bits < 8)))
         st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: GPTQ bits %d: supported are 2, 3, 4 "
                           "and 8 (GPTQModel's planar 5-7 bit layouts are not pinned down)",
@@ -470,8 +676,43 @@ int hc_ckpt_ct_group_for(const hc_ckpt_config *cfg, const char *module)
     return fallback >= 0 ? fallback : 0;
 }
 
+/* Python re.search of pat in name (checked when the config was read). */
+static int regex_search(const char *pat, const char *name)
+{
+    char buf[200];
+    snprintf(buf, sizeof buf, ".*(%s)", pat);
+    return regex_match_start(buf, name);
+}
+
+const hc_ckpt_override *hc_ckpt_override_for(const hc_ckpt_config *cfg, const char *module)
+{
+    size_t n = strlen(module);
+    for (int i = 0; i < cfg->n_ovr; i++)
+        if (strcmp(cfg->ovr[i].key, module) == 0) return &cfg->ovr[i];
+    for (int i = 0; i < cfg->n_ovr; i++) {
+        size_t k = strlen(cfg->ovr[i].key);
+        if (k < n && module[n - k - 1] == '.' && strcmp(module + n - k, cfg->ovr[i].key) == 0)
+            return &cfg->ovr[i];
+    }
+    for (int i = 0; i < cfg->n_ovr; i++)
+        if (cfg->ovr[i].regex && regex_search(cfg->ovr[i].key, module)) return &cfg->ovr[i];
+    return NULL;
+}
+
+const hc_ckpt_quark *hc_ckpt_quark_for(const hc_ckpt_config *cfg, const char *module)
+{
+    for (int i = 0; i < cfg->n_qlayers; i++) {
+        const char *p = cfg->qlayers[i].pattern;
+        if (strchr(p, '*') ? fnmatch(p, module, 0) == 0 : strstr(p, module) != NULL)
+            return &cfg->qlayers[i].q;
+    }
+    return &cfg->quark;
+}
+
 int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module)
 {
+    const hc_ckpt_override *o = cfg->n_ovr ? hc_ckpt_override_for(cfg, module) : NULL;
+    if (o) return o->bits >= 16;
     for (int i = 0; i < cfg->n_skip; i++) {
         const char *s = cfg->skip[i];
         if (strncmp(s, "re:", 3) == 0) {
@@ -529,6 +770,12 @@ int hc_ckpt_layer_of(const hc_ckpt_config *cfg, const hc_st_tensor *t, hc_ckpt_k
         *kind = HC_CK_MXFP4;
         return 1;
     }
+    if (cfg->method == HC_CKPT_QUARK && ends_with(n, ".weight") && t->ndim == 2 &&
+        (t->dtype == HC_DT_I32 || t->dtype == HC_DT_U8 || t->dtype == HC_DT_F8_E4M3)) {
+        if (!set_prefix(n, ".weight", prefix, prefix_len)) return 0;
+        *kind = HC_CK_QUARK;
+        return 1;
+    }
     if (ends_with(n, ".weight") && !hc_ckpt_is_float_dtype(t->dtype) && t->ndim == 2 &&
         (t->dtype == HC_DT_U8 || t->dtype == HC_DT_I8 || t->dtype == HC_DT_F8_E4M3 ||
          t->dtype == HC_DT_F8_E5M2)) {
@@ -560,7 +807,11 @@ int hc_ckpt_layer_tensors(hc_st_model *model, hc_ckpt_kind kind, const char *pre
     static const char *const mo[] = {".weight", ".weight_scale", ".weight_scale_2",
                                      ".weight_scale_inv", NULL};
     static const char *const mx[] = {"_blocks", "_scales", NULL};
+    static const char *const qk[] = {".weight", ".weight_scale", ".weight_zero_point",
+                                     ".input_scale", ".input_zero_point", ".output_scale",
+                                     ".output_zero_point", NULL};
     const char *const *list = kind == HC_CK_GPTQ || kind == HC_CK_AWQ ? gptq
+                              : kind == HC_CK_QUARK ? qk
                               : kind == HC_CK_MXFP4 ? mx
                               : kind == HC_CK_MODELOPT || kind == HC_CK_FP8 ? mo : ct;
     int n = 0;

@@ -163,19 +163,22 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
                          "= 2^(bits-1)-1: v1 zeros, read as v1", half - 1);
         }
     }
-    int off = v2 ? 0 : 1, need_zp = 0, overflow = 0;
+    int off = v2 ? 0 : 1, need_zp = 0;
+    int64_t overflow = 0;
     for (int64_t i = 0; i < G * N; i++) {
         int z = zs[i] + off;
         if (z != half) need_zp = 1;
-        if (z > (1 << b) - 1) overflow = 1;
+        overflow += z > (1 << b) - 1;
     }
     if (cfg->sym && need_zp)
         hc_ckpt_note(out, "sym=true but qzeros are not the symmetric constant: zero points "
                      "kept as stored (%s)", v2 ? "v2" : "v1, +1");
-    if (overflow)
-        hc_ckpt_note(out, "a v1 qzeros field is %d (true zero %d does not fit %d bits; "
-                     "AutoGPTQ's -1 overflow): float zero points used, as the CUDA kernels "
-                     "compute", (1 << b) - 1, 1 << b, b);
+    if (overflow) /* AutoGPTQ disagrees with itself here: docs/checkpoints.md */
+        hc_ckpt_note(out, "%lld of %lld v1 qzeros fields are %d (all ones: AutoGPTQ stores zero "
+                     "0 as -1, which also sets the higher fields of its word); read as zero %d "
+                     "(field + 1), as AutoGPTQ's CUDA / exllama kernels and vLLM's gptq_gemm "
+                     "compute, in float zero points; AutoGPTQ's old torch path reads 0 instead",
+                     (long long)overflow, (long long)(G * N), (1 << b) - 1, 1 << b);
 
     /* act-order */
     int32_t *perm = NULL;

@@ -170,6 +170,11 @@ hc_status hc_conv_find_quantized(const hc_convert_options *opts, hc_st_model *mo
                                  hc_conv_plan *plan, int *layer_of, hc_error *err);
 hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_conv_plan *plan,
                                        hc_conv_layer *L, hc_error *err);
+/* A repacked quantized layer whose reading is not exact (L->lossless clear,
+ * not requantized): *ref = the producer's own dequantization (malloc'ed,
+ * E*N*K), which verification then measures the output against; else NULL. */
+hc_status hc_conv_quantized_ref(const hc_conv_plan *plan, const hc_conv_layer *L, float **ref,
+                                hc_error *err);
 hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
                                  hc_layer_tensors *pre, hc_error *err);
 

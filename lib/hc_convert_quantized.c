@@ -497,3 +497,21 @@ hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *
         return hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
     return HC_OK;
 }
+
+hc_status hc_conv_quantized_ref(const hc_conv_plan *plan, const hc_conv_layer *L, float **ref,
+                                hc_error *err)
+{
+    *ref = NULL;
+    if (L->lossless || L->requant || L->qexperts) return HC_OK; /* stacks: per expert, not done */
+    float *r = malloc((size_t)(L->meta.N * L->meta.K) * sizeof *r + 1);
+    HC_CHECK_ALLOC(err, r, "source values");
+    hc_status st = hc_ckpt_source_values(plan->ckpt, plan->model, (hc_ckpt_kind)L->ck_kind,
+                                         L->prefix, r, err);
+    if (st == HC_ERR_UNSUPPORTED) { /* the reader has none: measured against its reading */
+        free(r);
+        return HC_OK;
+    }
+    if (st != HC_OK) { free(r); return st; }
+    *ref = r;
+    return HC_OK;
+}

@@ -16,6 +16,7 @@
 
 #include "hc_format.h"
 #include "hc_test_ckpt.h"
+#include "hc_test_util.h"
 
 #define P "model.layers.0.mlp.up_proj"
 
@@ -84,6 +85,38 @@ static void run_ct_nvfp4(float gsc, int expect_lossless)
     } else { /* one fp32 rounding of the reciprocal: relative error ~1e-7, never gsc^2 */
         assert_non_null(strstr(l.note, "reciprocal"));
         for (int i = 0; i < N * K; i++) assert_true(fabs(want[i] - got[i]) <= 1e-6 * fabs(want[i]));
+        /* the measured count is compressed-tensors' own value code * fp32(s / g) against ours */
+        int64_t differ = 0;
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++) {
+                float eff = (float)(e4m3(s[n * (K / 16) + k / 16]) / gsc);
+                differ += (float)(nv_elem(w, K, n, k) * (double)eff) != got[n * K + k];
+            }
+        char counted[64];
+        snprintf(counted, sizeof counted, "%lld of %d elements differ", (long long)differ, N * K);
+        if (!strstr(l.note, counted)) fail_msg("note lacks '%s': %s", counted, l.note);
+        assert_true(differ > 0);
+        printf("  %s\n", l.note);
+        assert_non_null(strstr(l.note, "max relative difference"));
+        /* the report measures the output against compressed-tensors' own values */
+        char *cfgout = NULL;
+        if (tc_convert_keep(c.dir, NULL, 0, &cfgout, &err) != HC_OK) fail_msg("%s", err.msg);
+        char *v = tc_layer_field(cfgout, P, "lossless");
+        assert_string_equal(v, "false");
+        free(v);
+        free(cfgout);
+        char *od = tc_out_dir(c.dir, "out"), path[4096];
+        snprintf(path, sizeof path, "%s/humming_report.json", od);
+        char *rep = hc_test_read_file(path, NULL);
+        assert_non_null(rep);
+        assert_non_null(strstr(rep, "\"lossless\":\tfalse"));
+        const char *re = strstr(rep, "\"weight_rel_err\":");
+        assert_non_null(re);
+        double rel = atof(re + strlen("\"weight_rel_err\":"));
+        assert_true(rel > 1e-9 && rel < 1e-6);
+        printf("  report: lossless false, weight_rel_err %.3g\n", rel);
+        free(rep);
+        free(od);
     }
     hc_ckpt_layer_free(&l);
     free(want); free(got);
@@ -95,6 +128,7 @@ static void test_ct_nvfp4_divisor(void **state)
     (void)state;
     run_ct_nvfp4(512.0f, 1);  /* power of two: reciprocal exact, lossless */
     run_ct_nvfp4(896.0f, 0);  /* 448*6/3: reciprocal inexact, flagged */
+    run_ct_nvfp4(2688.0f / 7.0f, 0); /* amax 2.5 (not a power of two): 448*6/amax */
 }
 
 /* Trap: ModelOpt's weight_scale_2 MULTIPLIES (the inverse of CT). */
@@ -276,6 +310,47 @@ static void test_fp8_block_partial_edges(void **state)
     tc_free(&c);
 }
 
+/* compressed-tensors FP8_BLOCK (float-quantized, strategy block [128, 128]):
+ * scales [ceil(N/128), ceil(K/128)] in the model dtype, partial edge tiles in
+ * both directions (N = 192, K = 320), as llm-compressor writes them. */
+static void test_ct_fp8_block_partial(void **state)
+{
+    (void)state;
+    int N = 192, K = 320, RB = 2, CB = 3;
+    tc_ckpt c;
+    tc_init(&c, "ct-fp8-block");
+    uint8_t *w = tc_add(&c, P ".weight", HC_DT_F8_E4M3, 2, (int64_t[2]){N, K});
+    uint16_t *sc = tc_add(&c, P ".weight_scale", HC_DT_BF16, 2, (int64_t[2]){RB, CB});
+    for (int i = 0; i < RB * CB; i++) sc[i] = hc_f32_to_bf16(0.00137f * (float)(i + 1));
+    float *want = malloc((size_t)(N * K) * sizeof *want), *got = NULL;
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) {
+            w[n * K + k] = (uint8_t)rand_e4m3();
+            want[n * K + k] = (float)(e4m3(w[n * K + k]) *
+                                      (double)hc_bf16_to_f32(sc[(n / 128) * CB + k / 128]));
+        }
+    tc_write(&c, "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
+                 "\"compressed-tensors\", \"format\": \"float-quantized\", \"version\": \"0.20.1\", "
+                 "\"quantization_status\": \"compressed\", \"transform_config\": {}, "
+                 "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": "
+                 "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"block\", "
+                 "\"block_structure\": [128, 128], \"symmetric\": true}}}}}", NULL, NULL);
+    hc_ckpt_layer l;
+    hc_error err;
+    if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_true(l.lossless);
+    assert_int_equal(tc_diff(want, got, N * K), 0);
+    hc_ckpt_layer_free(&l);
+    char *out = NULL;
+    if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
+    char *v = tc_layer_field(out, P, "lossless");
+    assert_string_equal(v, "true");
+    free(v);
+    free(out);
+    free(want); free(got);
+    tc_free(&c);
+}
+
 /* An FP8 weight without its scale is refused (reading it raw gives a wrong model). */
 static void test_fp8_missing_scale(void **state)
 {
@@ -379,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_modelopt_swizzled_scale_refused),
         cmocka_unit_test(test_gpt_oss_mxfp4),
         cmocka_unit_test(test_fp8_block_partial_edges),
+        cmocka_unit_test(test_ct_fp8_block_partial),
         cmocka_unit_test(test_fp8_missing_scale),
         cmocka_unit_test(test_modelopt_fp8_tensor),
         cmocka_unit_test(test_modelopt_fp8_channel_inexact),

@@ -17,12 +17,13 @@
 
 #include "hc_format.h"
 #include "hc_test_ckpt.h"
+#include "hc_test_util.h"
 
 typedef struct {
     int b, gs, sym, v2_label, v2_data;
     int N, K;
     int act_order;       /* shuffle g_idx */
-    int overflow_one;    /* v1: one stored zero field of all ones */
+    int overflow_one;    /* v1: zero 0 at n = 3 of group 0, packed as AutoGPTQ does */
 } gp_spec;
 
 /* Builds the checkpoint; returns expected weights [N, K] (malloc'ed). */
@@ -50,7 +51,8 @@ static float *build_gptq(tc_ckpt *c, const gp_spec *s, int32_t *g_idx_out)
         for (int n = 0; n < N; n++) {
             int zz = s->sym ? half : 1 + (int)(tc_rand() % (uint32_t)top); /* 1..2^b-1 */
             int stored = s->v2_data ? zz : zz - 1;
-            if (s->overflow_one && g == 0 && n == 3) { stored = top; zz = top + 1; }
+            /* AutoGPTQ packs zero 0 as uint32(-1) << shift: fields 3.. of the word all ones */
+            if (s->overflow_one && g == 0 && n >= 3 && n < 32 / b) { stored = top; zz = top + 1; }
             z[g * N + n] = zz;
             tc_put_bits(row, (int64_t)n * b, b, (uint32_t)stored);
             sc[g * N + n] = hc_f32_to_f16((float)(0.001 + (tc_rand() % 1000) * 1e-5));
@@ -135,12 +137,33 @@ static void test_mislabelled_v2(void **state)
     check_lossless(&s3, "mislabelled gptq_v2");
 }
 
-/* v1 stored field 2^b - 1: true zero 2^b (kernel parity), held as float zero points. */
+/* v1 stored field 2^b - 1: read as true zero 2^b (AutoGPTQ's CUDA kernels, vLLM's
+ * gptq_gemm), held as float zero points, with a warning that counts the fields. */
 static void test_v1_all_ones_zero(void **state)
 {
     (void)state;
     gp_spec s = {.b = 4, .gs = 32, .sym = 0, .N = 64, .K = 128, .overflow_one = 1};
-    check_lossless(&s, "does not fit");
+    check_lossless(&s, "5 of 256 v1 qzeros fields are 15");
+    gp_spec s8 = {.b = 8, .gs = 32, .sym = 0, .N = 64, .K = 128, .overflow_one = 1};
+    check_lossless(&s8, "1 of 256 v1 qzeros fields are 255");
+    /* the CLI prints the warning on stderr, also under --quiet */
+    tc_ckpt c;
+    tc_init(&c, "gptq-ones-cli");
+    free(build_gptq(&c, &s, NULL));
+    char *out = tc_out_dir(c.dir, "out"), *log = tc_out_dir(c.dir, "log"), cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' -q --layout tiles 2>'%s' >/dev/null", hc_test_cli(),
+             c.dir, out, log);
+    assert_int_equal(system(cmd), 0);
+    char *msg = hc_test_read_file(log, NULL);
+    assert_non_null(msg);
+    if (!strstr(msg, "warning: layer model.layers.0.mlp.up_proj: 5 of 256 v1 qzeros fields"))
+        fail_msg("no warning on stderr: %s", msg);
+    assert_non_null(strstr(msg, "old torch path reads 0"));
+    free(msg);
+    remove(log);
+    free(log);
+    free(out);
+    tc_free(&c);
 }
 
 static void test_act_order(void **state)

@@ -58,7 +58,7 @@ void cli_usage(FILE *out)
             "  --allow-degraded     layers over their error bound do not fail the run\n"
             "  --input IN_DIR       (report) the source; default: the one in the report\n"
             "exit codes: 0 ok, 1 failure, 2 usage, 3 a layer failed verification\n"
-            "  -q, --quiet          no progress output\n"
+            "  -q, --quiet          no progress output (warnings still printed)\n"
             "  -h, --help, --version\n");
 }
 

@@ -10,9 +10,12 @@
 #include "hc_report.h"
 #include "hc_sigbus.h"
 
+/* ctx is non-NULL under --quiet, which drops progress lines but never a
+ * warning (such as a layer's reading note). */
 static void log_line(void *ctx, const char *line)
 {
-    if (ctx == NULL) fprintf(stderr, "humming-convert: %s\n", line);
+    if (ctx == NULL || strncmp(line, "warning:", 8) == 0)
+        fprintf(stderr, "humming-convert: %s\n", line);
 }
 
 static char *join_command_line(int argc, char **argv)
