@@ -65,6 +65,13 @@ EXPECT = {
     "ct020-mxfp4": L,
     # CT divides by weight_global_scale; Humming multiplies by its float32
     # reciprocal, which is not exact for a global scale that is no power of two
+    # AutoGPTQ: reference = qlinear_cuda's torch path, which reads a stored v1 zero
+    # field 2^b-1 (a true zero 0 after AutoGPTQ's -1 overflow, which also sets the
+    # higher fields of its word) as 2^b, as its CUDA kernels do
+    "autogptq071-w4-sym-g32": L,
+    "autogptq071-w4-asym-g32": L,
+    "autogptq071-w3-asym-g32": L,
+    "autogptq071-w8-sym-channel": L,
     "ct020-nvfp4": lossy(6e-8),  # measured 2.98e-8: two float32 roundings (CT) vs one (ours)
 }
 
