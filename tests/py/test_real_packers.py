@@ -108,6 +108,16 @@ EXPECT = {
     "modelopt0470-fp8-channel": refused("float32 per-channel scales are not exact"),
     # N = 96 leaves 32-row edge blocks: below the 64-row blocks Humming takes
     "modelopt0470-fp8-pb-wo": refused("leaves 32-row edge blocks"),
+    # compressed-tensors 0.12: 3/5/6/7-bit codes padded per word (no straddling);
+    # reference = decompress_weight's own steps (it refuses packed zero points)
+    "ct012-w3-sym-group": L,
+    "ct012-w4-sym-group": L,
+    "ct012-w4-asym-group": L,
+    "ct012-w5-asym-channel": L,
+    "ct012-w6-sym-group": L,
+    "ct012-w7-asym-group": L,
+    "ct012-w8-sym-group": L,
+    "ct012-w4-sym-actorder": refused("act-order checkpoint"),  # weight_g_idx
     "ct020-nvfp4": lossy(6e-8),  # measured 2.98e-8: two float32 roundings (CT) vs one (ours)
 }
 
@@ -115,6 +125,7 @@ EXPECT = {
 # fixture -> (extra CLI flags, expectation) for the --layout tiles run, where it
 # differs from the canonical one (a refused canonical case still runs tiles here)
 TILES = {
+    "ct012-w4-sym-actorder": (["--act-order", "permute"], L),
     "gptqmodel770-v1-w4-asym-descact": (["--act-order", "permute"], L),
     "gptqmodel770-v2-w3-asym-descact": (["--act-order", "permute"], L),
 }
