@@ -54,7 +54,8 @@ def refused(text):
 # a lossy case is the max abs error measured against the library's own
 # dequantization, rounded up.
 PENDING = {"ct020-w3-sym-group", "ct020-w3-asym-group", "ct020-w5-sym-group",
-           "ct020-w6-asym-channel", "ct020-w7-sym-group"}
+           "ct020-w6-asym-channel", "ct020-w7-sym-group", "autoround0161-gptq-w4-sym",
+           "autoround0161-gptq-w4-asym", "autoround0161-awq-w4-asym"}
 EXPECT = {
     "ct020-w2-sym-group": L,
     "ct020-w3-sym-group": L,     # dense packing (>= 0.18)
@@ -118,6 +119,12 @@ EXPECT = {
     "ct012-w7-asym-group": L,
     "ct012-w8-sym-group": L,
     "ct012-w4-sym-actorder": refused("act-order checkpoint"),  # weight_g_idx
+    # AutoRound (quant_method "auto-round"): packing_format auto_round:auto_gptq
+    # (v1 zeros; sym RTN writes negative scales: scale * (q - 8) keeps the sign)
+    # and auto_round:auto_awq; reference = qlinear_torch_zp.forward / dequantize_gemm
+    "autoround0161-gptq-w4-sym": L,
+    "autoround0161-gptq-w4-asym": L,
+    "autoround0161-awq-w4-asym": L,
     "ct020-nvfp4": lossy(6e-8),  # measured 2.98e-8: two float32 roundings (CT) vs one (ours)
 }
 
