@@ -55,7 +55,8 @@ def refused(text):
 # dequantization, rounded up.
 PENDING = {"ct020-w3-sym-group", "ct020-w3-asym-group", "ct020-w5-sym-group",
            "ct020-w6-asym-channel", "ct020-w7-sym-group", "autoround0161-gptq-w4-sym",
-           "autoround0161-gptq-w4-asym", "autoround0161-awq-w4-asym"}
+           "autoround0161-gptq-w4-asym", "autoround0161-awq-w4-asym", "quark013-int4-wo-32",
+           "quark013-uint4-wo-32", "quark013-fp8", "quark013-ptpc-fp8", "quark013-mxfp4-weight-only"}
 EXPECT = {
     "ct020-w2-sym-group": L,
     "ct020-w3-sym-group": L,     # dense packing (>= 0.18)
@@ -125,6 +126,13 @@ EXPECT = {
     "autoround0161-gptq-w4-sym": L,
     "autoround0161-gptq-w4-asym": L,
     "autoround0161-awq-w4-asym": L,
+    # AMD Quark (quant_method "quark", real_quantized, "reorder" packing):
+    # reference = import_model_from_safetensors + each layer's weight_quantizer
+    "quark013-int4-wo-32": L,        # int4 sym, bf16 group scales
+    "quark013-uint4-wo-32": L,       # uint4 asym, int32-packed zero points
+    "quark013-fp8": L,               # fp8 per tensor, bf16 scale, static input scale
+    "quark013-ptpc-fp8": L,          # fp8 per channel, bf16 scales
+    "quark013-mxfp4-weight-only": L,
     "ct020-nvfp4": lossy(6e-8),  # measured 2.98e-8: two float32 roundings (CT) vs one (ours)
 }
 
