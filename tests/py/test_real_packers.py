@@ -11,11 +11,12 @@ For every fixture and its expectation in EXPECT:
     and +0 count as equal);
     "lossy": max |ours - reference| <= the bound, and the output says
     "lossless": false for the layer;
-  * --layout tiles: our CPU verification's report must agree (lossless: every
-    layer "lossless": true with 0 mismatches; lossy: "status" pass);
-  * "differs": the producer reads the stored codes differently from its other
+    "differs": the producer reads the stored codes differently from its other
     readers (and from us): max |ours - reference| <= the bound;
-  * "refused": the CLI must exit non-zero, print the substring and write nothing.
+    "refused": the CLI must exit non-zero, print the substring and write nothing;
+  * --layout tiles (TILES may add flags): our CPU verification's report must
+    agree (lossless: every layer "lossless": true with 0 mismatches; otherwise
+    "status" pass).
 Exits 77 (skipped) when numpy / ml_dtypes / safetensors are missing."""
 import json
 import os
@@ -248,11 +249,13 @@ def main():
             except Exception as e:  # a decoder assertion is a failure of this case only
                 err = f"{type(e).__name__}: {e}"
         if err:
-            failures.append(f"{name}: {err}")
+            failures.append(f"{name}{' (PENDING i35-ct)' if name in PENDING else ''}: {err}")
             print(f"  FAIL: {err}")
     for f in failures:
         print("FAIL", f)
-    print(f"test_real_packers: {len(present) - len(failures)} of {len(present)} fixtures as expected")
+    pending = sum("(PENDING i35-ct)" in f for f in failures)
+    print(f"test_real_packers: {len(present) - len(failures)} of {len(present)} fixtures as expected"
+          + (f"; {pending} failures need the readers of branch i35-ct" if pending else ""))
     return 1 if failures else 0
 
 
