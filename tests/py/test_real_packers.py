@@ -71,6 +71,7 @@ EXPECT = {
     "ct020-w7-sym-group": L,
     "ct020-w8-sym-channel": L,
     "ct020-w8-asym-group": L,
+    "ct020-w8a8-int8": L,        # "int-quantized" (I8 weight), dynamic int8 activations
     "ct020-fp8-channel": L,
     "ct020-fp8-tensor": L,
     "ct020-fp8-block": L,        # partial 128x128 edge blocks in N and K
