@@ -96,9 +96,9 @@ EXPECT = {
     # matching addition; AutoGPTQ's kernels, vLLM's GPTQ kernels and our reader
     # add 1 field by field (true zero 2^b, then 2^b - 1 for the borrowed field).
     # Only those groups differ; the max error is measured. Issue 35 decision.
-    "gptqmodel770-v1-w4-asym": differs(0.3),
-    "gptqmodel770-v1-w8-asym": differs(0.6),
-    "gptqmodel770-v1-w2-asym": differs(0.8),
+    "gptqmodel770-v1-w4-asym": differs(0.4),   # measured 0.333
+    "gptqmodel770-v1-w8-asym": differs(0.4),   # measured 0.327
+    "gptqmodel770-v1-w2-asym": differs(0.6),   # measured 0.555
     "gptqmodel770-v2-w4-asym": L,
     # act order: the canonical layout has no input permutation (docs/checkpoints.md)
     "gptqmodel770-v1-w4-asym-descact": refused("act-order checkpoint"),
@@ -110,8 +110,7 @@ EXPECT = {
     "modelopt0470-fp8": L,
     "modelopt0470-mxfp8": L,
     "modelopt0470-fp8-channel": refused("float32 per-channel scales are not exact"),
-    # N = 96 leaves 32-row edge blocks: below the 64-row blocks Humming takes
-    "modelopt0470-fp8-pb-wo": refused("leaves 32-row edge blocks"),
+    "modelopt0470-fp8-pb-wo": L,  # 128x128 blocks, partial in N (64) and K (160)
     # compressed-tensors 0.12: 3/5/6/7-bit codes padded per word (no straddling);
     # reference = decompress_weight's own steps (it refuses packed zero points)
     "ct012-w3-sym-group": L,
