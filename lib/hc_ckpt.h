@@ -246,10 +246,15 @@ hc_status hc_ckpt_check_shape(const hc_st_tensor *t, int ndim, const int64_t *di
 hc_status hc_ckpt_scale_ok(const hc_st_tensor *s, int64_t i, double v, hc_error *err);
 /* hc_ckpt_scale_ok on every element; *zeros (if not NULL) counts zeros. */
 hc_status hc_ckpt_check_scales(const hc_st_tensor *s, int64_t *zeros, hc_error *err);
+struct hc_ckpt_layer;
+/* Scales of an integer layer (GPTQ, AWQ, compressed-tensors, Quark), which
+ * decode as scale * (q - z): NaN / Inf refused naming the element; zero and
+ * negative values kept, each counted in a note on l. */
+hc_status hc_ckpt_check_int_scales(const hc_st_tensor *s, struct hc_ckpt_layer *l,
+                                   hc_error *err);
 /* The value of a per-tensor scale: exactly one F32/F16/BF16 element, finite,
  * >= 0, and > 0 when it is a divisor. */
 hc_status hc_ckpt_scalar_scale(const hc_st_tensor *t, int divisor, double *out, hc_error *err);
-struct hc_ckpt_layer;
 /* Notes zero scales of integer formats, whose producers clamp scales above 0. */
 void hc_ckpt_note_zero_scales(struct hc_ckpt_layer *l, const hc_st_tensor *s, int64_t zeros);
 

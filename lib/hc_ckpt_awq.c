@@ -7,6 +7,7 @@
  * confirmed); zero_point false is refused (layout not confirmed). */
 #include "hc_ckpt.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,10 @@ static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt
             double s = hc_ckpt_float_at(a->sc, si);
             z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
                                              : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
-            st = hc_ckpt_scale_ok(a->sc, si, s, err);
+            if (!isfinite(s)) /* negative: kept, as for every integer format */
+                st = hc_error_set(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is "
+                                  "not finite; refused", a->sc->name, a->sc->file, s,
+                                  (long long)si);
             zeros += s == 0;
             if (st == HC_OK && hc_ckpt_put_scale(q, n * G + g, s) != 0)
                 st = hc_error_set(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage "

@@ -131,6 +131,25 @@ hc_status hc_ckpt_scalar_scale(const hc_st_tensor *t, int divisor, double *out, 
     return HC_OK;
 }
 
+hc_status hc_ckpt_check_int_scales(const hc_st_tensor *s, hc_ckpt_layer *l, hc_error *err)
+{
+    int64_t n = hc_shape_numel(s->ndim, s->shape), zeros = 0, neg = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = hc_ckpt_float_at(s, i);
+        if (!isfinite(v))
+            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is not finite; "
+                    "refused", s->name, s->file, v, (long long)i);
+        zeros += v == 0;
+        neg += v < 0;
+    }
+    hc_ckpt_note_zero_scales(l, s, zeros);
+    if (neg > 0)
+        hc_ckpt_note(l, "%s: %lld scale(s) are negative (auto-round's symmetric RTN keeps the "
+                     "sign of each group's extreme value): kept as stored, each group decodes "
+                     "as scale * (q - z)", s->name, (long long)neg);
+    return HC_OK;
+}
+
 void hc_ckpt_note_zero_scales(hc_ckpt_layer *l, const hc_st_tensor *s, int64_t zeros)
 {
     if (zeros > 0)

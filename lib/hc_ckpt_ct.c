@@ -176,15 +176,6 @@ static hc_status int_scale_shape(const hc_st_tensor *s, const hc_ckpt_ct_group *
             s->file, (long long)ns, strat, !strcmp(strat, "tensor") ? "[] or [1]" : "[N] or [N, 1]");
 }
 
-/* Scale values of an integer layer: NaN / Inf / negative refused, zeros noted
- * (checked before the storage format is chosen, so that a NaN is named as such). */
-static hc_status check_int_scales(const hc_st_tensor *s, hc_ckpt_layer *out, hc_error *err)
-{
-    int64_t zeros = 0;
-    HC_TRY(hc_ckpt_check_scales(s, &zeros, err));
-    hc_ckpt_note_zero_scales(out, s, zeros);
-    return HC_OK;
-}
 
 /* Scales of an integer layer into q (one value repeated for a tensor scale). */
 static hc_status put_int_scales(const hc_st_tensor *s, hc_quant_result *q, hc_error *err)
@@ -292,7 +283,7 @@ static hc_status read_unpacked(const hc_ckpt_config *cfg, hc_st_model *model, co
                 "points", prefix, b);
     int ao = ct_act_order(model, prefix, K, G, opts, out, err);
     if (ao < 0) return err ? err->status : HC_ERR_FORMAT;
-    HC_TRY(check_int_scales(s, out, err));
+    HC_TRY(hc_ckpt_check_int_scales(s, out, err));
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
                        .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
                        .group_size = strcmp(grp->strategy, "group") == 0
@@ -498,7 +489,7 @@ static hc_status read_packed(const hc_ckpt_config *cfg, hc_st_model *model, cons
                 "K*%d to be a multiple of 32 (K=%lld)", prefix, b, b, (long long)K);
     int ao = ct_act_order(model, prefix, K, G, opts, out, err);
     if (ao < 0) return err ? err->status : HC_ERR_FORMAT;
-    HC_TRY(check_int_scales(s, out, err));
+    HC_TRY(hc_ckpt_check_int_scales(s, out, err));
     hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
                        .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
                        .group_size = strcmp(grp->strategy, "group") == 0

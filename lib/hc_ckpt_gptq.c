@@ -138,10 +138,8 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
 {
     gptq_geom geo = {0};
-    int64_t zero_scales = 0;
     HC_TRY(gptq_shapes(cfg, model, prefix, &geo, err));
-    HC_TRY(hc_ckpt_check_scales(geo.sc, &zero_scales, err)); /* NaN, Inf, < 0 refused */
-    hc_ckpt_note_zero_scales(out, geo.sc, zero_scales);
+    HC_TRY(hc_ckpt_check_int_scales(geo.sc, out, err));
     const hc_st_tensor *qw = geo.qw, *sc = geo.sc, *gi = geo.gi;
     int b = geo.b;
     int64_t N = geo.N, K = geo.K, gs = geo.gs, G = geo.G;

@@ -80,9 +80,8 @@ static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const ch
 {
     q4_geom g = {0};
     HC_TRY(q4_shapes(qk, model, prefix, &g, err));
-    int64_t N = g.N, K = g.K, G = g.G, zeros = 0;
-    HC_TRY(hc_ckpt_check_scales(g.s, &zeros, err));
-    hc_ckpt_note_zero_scales(out, g.s, zeros);
+    int64_t N = g.N, K = g.K, G = g.G;
+    HC_TRY(hc_ckpt_check_int_scales(g.s, out, err));
     int asym = !qk->sym;
     hc_quant_desc d = {.weight_format = HC_FMT_UINT4,
                        .scale_format = hc_ckpt_scale_format(g.s->dtype, g.s, opts),

@@ -24,6 +24,7 @@ typedef struct {
     int N, K;
     int act_order;       /* shuffle g_idx */
     int overflow_one;    /* v1: zero 0 at n = 3 of group 0, packed as AutoGPTQ does */
+    int neg_scales;      /* every odd column's scales negative, as auto-round's sym RTN */
 } gp_spec;
 
 /* Builds the checkpoint; returns expected weights [N, K] (malloc'ed). */
@@ -55,7 +56,8 @@ static float *build_gptq(tc_ckpt *c, const gp_spec *s, int32_t *g_idx_out)
             if (s->overflow_one && g == 0 && n >= 3 && n < 32 / b) { stored = top; zz = top + 1; }
             z[g * N + n] = zz;
             tc_put_bits(row, (int64_t)n * b, b, (uint32_t)stored);
-            sc[g * N + n] = hc_f32_to_f16((float)(0.001 + (tc_rand() % 1000) * 1e-5));
+            float v = (float)(0.001 + (tc_rand() % 1000) * 1e-5);
+            sc[g * N + n] = hc_f32_to_f16(s->neg_scales && n % 2 ? -v : v);
         }
         memcpy(qz + (size_t)g * (N * b / 32), row, (size_t)(N * b / 32) * 4);
     }
@@ -115,6 +117,15 @@ static void test_widths_sym_asym_v1_v2(void **state)
                              .N = 64, .K = 128};
                 check_lossless(&s, NULL);
             }
+}
+
+/* auto-round's symmetric RTN keeps each group's sign in its scale: read as
+ * written, noted, lossless. */
+static void test_negative_scales(void **state)
+{
+    (void)state;
+    gp_spec s = {.b = 4, .gs = 32, .sym = 1, .N = 64, .K = 128, .neg_scales = 1};
+    check_lossless(&s, "128 scale(s) are negative");
 }
 
 static void test_channel_wise(void **state)
@@ -269,7 +280,8 @@ static void test_detect_side_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_widths_sym_asym_v1_v2), cmocka_unit_test(test_channel_wise),
+        cmocka_unit_test(test_widths_sym_asym_v1_v2), cmocka_unit_test(test_negative_scales),
+        cmocka_unit_test(test_channel_wise),
         cmocka_unit_test(test_mislabelled_v2),        cmocka_unit_test(test_v1_all_ones_zero),
         cmocka_unit_test(test_act_order),             cmocka_unit_test(test_convert_records),
         cmocka_unit_test(test_detect_side_file),

@@ -49,15 +49,8 @@ def refused(text):
     return ("refused", text)
 
 
-# fixture -> expectation. Cases marked PENDING need reader support from branch
-# i35-ct (compressed-tensors dense 3/5/6/7-bit packing and weight_g_idx,
-# quant_method auto-round, AMD Quark); they fail until it is merged. The bound of
-# a lossy case is the max abs error measured against the library's own
-# dequantization, rounded up.
-PENDING = {"ct020-w3-sym-group", "ct020-w3-asym-group", "ct020-w5-sym-group",
-           "ct020-w6-asym-channel", "ct020-w7-sym-group", "autoround0161-gptq-w4-sym",
-           "autoround0161-gptq-w4-asym", "autoround0161-awq-w4-asym", "quark013-int4-wo-32",
-           "quark013-uint4-wo-32", "quark013-fp8", "quark013-ptpc-fp8", "quark013-mxfp4-weight-only"}
+# fixture -> expectation. The bound of a lossy case is the max abs error
+# measured against the library's own dequantization, rounded up.
 EXPECT = {
     "ct020-w2-sym-group": L,
     "ct020-w3-sym-group": L,     # dense packing (>= 0.18)
@@ -242,20 +235,18 @@ def main():
     for name in present:
         if name not in EXPECT:
             continue
-        print(f"{name}: expect {EXPECT[name][0]}" + (" (PENDING i35-ct)" if name in PENDING else ""))
+        print(f"{name}: expect {EXPECT[name][0]}")
         with tempfile.TemporaryDirectory() as d:
             try:
                 err = check_fixture(name, EXPECT[name], d)
             except Exception as e:  # a decoder assertion is a failure of this case only
                 err = f"{type(e).__name__}: {e}"
         if err:
-            failures.append(f"{name}{' (PENDING i35-ct)' if name in PENDING else ''}: {err}")
+            failures.append(f"{name}: {err}")
             print(f"  FAIL: {err}")
     for f in failures:
         print("FAIL", f)
-    pending = sum("(PENDING i35-ct)" in f for f in failures)
-    print(f"test_real_packers: {len(present) - len(failures)} of {len(present)} fixtures as expected"
-          + (f"; {pending} failures need the readers of branch i35-ct" if pending else ""))
+    print(f"test_real_packers: {len(present) - len(failures)} of {len(present)} fixtures as expected")
     return 1 if failures else 0
 
 
