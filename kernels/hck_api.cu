@@ -59,13 +59,17 @@ struct Bufs {
     uint16_t *x = nullptr, *y = nullptr;
     float *codes = nullptr, *scales = nullptr;
     int64_t *off = nullptr;
+    float *ws = nullptr;
     ~Bufs()
     {
-        cudaFree(x), cudaFree(y), cudaFree(codes), cudaFree(scales), cudaFree(off);
+        cudaFree(x), cudaFree(y), cudaFree(codes), cudaFree(scales), cudaFree(off), cudaFree(ws);
     }
-    cudaError_t alloc(const hck_desc &d, int64_t rows)
+    cudaError_t alloc(const hck_layer *L, int64_t rows)
     {
+        const hck_desc &d = L->d;
         cudaError_t e;
+        if (hck::w4a16_takes(d) && (e = cudaMalloc((void **)&ws, hck::w4a16_ws_bytes(L, rows))) != cudaSuccess)
+            return e;
         if ((e = cudaMalloc((void **)&x, (size_t)rows * d.K * 2 + 2)) != cudaSuccess) return e;
         if ((e = cudaMalloc((void **)&y, (size_t)rows * d.N * 2 + 2)) != cudaSuccess) return e;
         if ((e = cudaMalloc((void **)&codes, (size_t)rows * d.K * 4 + 4)) != cudaSuccess) return e;
@@ -74,9 +78,12 @@ struct Bufs {
     }
 };
 
+/* The launches of one GEMM: the mma.sync family where it takes the layer,
+ * else activation quantization and the verification GEMM. */
 cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cudaStream_t st)
 {
     const hck_desc &d = L->d;
+    if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     cudaError_t e = hck::launch_act(d.act_quant, d.out_bf16, b.x, rows, d.K, b.codes, b.scales, st);
     if (e != cudaSuccess) return e;
     return hck::launch_gemm(L, b.codes, d.act_quant == HCK_A_NONE ? nullptr : b.scales, b.off, max_rows, b.y, st);
@@ -124,6 +131,8 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     memset(&L->p, 0, sizeof L->p);
     L->d = *d;
     L->sm = hck_device_sm(nullptr, 0);
+    CK(cudaDeviceGetAttribute(&L->sms, cudaDevAttrMultiProcessorCount, 0));
+    CK(hck::w4a16_init());
     CK(upload(d->weight, d->weight_bytes, &L->p.w));
     CK(upload(d->scale, d->scale_bytes, &L->p.s));
     CK(upload(d->zero, d->zero_bytes, &L->p.z));
@@ -147,7 +156,7 @@ extern "C" int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows, cons
     for (int e = 0; e < d.E; e++) max_rows = std::max(max_rows, off[e + 1] - off[e]);
     const size_t xb = (size_t)rows * d.K * 2, yb = (size_t)rows * d.N * 2;
     Bufs b;
-    CK(b.alloc(d, rows));
+    CK(b.alloc(L, rows));
     CK(cudaMemcpy(b.x, x, xb, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(b.off, off.data(), off.size() * 8, cudaMemcpyHostToDevice));
     CK(cudaMemset(b.y, 0xff, yb)); /* poison: all-ones is NaN in fp16 and bf16 */
@@ -198,7 +207,7 @@ extern "C" int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int flush, f
         if (msg) snprintf(msg, msglen, "timing is for dense layers");
         return -1;
     }
-    CK(b.alloc(d, rows));
+    CK(b.alloc(L, rows));
     CK(cudaMemcpy(b.off, off, 16, cudaMemcpyHostToDevice));
     if (flush_bytes) CK(cudaMalloc(&fl, flush_bytes));
     if (flush_bytes) CK(cudaMemset(fl, 0, flush_bytes));

@@ -1,6 +1,7 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_act.cu), called by the C API (hck_api.cu). */
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_act.cu), called by the C API
+ * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
 #define HCK_INTERNAL_CUH
 
@@ -14,6 +15,7 @@ struct hck_layer {
     hck_desc d;  /* host pointers of d are not used after creation */
     hck_ptrs p;  /* device copies of the tensors */
     int sm;      /* compute capability the launches are tuned for */
+    int sms;     /* multiprocessors */
 };
 
 namespace hck {
@@ -40,6 +42,15 @@ cudaError_t launch_act(int act_quant, int in_bf16, const uint16_t *x, int64_t ro
  * expert's rows); scales NULL: 1. */
 cudaError_t launch_gemm(const hck_layer *L, const float *codes, const float *scales,
                         const int64_t *offsets, int64_t max_rows, uint16_t *y, cudaStream_t st);
+
+/* The mma.sync uint4 x 16-bit family (hck_w4a16.cu): whether it takes the
+ * layer, its one-time setup (shared memory limits), the workspace its split
+ * K needs for `rows` tokens, and the launch on 16-bit x (rows, K). */
+bool w4a16_takes(const hck_desc &d);
+cudaError_t w4a16_init();
+size_t w4a16_ws_bytes(const hck_layer *L, int64_t rows);
+cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                         int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
 
 }  // namespace hck
 
