@@ -49,8 +49,8 @@ void hc_gpu_describe(const hc_layer_config *cfg, const hc_layer_meta *meta,
                      const hc_layer_tensors *post, struct hck_desc *d);
 
 /* Relative error bound of the GPU GEMM against the CPU reference GEMM on the
- * decoded weights (same activations): output rounding plus float32
- * accumulation order, with margin. */
+ * decoded weights (same activations): output rounding plus the 16-bit
+ * rounding of scaled weights in the mma.sync family (docs/kernels.md). */
 double hc_gpu_bound(hc_format_id param_format);
 
 #endif
