@@ -15,7 +15,7 @@
 set -u
 build=${1:?usage: run_verify_presets.sh BUILD_DIR [ARCH] [WORK_DIR]}
 arch=${2:-sm90}
-work=${3:-$(mktemp -d)}
+if [ -n "${3:-}" ]; then work=$3; else work=$(mktemp -d) && trap 'rm -rf "$work"' EXIT; fi
 cli=$build/humming-convert
 mkdir -p "$work"
 "$build/examples/gen_example_model" "$work/model" --format float16 > /dev/null || exit 1
