@@ -343,6 +343,7 @@ int hck_abi_version(void);
 int hck_device_sm(char *msg, size_t msglen);
 /* Copies the tensors to the device. 0 on success, else -1 with msg. */
 int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, size_t msglen);
+/* Frees the device tensors and L (NULL: nothing). */
 void hck_layer_destroy(hck_layer *L);
 /* Host-memory GEMM. x: (rows, K) 16-bit values of the layer dtype; rows are
  * sorted by expert, offsets[E+1] (NULL: dense, all rows to expert 0).
