@@ -39,7 +39,7 @@ GPU_BIN  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 # library, CLI and tests still build; GPU paths then report "no GPU kernels".
 NVCC       ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 ALL_KERNEL_ARCHS := sm_80 sm_86 sm_89 sm_90a sm_100 sm_120
-# compute capability of GPU 0 ("9.0" -> sm_90a: the wgmma kernels need the "a" target)
+# compute capability of GPU 0 ("9.0" -> sm_90a, the target `make kernels-check` builds)
 LOCAL_GPU_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | \
                     sed -n 's/^ *\([0-9]*\)\.\([0-9]\) *$$/sm_\1\2/p' | sed 's/^sm_90$$/sm_90a/')
 KERNEL_ARCHS ?= $(LOCAL_GPU_ARCH)
@@ -52,10 +52,12 @@ NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -lineinfo
 # Compiled with one job per architecture (--threads 0), linked without: in one
 # parallel step, the device links of all architectures write one registration
 # file (..._dlink.reg.c) at once, and a build failed reading it.
-KERNELS_O     := $(BUILD)/obj/kernels/hc_kernels.o
+# One kernel family per .cu file (docs/kernels.md); the headers are shared.
+KERNELS_CU    := kernels/hck_gemm.cu kernels/hck_w4a16.cu kernels/hck_act.cu kernels/hck_api.cu
+KERNELS_O     := $(KERNELS_CU:kernels/%.cu=$(BUILD)/obj/kernels/%.o)
 KERNELS_SO    := $(BUILD)/libhc_kernels.so
 KERNELS_STAMP := $(BUILD)/obj/kernels/archs
-KERNELS_SRC   := kernels/hc_kernels.cu $(wildcard kernels/*.cuh) kernels/hc_kernels.h
+KERNELS_SRC   := $(KERNELS_CU) $(wildcard kernels/*.cuh) kernels/hc_kernels.h formats/hc_format.h
 KERNELS    := $(if $(NVCC),$(if $(KERNEL_ARCHS),$(KERNELS_SO),kernels-nogpu),kernels-skip)
 
 # objects made through pattern chains are kept (no rebuild on every make)
@@ -69,14 +71,14 @@ $(KERNELS_STAMP): FORCE
 	@mkdir -p $(dir $@)
 	@echo "$(KERNEL_ARCHS)" | cmp -s - $@ || echo "$(KERNEL_ARCHS)" > $@
 
-$(KERNELS_O): $(KERNELS_SRC) $(KERNELS_STAMP)
+$(BUILD)/obj/kernels/%.o: kernels/%.cu $(KERNELS_SRC) $(KERNELS_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $@ ($(KERNEL_ARCHS))"
-	@$(NVCC) --threads 0 $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -c -o $@ kernels/hc_kernels.cu
+	@$(NVCC) --threads 0 $(NVCC_FLAGS) $(NVCC_ARCH) -Ikernels -Iformats -c -o $@ $<
 
 $(KERNELS_SO): $(KERNELS_O)
 	@echo "  NVLD    $@"
-	@$(NVCC) -shared -cudart static $(NVCC_ARCH) -o $@ $<
+	@$(NVCC) -shared -cudart static $(NVCC_ARCH) -o $@ $^
 
 kernels:
 	@test -n "$(NVCC)" || { echo "make kernels: nvcc not found" >&2; exit 1; }

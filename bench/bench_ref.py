@@ -6,9 +6,9 @@ wheel, carried to the device; never committed). One line per cell:
 `median` is the replay of the call captured as a CUDA graph (no Python or
 launch gaps), `eager` the plain `layer(x)` call, both triton.testing.do_bench
 medians, which zero a 256 MB buffer before each call (L2 flushed, as our
-HCK_TIME_FLUSH=1); `noflush` the median of back-to-back graph replays (as our
+--flush 1); `noflush` the median of back-to-back graph replays (as our
 default timing); `clean` the median of graph replays each after a read of a
-256 MB buffer (L2 full but clean, as our HCK_TIME_FLUSH=2). `first` is the first call of a (format, shape), which
+256 MB buffer (L2 full but clean, as our --flush 2). `first` is the first call of a (format, shape), which
 compiles Humming's kernel (`newM` for a later token count). argv[1]: time
 budget in seconds for the Humming part (cells past it are listed as skipped);
 argv[2] (optional): "all" for every format on every shape. Environment:
@@ -72,7 +72,7 @@ def graph_noflush(fn, iters=100):
 def graph_clean(fn, iters=100):
     """median of replays of fn's graph, each after a read (a sum) of a 256 MB
     buffer outside its event pair: L2 full of clean lines, as after another
-    layer's weight reads (our HCK_TIME_FLUSH=2)."""
+    layer's weight reads (our --flush 2)."""
     g = graph_of(fn)
     buf = torch.ones(64 << 20, dtype=torch.int32, device=dev)
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]

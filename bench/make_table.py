@@ -1,9 +1,9 @@
 """The side-by-side table of bench/run_bench.sh: ours / Humming and ours /
 cuBLAS fp16 per cell, timed two ways on both sides. `clean`: a read of a 256 MB
 buffer before each timed call, L2 full of clean lines as after another layer
-(our HCK_TIME_FLUSH=2, bench_ref.py's `clean`); `flush`: a 256 MB buffer zeroed
+(our --flush 2, bench_ref.py's `clean`); `flush`: a 256 MB buffer zeroed
 before each call (triton's do_bench, the method of the issue's reference
-figures; our HCK_TIME_FLUSH=1), which leaves L2 dirty. Back-to-back replays
+figures; our --flush 1), which leaves L2 dirty. Back-to-back replays
 are not compared: 8192^2's 4-bit weights (33.5 MB) stay in the 50 MB L2 there.
 Arguments: ours_clean.txt, ours_flush.txt, ref.txt (bench_ref.py). Markdown
 on stdout."""

@@ -3,7 +3,8 @@
 #   1. correctness first: the GPU sweep (every combination vs the CPU reference)
 #      and the golden vectors through our kernel;
 #   2. our kernels (build/libhc_kernels.so, built ahead of time) timed by
-#      build/tests/gpu/hc_gpu_sweep --bench: CUDA-graph replay, median of 20;
+#      build/tests/gpu/hc_gpu_sweep --bench: CUDA-graph replay, median of 20,
+#      activation quantization included;
 #   3. cuBLAS fp16 (PyTorch) and the real Humming library (wheels in ./.whl,
 #      never committed) by bench_ref.py: graph replay and eager medians, first
 #      call (Humming compiles there);
@@ -11,9 +12,9 @@
 # Run from a folder holding build/, lib/ (shared libraries the image may lack),
 # shared/golden, bench_ref.py, make_table.py and optionally .whl/. Logs and
 # the table go to $OUT (device_env.sh). Ours is timed twice, as bench_ref.py times the references:
-# after a read of 256 MB before each call (L2 clean, HCK_TIME_FLUSH=2) and after
-# do_bench's zeroing of 256 MB (L2 dirty, HCK_TIME_FLUSH=1); the table divides
-# like by like. Layers without bias (HC_BENCH_BIAS=0), as Humming's.
+# after a read of 256 MB before each call (L2 clean, --flush 2) and after
+# do_bench's zeroing of 256 MB (L2 dirty, --flush 1); the table divides like
+# by like. Layers without bias (HC_BENCH_BIAS=0), as Humming's.
 set -u
 source "$(dirname "$0")/device_env.sh"
 export PYTHONUNBUFFERED=1
@@ -23,18 +24,15 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 t0=$(date +%s)
-HCK_TRACE=1 timeout ${SWEEP_S:-90} ./build/tests/gpu/hc_gpu_sweep > "$out/sweep.txt" 2> "$out/sweep_trace.txt"
-echo "sweep rc=$? ($(( $(date +%s) - t0 )) s)"; grep -h "FAIL" "$out/sweep.txt" | head; grep -h "SUMMARY" "$out/sweep.txt"
-echo "kernel launches in the sweep by path:"; awk '/^HCK/{print $2, $3, $4}' "$out/sweep_trace.txt" | sort | uniq -c
-if [ -d shared/golden ]; then
-  HC_SHARED_DIR=$here/shared timeout 60 ./build/tests/test_verify_golden > "$out/golden.txt" 2>&1
-  echo "golden rc=$?"; grep -h "^GOLDEN-GPU" "$out/golden.txt" | awk '{print "  " $2, $8, $9}'
+if [ -z "${SKIP_SWEEP:-}" ]; then  # gpu_check.sh ran it in the same session
+  timeout ${SWEEP_S:-90} ./build/tests/gpu/hc_gpu_sweep > "$out/sweep.txt" 2>&1
+  echo "sweep rc=$? ($(( $(date +%s) - t0 )) s)"; grep -h "FAIL" "$out/sweep.txt" | head; grep -h "SUMMARY" "$out/sweep.txt"
 fi
 t0=$(date +%s)
-HCK_TIME_FLUSH=2 HC_BENCH_ALL=1 timeout ${OURS_S:-240} stdbuf -oL ./build/tests/gpu/hc_gpu_sweep --bench > "$out/ours.txt" 2>&1
+HC_BENCH_ALL=1 timeout ${OURS_S:-240} stdbuf -oL ./build/tests/gpu/hc_gpu_sweep --bench --flush 2 > "$out/ours.txt" 2>&1
 echo "ours, L2 clean before each call, rc=$? ($(( $(date +%s) - t0 )) s)"
 t0=$(date +%s)
-HCK_TIME_FLUSH=1 HC_BENCH_ALL=1 timeout ${OURS_S:-240} stdbuf -oL ./build/tests/gpu/hc_gpu_sweep --bench > "$out/ours_flush.txt" 2>&1
+HC_BENCH_ALL=1 timeout ${OURS_S:-240} stdbuf -oL ./build/tests/gpu/hc_gpu_sweep --bench --flush 1 > "$out/ours_flush.txt" 2>&1
 echo "ours, L2 flushed before each call, rc=$? ($(( $(date +%s) - t0 )) s)"
 t0=$(date +%s)
 if [ -n "${REF_FILE:-}" ]; then  # reuse reference timings of an earlier run (device time)

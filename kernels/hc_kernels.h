@@ -2,243 +2,367 @@
  * lib/hc_gpu.c with dlopen. Everything here is plain C: the library links no
  * CUDA at build time. Docs: docs/kernels.md.
  *
- * The kernel computes y = x . dequant(W)^T (+ bias) from the kernel-ready
- * tensors (tile layout, permuted scales / zero points / bias) exactly as the
- * CPU reference decoder (lib/hc_verify_decode.c) defines dequant(W). */
+ * The kernels compute y = x . dequant(W)^T (+ bias) from the tensors that
+ * humming-kernels 0.1.19 holds after its transform (docs/layout.md: tiled,
+ * packed-K or flat weights, permuted scales / zero points / bias), exactly as
+ * the CPU reference decoder (lib/hc_verify_decode.c) defines dequant(W).
+ *
+ * The element mapping of the three weight layouts and the value of a code are
+ * plain C functions below (HCK_HD), so that tests/test_kernel_fragments.c runs
+ * the very code the kernels run, on the CPU. */
 #ifndef HC_KERNELS_H
 #define HC_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define HCK_ABI_VERSION 1
+#include "hc_format.h"
 
-enum { HCK_W_INT = 0, HCK_W_FLOAT = 1 };
+#define HCK_ABI_VERSION 2
+
+/* weight layouts of humming-kernels 0.1.19 */
+enum { HCK_L_TILED = 0, HCK_L_PACKED_K = 1, HCK_L_FLAT = 2 };
+/* how a weight code becomes its number before scales */
 enum {
-    HCK_S_NONE = 0,   /* no scale tensor (tensor-wise: global only) */
+    HCK_W_UINT = 0,   /* offset binary: code - 2^(b-1), or code - zero point */
+    HCK_W_SIGNED = 1, /* two's complement (flat integer layouts, W8A8/W4A4 tiles) */
+    HCK_W_INT2FP = 2, /* int->fp preprocessed codes (zero point in them or 2^(b-1)) */
+    HCK_W_FLOAT = 3,  /* float eXmY code of weight_format */
+    HCK_W_E0M = 4     /* sign-magnitude float{b}e0m{b-1} (0.1.19 MoE recoding) */
+};
+enum {
+    HCK_S_NONE = 0,  /* no scale tensor (tensor-wise: global only) */
     HCK_S_F16 = 1,
     HCK_S_BF16 = 2,
-    HCK_S_LUT8 = 3,   /* one byte through slut (e4m3, e5m2, e8m0) */
-    HCK_S_INT16 = 4,  /* int16 weight scales (spec 5.7) */
-    HCK_S_EXP2 = 5,   /* fused e8m0: byte offset o, scale 2^o (spec 5.3) */
-    HCK_S_BLOCK = 6   /* float32 (E, Kp/gk, Np/gn) */
+    HCK_S_BYTE = 3,  /* one byte of scale_format (e4m3, e5m2, e8m0) */
+    HCK_S_E5M0 = 4,  /* e8m0 re-biased for fp16 layers: 2^((byte >> 3) - 15) */
+    HCK_S_BLOCK = 5  /* float32 (E, Kp/gk, Np/gn) */
 };
 enum { HCK_Z_NONE = 0, HCK_Z_INT = 1, HCK_Z_F16 = 2, HCK_Z_BF16 = 3 };
 enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT4 = 4 };
 
-/* Byte offset of the row that `lane` hands to ldmatrix.x4 in the wgmma
- * kernel's 16-token variant, for k16 step s of a stage: 16 tokens x 64 k of
- * 16-bit activations written by TMA with the 128-byte swizzle (16-byte chunk c
- * of token row r stored at chunk c ^ (r % 8); the stage is 1024-aligned).
- * Matrices 0-3 are (tokens 0-7, k lo), (0-7, k hi), (8-15, lo), (8-15, hi): the
- * B pairs of two mma.m16n8k16 n8 blocks. Shared by kernels/hc_wgmma.cuh and
- * tests/test_kernel_fragments.c. */
-#define HCK_SYNC16_LDSM_ROW(lane) ((lane) % 8 + 8 * ((lane) / 16))
-#define HCK_SYNC16_LDSM_OFFSET(lane, s) \
-    (HCK_SYNC16_LDSM_ROW(lane) * 128 + (((2 * (s) + ((lane) / 8) % 2) ^ (HCK_SYNC16_LDSM_ROW(lane) % 8)) * 16))
+/* The GEMM block: 64 output columns x 64 k per shared-memory stage, decoded
+ * by 128 threads; a thread decodes HCK_LANE_VALUES weights (one tile lane of
+ * the tiled layouts, or 32 consecutive k of one row of the flat layout). */
+#define HCK_BLOCK_N 64
+#define HCK_BLOCK_K 64
+#define HCK_THREADS 128
+#define HCK_LANE_VALUES 32
 
-/* The wgmma kernel's weight stage: one TMA box of the 3-D weight map (words
- * chunked by wc <= 256, chunk of the tile row, tile row) covering `bt` tiles
- * of R tile rows, written densely in box order; HCK_WG_BOX_CHUNKS is the
- * box's chunk extent, HCK_WG_STAGE_WORD the word where tile `tile`'s row `rr`
- * starts in the stage ([row][tile]). Shared by kernels/hc_wgmma.cuh, the host
- * tensor map and tests/test_kernel_fragments.c. */
-#define HCK_WG_BOX_CHUNKS(bt, tile_words, wc) ((bt) * (tile_words) / (wc))
-#define HCK_WG_STAGE_WORD(tile, rr, bt, tile_words) (((rr) * (bt) + (tile)) * (tile_words))
+typedef struct hck_desc {
+    int E;                        /* experts (1 for a dense layer) */
+    int64_t N, K, Np, Kp, G;      /* unpadded / padded sizes, scale groups along Kp */
+    int64_t group_size;           /* along K (Kp for channel) */
+    int64_t group_size_n;         /* block scales */
+    int wbits, abits;             /* weight bits b, activation bits a (16, 8, 4) */
+    int layout;                   /* HCK_L_* */
+    int transposed;               /* mini-block transpose (packed-K) */
+    int native_dequant;           /* codes in slot order (sm89 fp8 x fp16) */
+    int wkind;                    /* HCK_W_* */
+    int weight_format;            /* hc_format_id of float codes (HCK_W_FLOAT) */
+    int zp_in_repack;             /* HCK_W_INT2FP: the integer zero point took part */
+    int scale_kind, scale_perm;   /* HCK_S_*, 32 or 64 */
+    int scale_format;             /* hc_format_id of HCK_S_BYTE */
+    int zp_kind;                  /* HCK_Z_* */
+    int bias_kind;                /* 0 none, 1 f16, 2 bf16 (perm32) */
+    int global_count;             /* 0 none, 1 shared, E per expert */
+    int out_bf16;                 /* 0: float16 output and input, 1: bfloat16 */
+    int act_quant;                /* HCK_A_* per-token quantization of x */
+    /* host pointers to the post tensors and their byte sizes */
+    const void *weight, *scale, *zero, *global, *bias;
+    size_t weight_bytes, scale_bytes, zero_bytes, global_bytes, bias_bytes;
+} hck_desc;
 
-/* The wgmma kernel's 16-token 4-bit variants that split a stage by tile and k
- * ("KW": uint4 x 16-bit, uint4 and fp4 x 8-bit): with tpw
- * tiles per warpgroup and `rows` tile rows per stage (4 of k16, or 2 of k32),
- * warp w takes tile HCK_KW_TILE(w, tpw) of them and rows HCK_KW_ROW(w, r, tpw,
- * rows) for r < rows x tpw / 4, all 64 columns of each. A lane's words of n16
- * block i (rows 16 i + lane / 4, + 8) of a tile row start at HCK_KW_WORD(lane,
- * i, rw), rw = 1 or 2 words per block (the spec 4.4 pieces): the blocks' words
- * are one or two 16-byte loads. 8 entries of the tile's perm64 group scales (16
- * bytes, or 8 e8m0 bytes) from entry HCK_KW_SCALE_ENTRY(lane, 0, 0): entry (i, h)
- * is the scale of row 16 i + lane / 4 + 8 h. Shared by kernels/hc_wgmma.cuh and
- * tests/test_kernel_fragments.c. */
-#define HCK_KW_TILE(w, tpw) ((w) % (tpw))
-#define HCK_KW_ROW(w, r, tpw, rows) ((w) / (tpw) * ((rows) * (tpw) / 4) + (r))
-#define HCK_KW_WORD(lane, i, rw) ((i) * (rw) / 4 * 128 + 4 * (lane) + (i) * (rw) % 4)
-#define HCK_KW_SCALE_ENTRY(lane, i, h) (8 * ((lane) / 4) + 2 * (i) + (h))
-/* KW2 (uint4 x 16-bit, 16 tokens, group scales): warp w takes tile
- * HCK_KW_TILE(w, 2) and n16 blocks HCK_KW2_BLOCK(w, 0) and (w, 1) of it over
- * every row of the stage: the lane's two words at HCK_KW_WORD(lane,
- * HCK_KW2_BLOCK(w, 0), 1) (one 8-byte load), its 4 scale entries from
- * HCK_KW_SCALE_ENTRY(lane, HCK_KW2_BLOCK(w, 0), 0) (8 bytes). */
-#define HCK_KW2_BLOCK(w, i) (2 * ((w) / 2) + (i))
+/* The tensors as the decoders read them (device pointers in the kernels,
+ * host pointers in the CPU tests). */
+typedef struct {
+    const uint32_t *w;
+    const uint8_t *s;
+    const uint8_t *z;
+    const float *gl;
+    const uint16_t *bias;
+} hck_ptrs;
 
-/* The wgmma kernel's epilogue staging: a warpgroup's 64-column tile as
- * fp32 [token][HCK_EPI_STRIDE]. Accumulator c (0-3) of n8 block j of lane
- * (g = lane / 4, t = lane % 4) of warp w holds token 8 j + 2 t + (c & 1) and
- * tile column 16 w + g + 8 (c >> 1) (the mma.m16n8k16 C and wgmma D layouts,
- * weights as rows); HCK_EPI_STAGE_INDEX is the float it is staged at. The
- * stride puts a warp's 32 lanes on 32 banks. Each of the 128 threads then
- * reads 4 consecutive columns 4 (tid % 16) of tokens tid / 16 + 8 i
- * (HCK_EPI_READ_INDEX). Shared by kernels/hc_wgmma.cuh and
- * tests/test_kernel_fragments.c. */
-#define HCK_EPI_STRIDE 68
-#define HCK_EPI_STAGE_INDEX(j, c, w, g, t) \
-    ((8 * (j) + 2 * (t) + ((c) & 1)) * HCK_EPI_STRIDE + 16 * (w) + (g) + 8 * ((c) >> 1))
-#define HCK_EPI_READ_INDEX(token, col) ((token) * HCK_EPI_STRIDE + (col))
-
-/* The split sum over a cluster: a CTA's bt staged tiles hold total =
- * bt x mrows x 16 groups of 4 columns; group g is tile HCK_CSUM_TILE, token
- * HCK_CSUM_TOKEN and tile column HCK_CSUM_COL (+ 0..3, at HCK_EPI_READ_INDEX of
- * that tile's staging area), and the cluster's CTA `split` of `splits` sums
- * groups [HCK_CSUM_BEGIN(split), HCK_CSUM_BEGIN(split + 1)). Shared by
- * kernels/hc_wgmma.cuh and tests/test_kernel_fragments.c. */
-#define HCK_CSUM_BEGIN(total, split, splits) ((int)((int64_t)(total) * (split) / (splits)))
-#define HCK_CSUM_TILE(g, mrows) ((g) / (16 * (mrows)))
-#define HCK_CSUM_TOKEN(g, mrows) ((g) / 16 % (mrows))
-#define HCK_CSUM_COL(g) (4 * ((g) % 16))
-
-/* The split sum of a cooperative launch: split `split` sums column quads
- * [HCK_CSUM_BEGIN(q, split), HCK_CSUM_BEGIN(q, split + 1)) of every token row
- * (q = 16 per tile). Each split adds 1 to the tile group's counter when its
- * partials are stored, waits until HCK_COOP_ALL_IN, sums, adds 1 again, and
- * the split whose second add returns HCK_COOP_LAST_OUT zeroes the counter for
- * the next launch (no split still waits then). */
-#define HCK_COOP_ALL_IN(seen, splits) ((seen) >= (splits))
-#define HCK_COOP_LAST_OUT(old, splits) ((old) == 2 * (splits) - 1)
-
-/* The polled split sum: every float of the workspace holds HCK_WS_EMPTY
- * between launches; a split stores its partials, each split polls its share of
- * the other splits' partials until no float of it is HCK_WS_EMPTY, sums and
- * writes HCK_WS_EMPTY back. A signalling NaN with a payload: arithmetic only
- * makes quiet NaNs, so no partial sum can take this value (the quiet bit,
- * HCK_NAN_QUIET, is clear). Shared by kernels/hc_wgmma.cuh and
- * tests/test_kernel_fragments.c. */
-#define HCK_WS_EMPTY 0x7FB0DEADu
-#define HCK_NAN_QUIET 0x00400000u
-
-/* The fp8 wgmma variant's decoders, plain C so that
- * tests/test_kernel_fragments.c runs the very code the kernel runs. A 32-k tile
- * row of the a = 8 layout (spec 4.3) gives a lane two words w[2]; the e4m3 A
- * fragment of wgmma m64nNk32 is a[4] = {row g k lo, row g + 8 k lo, row g k hi,
- * row g + 8 k hi}, k = 4 t + byte (+ 16 for k hi) for lane 4 g + t. Normal
- * layout: word h is row g + 8 h, even nibbles k lo; transposed: word h is k
- * half h, even nibbles row g. */
 #ifdef __CUDACC__
 #define HCK_HD static __host__ __device__ __forceinline__
 #else
 #define HCK_HD static inline
 #endif
 
-/* prmt.b32 (default mode; selector nibbles below 8): byte i of the result is
- * byte (s >> 4 i) & 7 of b:a */
-HCK_HD uint32_t hck_byte_perm(uint32_t a, uint32_t b, uint32_t s)
+HCK_HD int hck_pow2(int b) { return b <= 1 ? 1 : b <= 2 ? 2 : b <= 4 ? 4 : 8; }
+
+/* Value of a float code from its traits (formats/hc_format.h): subnormals at
+ * exponent field 0, no infinities (weights and scales never hold them). */
+HCK_HD float hck_float_bits(uint32_t c, int bits, int e, int m, int sgn, int e8m0, int bias)
 {
-#ifdef __CUDA_ARCH__
-    return __byte_perm(a, b, s);
-#else
-    const uint64_t v = (uint64_t)b << 32 | a;
-    uint32_t r = 0;
-    for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xffu) << (8 * i);
-    return r;
-#endif
+    if (e8m0) return ldexpf(1.0f, (int)(c & 0xffu) - 127);
+    const uint32_t ex = (c >> m) & ((1u << e) - 1u), man = c & ((1u << m) - 1u);
+    const float v = ex == 0 ? ldexpf((float)man, 1 - bias - m)
+                            : ldexpf((float)((1u << m) + man), (int)ex - bias - m);
+    return sgn && ((c >> (bits - 1)) & 1u) ? -v : v;
 }
 
-/* e8m0 byte k of raw as an fp16 power of two in both halves, (e + 15) << 10
- * each (the MXFP4 decoders leave out the rest of the bias): byte pair
- * 0x00ee00ee times 1024 plus 15 << 10 per half. The halves cannot overlap
- * for e < 256, so this equals ((e + 15) << 10) | ((e + 15) << 26) for every
- * byte (tests/test_kernel_fragments.c), in fewer instructions. */
-HCK_HD uint32_t hck_e8m0_pair(uint32_t raw, int k)
+/* Value of code c of float format id f (formats/hc_format.h's table). */
+HCK_HD float hck_float_code(int f, uint32_t c)
 {
-    return hck_byte_perm(raw, 0, 0x4040u + 0x0101u * (uint32_t)k) * 1024u + 0x3c003c00u;
-}
-
-/* Four uint4 int->fp codes (spec 4.7, z = 8: bit 3 sign, low bits |x| or
- * |x| - 1), one per byte, -> e4m3 bytes of x * 2^-9 (exact: |x| < 8 is the
- * subnormal byte |x|, 8 the normal 0x08 = 2^-6). */
-HCK_HD uint32_t hck_i4_e4m3x4(uint32_t r)
-{
-    const uint32_t m = r & 0x08080808u;
-    return ((r & 0x07070707u) + (m >> 3)) | (m << 4);
-}
-
-/* The e4m3 bytes of the fp4 magnitudes {0, 0.5, 1, 1.5, 2, 3, 4, 6} * 2^(x' - 6)
- * for a fused exponent offset x' in [0, 12] (spec 5.3): 6 * 2^6 = 384 fits,
- * 0.5 * 2^-6 is the subnormal 0x04, the other entries add x' to the exponent. */
-HCK_HD void hck_fp4_e4m3_table(uint32_t xo, uint32_t t[2])
-{
-    t[0] = 0x0C080000u + xo * 0x08080800u + (xo == 0 ? 0x400u : 0u);
-    t[1] = 0x1C181410u + xo * 0x08080808u;
-}
-
-/* four fp4 magnitudes (low 3 bits of each byte) looked up in table t */
-HCK_HD uint32_t hck_fp4_e4m3x4(uint32_t x, const uint32_t t[2])
-{
-    return hck_byte_perm(t[0], t[1], hck_byte_perm(x | (x >> 4), 0, 0x0020));
-}
-
-/* The fragment a[4] from the lane's words w[2]: fp4 = 0 uint4 int->fp codes,
- * else MXFP4 (normal layout) with the tables t0, t1 of rows g and g + 8. */
-HCK_HD void hck_f8_fragment(const uint32_t w[2], int fp4, int tr, const uint32_t t0[2], const uint32_t t1[2],
-                            uint32_t a[4])
-{
-    uint32_t ev[2], od[2];
-    for (int h = 0; h < 2; h++) {
-        if (!fp4) {
-            ev[h] = hck_i4_e4m3x4(w[h] & 0x0F0F0F0Fu), od[h] = hck_i4_e4m3x4((w[h] >> 4) & 0x0F0F0F0Fu);
-        } else {
-            const uint32_t *t = h ? t1 : t0;
-            ev[h] = hck_fp4_e4m3x4(w[h] & 0x07070707u, t) | ((w[h] << 4) & 0x80808080u);
-            od[h] = hck_fp4_e4m3x4((w[h] >> 4) & 0x07070707u, t) | (w[h] & 0x80808080u);
-        }
+    switch (f) {
+#define HCK_FMT_CASE_(id, name, kind, bits, e, m, sgn, spec, bias, mx, mn) \
+    case HC_FMT_##id: return hck_float_bits(c, bits, e, m, sgn, spec == HC_SPECIAL_E8M0, bias);
+        HC_FORMAT_LIST(HCK_FMT_CASE_)
+#undef HCK_FMT_CASE_
+    default: return 0.0f;
     }
-    if (tr) a[0] = ev[0], a[1] = od[0], a[2] = ev[1], a[3] = od[1];
-    else a[0] = ev[0], a[1] = ev[1], a[2] = od[0], a[3] = od[1];
 }
 
-typedef struct {
-    int E;                        /* experts (1 for a dense layer) */
-    int64_t N, K, Np, Kp, G;      /* unpadded / padded sizes, scale groups along Kp */
-    int64_t group_size;           /* along K (Kp for channel) */
-    int64_t group_size_n;         /* block scales */
-    int wbits, abits;             /* weight bits b, activation bits a (16, 8, 4) */
-    int wkind;                    /* HCK_W_* */
-    int weight_signed;            /* two's complement codes (W8A8, W4A4) */
-    int int2fp;                   /* int->fp preprocessed codes (spec 4.7) */
-    int zp_in_repack;             /* the integer zero point took part in 4.7 */
-    int fused_x2;                 /* fused e8m0 with int8 activations: value * 2 */
-    int transposed;               /* transposed mini-block variant */
-    int scale_kind, scale_perm;   /* HCK_S_*, 32 or 64 */
-    int zp_kind;                  /* HCK_Z_* */
-    int bias_kind;                /* 0 none, 1 f16, 2 bf16 (perm32) */
-    int global_count;             /* 0 none, 1 shared, E per expert */
-    int out_bf16;                 /* 0: float16 output and input, 1: bfloat16 */
-    int act_quant;                /* HCK_A_* per-token quantization of x */
-    float wlut[256];              /* float weight codes -> value */
-    float slut[256];              /* 8-bit scale codes -> value */
-    /* host pointers to the post tensors and their byte sizes */
-    const void *weight, *scale, *zero, *global, *bias;
-    size_t weight_bytes, scale_bytes, zero_bytes, global_bytes, bias_bytes;
-} hck_desc;
+/* fp16 / bf16 bits as float */
+HCK_HD float hck_half(uint16_t h, int bf16)
+{
+    if (bf16) {
+        union { uint32_t u; float f; } t = {(uint32_t)h << 16};
+        return t.f;
+    }
+    const int ex = (h >> 10) & 31, man = h & 1023;
+    const float v = ex == 0 ? ldexpf((float)man, -24) : ldexpf((float)(1024 + man), ex - 25);
+    return (h & 0x8000u) ? -v : v;
+}
+
+/* Position, inside a chunk of L (64 or 32), of original index i: the inverse
+ * of perm64[j] = 8 (j % 8) + j / 8 and perm32[j] = {0,1,8,9,16,17,24,25}[j % 8]
+ * + 2 (j / 8) (docs/layout.md, scales). */
+HCK_HD int hck_inv_perm(int L, int i)
+{
+    if (L == 64) return 8 * (i % 8) + i / 8;
+    return 8 * ((i % 8) / 2) + 2 * (i / 8) + (i % 2);
+}
+
+/* Where code u (0..31) of a tile lane sits: n = 64 nb + 4 a j + lane / 4 + *dn,
+ * k = P kb + R (lane % 4) + *dk (P = 256 / a, R = 32 / a), in padded word *word
+ * at bit *shift. Mini-block order: normal, or transposed (i4 and i5 swapped);
+ * slots interleaved by R, or in order with native dequant. */
+HCK_HD void hck_lane_slot(const hck_desc *d, int u, int *dn, int *dk, int *word, int *shift)
+{
+    const int a = d->abits, Bp = hck_pow2(d->wbits), R = 32 / a, Nw = 32 / Bp, Gs = a / Bp;
+    const int kk = u % R, rest = u / R, i3 = rest / 4;
+    const int i4 = d->transposed ? rest % 2 : (rest / 2) % 2;
+    const int i5 = d->transposed ? (rest / 2) % 2 : rest % 2;
+    const int o = u % Nw, slot = d->native_dequant ? o : (o % R) * Gs + o / R;
+    *dn = 16 * i3 + 8 * i4;
+    *dk = 4 * R * i5 + kk;
+    *word = u / Nw;
+    *shift = slot * Bp;
+}
+
+/* One slot of b final fields f -> the Bp padded fields v (inverse of the
+ * compaction of 3, 5, 6 and 7-bit codes into b words). */
+HCK_HD void hck_uncompact_slot(int b, const uint32_t *f, uint32_t *v)
+{
+    if (b == 3) {
+        v[0] = f[0] & 7, v[1] = (f[1] & 3) | ((f[0] >> 3) & 1) << 2;
+        v[2] = (f[2] & 1) | ((f[1] >> 2) & 3) << 1, v[3] = (f[2] >> 1) & 7;
+    } else if (b == 5) {
+        v[0] = f[0] & 31, v[1] = (f[1] & 3) | ((f[0] >> 5) & 7) << 2, v[2] = (f[1] >> 2) & 31;
+        v[3] = (f[2] & 15) | ((f[1] >> 7) & 1) << 4, v[4] = (f[3] & 1) | ((f[2] >> 4) & 15) << 1;
+        v[5] = (f[3] >> 1) & 31, v[6] = (f[4] & 7) | ((f[3] >> 6) & 3) << 3, v[7] = (f[4] >> 3) & 31;
+    } else if (b == 6) {
+        for (int h = 0; h < 2; h++) {
+            const uint32_t *g = f + 3 * h;
+            uint32_t *w = v + 4 * h;
+            w[0] = g[0] & 63, w[1] = (g[1] & 15) | ((g[0] >> 6) & 3) << 4;
+            w[2] = (g[2] & 3) | ((g[1] >> 4) & 15) << 2, w[3] = (g[2] >> 2) & 63;
+        }
+    } else if (b == 7) {
+        v[0] = f[0] & 127;
+        for (int j = 1; j <= 7; j++) {
+            const uint32_t lo = j < 7 ? f[j] & ((1u << (7 - j)) - 1) : 0;
+            v[j] = (lo | (f[j - 1] >> (8 - j)) << (7 - j)) & 127;
+        }
+    } else {
+        for (int i = 0; i < b; i++) v[i] = f[i];
+    }
+}
+
+/* A lane's b final words F -> its Bp padded words W. */
+HCK_HD void hck_uncompact(int b, const uint32_t *F, uint32_t *W)
+{
+    const int Bp = hck_pow2(b);
+    if (b == Bp) {
+        for (int i = 0; i < b; i++) W[i] = F[i];
+        return;
+    }
+    const uint32_t smask = (1u << Bp) - 1;
+    for (int p = 0; p < Bp; p++) W[p] = 0;
+    for (int s = 0; s < 32 / Bp; s++) {
+        uint32_t f[8], v[8];
+        for (int i = 0; i < b; i++) f[i] = (F[i] >> (s * Bp)) & smask;
+        hck_uncompact_slot(b, f, v);
+        for (int p = 0; p < Bp; p++) W[p] |= v[p] << (s * Bp);
+    }
+}
+
+/* Index of word w of (expert e, tile row kb, n tile nb, chunk j, lane) in the
+ * tiled weight tensor (E?, Kp/P, Np*P*b/32); packed-K: (E?, Kp/64,
+ * Np*64*b/32), tile rows 2r and 2r+1 in row r, each lane's words split in two
+ * halves of b/2 that sit side by side. */
+HCK_HD int64_t hck_tile_word(const hck_desc *d, int64_t e, int64_t kb, int64_t nb, int j, int lane,
+                             int w)
+{
+    const int b = d->wbits, P = 256 / d->abits;
+    if (d->layout == HCK_L_PACKED_K) {
+        const int hb = b / 2;
+        const int64_t row = e * (d->Kp / 64) + kb / 2, row_words = 2 * d->Np * b;
+        return row * row_words + (nb * 4 + j * 2 + w / hb) * 32 * b + (int64_t)lane * b +
+               (kb % 2) * hb + w % hb;
+    }
+    const int64_t row = e * (d->Kp / P) + kb, row_words = d->Np * P * b / 32;
+    return row * row_words + nb * 2 * P * b + (int64_t)j * 32 * b + (int64_t)lane * b + w;
+}
+
+/* Index of the word holding code (e, n, k) of the flat layout: row-packed
+ * words cut into 128-bit chunks, stored as (E?, Kp*b/128, Np/64, 64, 4). */
+HCK_HD int64_t hck_flat_word(const hck_desc *d, int64_t e, int64_t n, int64_t k)
+{
+    const int64_t wi = k * d->wbits / 32, chunk = wi / 4, row_words = d->Kp * d->wbits / 32;
+    return e * d->Np * row_words + ((chunk * (d->Np / 64) + n / 64) * 64 + n % 64) * 4 + wi % 4;
+}
+
+/* Integer zero-point code of (e, n, g): perm64 entries, nibbles (b <= 4) or bytes. */
+HCK_HD uint32_t hck_zero_code(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n, int64_t g)
+{
+    const int64_t t = (e * d->G + g) * d->Np + (n / 64) * 64 + hck_inv_perm(64, (int)(n % 64));
+    return d->wbits <= 4 ? (uint32_t)(p->z[t / 2] >> (4 * (t % 2))) & 15u : p->z[t];
+}
+
+/* The number a code stands for before scales. */
+HCK_HD float hck_code_value(const hck_desc *d, const hck_ptrs *p, uint32_t c, int64_t e, int64_t n,
+                            int64_t g)
+{
+    const int b = d->wbits;
+    const uint32_t mask = (1u << b) - 1;
+    switch (d->wkind) {
+    case HCK_W_FLOAT: return hck_float_code(d->weight_format, c);
+    case HCK_W_E0M: return c > mask >> 1 ? -(float)(c & (mask >> 1)) : (float)c;
+    case HCK_W_SIGNED: return (float)((int32_t)(c << (32 - b)) >> (32 - b));
+    case HCK_W_INT2FP: { /* v' <= mask - z held v - z, larger v' held mask - v' */
+        const uint32_t z = d->zp_in_repack && d->zp_kind == HCK_Z_INT ? hck_zero_code(d, p, e, n, g)
+                                                                       : 1u << (b - 1);
+        const uint32_t v = c <= mask - z ? c + z : mask - c;
+        return (float)v - (float)z;
+    }
+    default: break;
+    }
+    if (d->zp_kind == HCK_Z_INT) return (float)c - (float)hck_zero_code(d, p, e, n, g);
+    if (d->zp_kind != HCK_Z_NONE) {
+        const int64_t t = (e * d->G + g) * d->Np + (n / 64) * 64 + hck_inv_perm(64, (int)(n % 64));
+        uint16_t h;
+        h = (uint16_t)(p->z[2 * t] | p->z[2 * t + 1] << 8);
+        return (float)c - hck_half(h, d->zp_kind == HCK_Z_BF16);
+    }
+    return (float)c - (float)(1u << (b - 1));
+}
+
+/* Scale of element (e, n, k) of group g (1 without a scale tensor). */
+HCK_HD double hck_scale(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n, int64_t k, int64_t g)
+{
+    if (d->scale_kind == HCK_S_NONE) return 1.0;
+    if (d->scale_kind == HCK_S_BLOCK) {
+        const int64_t Rb = d->Np / d->group_size_n, Cb = d->Kp / d->group_size;
+        const float *f = (const float *)(const void *)p->s;
+        return f[(e * Cb + k / d->group_size) * Rb + n / d->group_size_n];
+    }
+    const int L = d->scale_perm;
+    const int64_t t = (e * d->G + g) * d->Np + (n / L) * L + hck_inv_perm(L, (int)(n % L));
+    switch (d->scale_kind) {
+    case HCK_S_F16:
+    case HCK_S_BF16: return hck_half((uint16_t)(p->s[2 * t] | p->s[2 * t + 1] << 8), d->scale_kind == HCK_S_BF16);
+    case HCK_S_E5M0: return ldexp(1.0, (p->s[t] >> 3) - 15);
+    default: return hck_float_code(d->scale_format, p->s[t]);
+    }
+}
+
+/* The weight value of code c at (e, n, k): number x scale x global, products
+ * in double and rounded once, as lib/hc_verify_decode.c does. */
+HCK_HD float hck_weight(const hck_desc *d, const hck_ptrs *p, uint32_t c, int64_t e, int64_t n, int64_t k)
+{
+    const int64_t g = k / d->group_size;
+    double v = (double)hck_code_value(d, p, c, e, n, g) * hck_scale(d, p, e, n, k, g);
+    if (d->global_count) v *= (double)p->gl[d->global_count == 1 ? 0 : e];
+    return (float)v;
+}
+
+/* Decodes thread t's HCK_LANE_VALUES weights of the block (expert e, columns
+ * n0.., k n0.. k0 + HCK_BLOCK_K): val[i] goes to at[i] = (k - k0) *
+ * HCK_BLOCK_N + (n - n0). Tiled / packed-K: the block holds 64 / P tile rows
+ * of 32 x 16 / a lanes (128 lanes for every a); flat: thread t takes row
+ * n0 + t % 64, k from k0 + 32 (t / 64). n0 is a multiple of 64, k0 of 64. */
+HCK_HD void hck_decode(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n0, int64_t k0, int t,
+                       float *val, int *at)
+{
+    const int b = d->wbits;
+    const uint32_t mask = (1u << b) - 1;
+    if (d->layout == HCK_L_FLAT) {
+        const int64_t n = n0 + t % 64;
+        for (int i = 0; i < HCK_LANE_VALUES; i++) {
+            const int64_t k = k0 + 32 * (t / 64) + i;
+            const uint32_t c = (p->w[hck_flat_word(d, e, n, k)] >> (k * b % 32)) & mask;
+            val[i] = hck_weight(d, p, c, e, n, k);
+            at[i] = (int)(k - k0) * HCK_BLOCK_N + t % 64;
+        }
+        return;
+    }
+    const int a = d->abits, P = 256 / a, R = 32 / a, lanes = 512 / a;
+    const int64_t kb = k0 / P + t / lanes, nb = n0 / 64;
+    const int j = t % lanes / 32, lane = t % 32;
+    uint32_t F[8], W[8];
+    for (int w = 0; w < b; w++) F[w] = p->w[hck_tile_word(d, e, kb, nb, j, lane, w)];
+    hck_uncompact(b, F, W);
+    for (int u = 0; u < 32; u++) {
+        int dn, dk, wd, sh;
+        hck_lane_slot(d, u, &dn, &dk, &wd, &sh);
+        const int64_t n = n0 + 4 * a * j + lane / 4 + dn, k = P * kb + R * (lane % 4) + dk;
+        val[u] = hck_weight(d, p, (W[wd] >> sh) & mask, e, n, k);
+        at[u] = (int)(k - k0) * HCK_BLOCK_N + (int)(n - n0);
+    }
+}
+
+/* Bias of output column n of expert e (perm32), 0 without. */
+HCK_HD float hck_bias(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n)
+{
+    if (!d->bias_kind) return 0.0f;
+    return hck_half(p->bias[e * d->Np + (n / 32) * 32 + hck_inv_perm(32, (int)(n % 32))], d->bias_kind == 2);
+}
 
 typedef struct hck_layer hck_layer;
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 /* Version of this ABI (HCK_ABI_VERSION). */
 int hck_abi_version(void);
 /* Compute capability of device 0 (e.g. 90), or 0 with a reason in msg. */
 int hck_device_sm(char *msg, size_t msglen);
 /* Copies the tensors to the device. 0 on success, else -1 with msg. */
 int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, size_t msglen);
+/* Frees the device tensors and L (NULL: nothing). */
 void hck_layer_destroy(hck_layer *L);
 /* Host-memory GEMM. x: (rows, K) 16-bit values of the layer dtype; rows are
  * sorted by expert, offsets[E+1] (NULL: dense, all rows to expert 0).
  * y: (rows, N) 16-bit values of the layer dtype. The output is poisoned
- * (all-ones: NaN) before the launch. simt != 0 picks the plain-FMA kernel. */
+ * (all-ones: NaN) before the launch. */
 int hck_gemm_host(hck_layer *L, const uint16_t *x, int64_t rows, const int64_t *offsets,
-                  uint16_t *y, int simt, char *msg, size_t msglen);
+                  uint16_t *y, char *msg, size_t msglen);
 /* Per-token activation quantization on the device: x (rows, K) 16-bit ->
  * codes as float values (rows, K) and scales (rows). */
 int hck_quantize_host(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                       float *codes, float *scales, char *msg, size_t msglen);
-/* Times the dense GEMM for `rows` random tokens: median over iters launches
- * (CUDA events), first-call time included in *first_ms. */
-int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int simt, float *median_ms,
+/* Times the dense GEMM (activation quantization included) for `rows` random
+ * tokens: median over iters CUDA-graph replays (CUDA events); flush: 0 none,
+ * 1 zero 256 MB before each (L2 dirty, as triton's do_bench), 2 read it (L2
+ * clean). The first call's time in *first_ms. */
+int hck_gemm_time(hck_layer *L, int64_t rows, int iters, int flush, float *median_ms,
                   float *first_ms, char *msg, size_t msglen);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

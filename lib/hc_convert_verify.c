@@ -87,23 +87,18 @@ static void describe_run(hc_conv_verify *v)
 
 /* Whether the GPU kernels check the layers too (--verify auto / gpu, a GPU
  * present), with the reason in the log when not. */
-static int use_gpu(const hc_convert_options *opts, const hc_conv_plan *plan)
+static int use_gpu(const hc_convert_options *opts)
 {
     if (opts->verify != HC_VERIFY_GPU && opts->verify != HC_VERIFY_AUTO) return 0;
-    if (plan->version == HC_HUMMING_0_1_19) {
-        /* kernels/ runs a6455de's tiles; 0.1.19's flat and packed-K forms are not theirs */
-        hc_conv_log(opts, "verify: the GPU kernels do not run humming-kernels 0.1.19 tiles yet; "
-                    "every layer is checked with the CPU reference");
-        return 0;
-    }
     char why[256];
     int sm = hc_gpu_available(why, sizeof why);
     if (sm <= 0 && opts->verify == HC_VERIFY_GPU)
         hc_conv_log(opts, "verify: no GPU is available (%s); falling back to the CPU reference",
                     why);
     else if (sm > 0)
-        hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels "
-                    "and is compared with the CPU reference", sm);
+        hc_conv_log(opts, "verify: GPU sm%d: every layer's GEMM also runs on the GPU kernels, "
+                    "on the humming-kernels 0.1.19 tensors, and is compared with the CPU "
+                    "reference", sm);
     return sm > 0;
 }
 
@@ -124,7 +119,7 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
     }
     *out = v;
     hc_report_now(v->report->started);
-    if (v->enabled) v->use_gpu = use_gpu(opts, plan);
+    if (v->enabled) v->use_gpu = use_gpu(opts);
     if (v->enabled && opts->calib_path)
         HC_TRY_CTX(err, hc_st_open(opts->calib_path, &v->calib, err), "--calib: ");
     describe_run(v);
@@ -212,9 +207,31 @@ static void bias_to_float(const hc_tensor *b, float *out, size_t n)
         out[i] = b->dtype == HC_DT_BF16 ? hc_bf16_to_f32(h[i]) : hc_f16_to_f32(h[i]);
 }
 
+/* The tensors a canonical layer is verified through: those humming-kernels
+ * 0.1.19 builds from it at load (our transform of canon, with the plan of
+ * 0.1.19 for the same arch and activations). *ok = 0 where 0.1.19 does not
+ * take the layer (then the a6455de tiles of the plan, CPU only). */
+static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *canon,
+                                hc_layer_config *cfg, hc_layer_meta *m, hc_layer_tensors *post,
+                                int *ok, hc_error *err)
+{
+    *ok = 0;
+    *cfg = L->cfg;
+    cfg->version = HC_HUMMING_0_1_19;
+    hc_error why = {0};
+    if (hc_layer_plan(cfg, L->meta.is_moe, L->meta.E, L->meta.N, L->meta.K, m, &why) != HC_OK)
+        return HC_OK;
+    hc_status st = hc_layer_transform(cfg, m, canon, post, &why);
+    if (st == HC_ERR_UNSUPPORTED) return HC_OK;
+    if (st != HC_OK) HC_FAIL(err, st, "layer %s (0.1.19 tiles of the canonical tensors): %s",
+                             L->prefix, why.msg);
+    *ok = 1;
+    return HC_OK;
+}
+
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
-                               const float *ref, hc_error *err)
+                               const hc_layer_tensors *canon, const float *ref, hc_error *err)
 {
     if (v == NULL || !v->enabled) return HC_OK;
     int li = (int)(L - v->plan->layers);
@@ -222,6 +239,14 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     const hc_layer_meta *m = &L->meta;
     double t0 = now_s();
     size_t nw = (size_t)(m->E * m->N * m->K), nb = (size_t)(m->E * m->N);
+    hc_layer_config cfg = L->cfg;
+    hc_layer_meta m19 = *m;
+    hc_layer_tensors t19;
+    memset(&t19, 0, sizeof t19);
+    int has19 = m->version == HC_HUMMING_0_1_19;
+    if (!has19 && canon) HC_TRY(canonical_0119(L, canon, &cfg, &m19, &t19, &has19, err));
+    if (has19 && m->version != HC_HUMMING_0_1_19) post = &t19;
+    else cfg = L->cfg, m19 = *m;
     float *W = ref ? NULL : malloc(nw * sizeof(float));
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
@@ -238,9 +263,9 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                 ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
                                 ref && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
-                              .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu};
+                              .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && has19};
         hc_error verr = {0};
-        hc_status vs = hc_verify_layer(&L->cfg, m, post, &src, &p, &R->m, &verr);
+        hc_status vs = hc_verify_layer(&cfg, &m19, post, &src, &p, &R->m, &verr);
         if (vs == HC_ERR_FORMAT) { /* a malformed output tensor fails the layer */
             memset(&R->m, 0, sizeof R->m);
             size_t n = strlen(verr.msg);
@@ -254,6 +279,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     free(W);
     free(bias);
     free(rows);
+    hc_layer_tensors_free(&t19);
     if (st != HC_OK) return st;
     R->verified = 1;
     R->seconds = now_s() - t0;
@@ -393,7 +419,9 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
         st = hc_layer_transform(&L->cfg, &L->meta, &written, &post, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s (as written): ", L->prefix);
     }
-    if (st == HC_OK) st = hc_conv_verify_layer(v, L, &pre, &post, ref, err);
+    if (st == HC_OK)
+        st = hc_conv_verify_layer(v, L, &pre, &post, plan->layout == HC_LAYOUT_TILES ? NULL : &written,
+                                  ref, err);
     /* at the layer boundary: nothing read past a truncation (hc_sigbus.h) */
     if (st == HC_OK) st = hc_st_model_check(plan->model, err);
     if (st == HC_OK) st = out_model ? hc_st_model_check(out_model, err) : hc_st_check(f, err);

@@ -72,7 +72,8 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
     if (st == HC_OK) plan->weight_e0m[L - plan->layers] = post.weight_e0m;
-    if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post, ref, err);
+    if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post,
+                                               plan->layout == HC_LAYOUT_TILES ? NULL : &pre, ref, err);
     const hc_layer_tensors *src = plan->layout == HC_LAYOUT_TILES ? &post : &pre;
     for (int i = 0; st == HC_OK && i < L->n_outs; i++) {
         size_t len = 0;

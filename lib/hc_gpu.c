@@ -1,5 +1,6 @@
-/* hc_gpu.c - loads build/libhc_kernels.so with dlopen and maps a layer's plan
- * and post tensors onto the kernels' descriptor (kernels/hc_kernels.h). */
+/* hc_gpu.c - loads build/libhc_kernels.so with dlopen and maps a layer's
+ * humming-kernels 0.1.19 plan and post tensors onto the kernels' descriptor
+ * (kernels/hc_kernels.h): layout, code kind and format ids, no tables. */
 #include "hc_gpu.h"
 
 #include <dlfcn.h>
@@ -22,8 +23,7 @@ typedef struct {
     int (*device_sm)(char *, size_t);
     int (*create)(const hck_desc *, hck_layer **, char *, size_t);
     void (*destroy)(hck_layer *);
-    int (*gemm)(hck_layer *, const uint16_t *, int64_t, const int64_t *, uint16_t *, int, char *,
-                size_t);
+    int (*gemm)(hck_layer *, const uint16_t *, int64_t, const int64_t *, uint16_t *, char *, size_t);
     int (*quant)(int, int, const uint16_t *, int64_t, int64_t, float *, float *, char *, size_t);
     int (*time)(hck_layer *, int64_t, int, int, float *, float *, char *, size_t);
 } kernels;
@@ -107,7 +107,9 @@ int hc_gpu_available(char *why, size_t whylen)
 
 double hc_gpu_bound(hc_format_id param_format)
 {
-    /* two output roundings plus two tf32 operand roundings, relative */
+    /* two output roundings plus the 16-bit rounding of value x scale in the
+     * mma.sync family (the verification GEMM's float32 products are exact),
+     * relative; docs/kernels.md */
     double u_out = param_format == HC_FMT_BF16 ? 0x1p-8 : 0x1p-11;
     return 2.0 * u_out + 2.0 * 0x1p-11;
 }
@@ -123,8 +125,27 @@ static int act_quant_of(hc_format_id f)
     }
 }
 
-static void describe(const hc_layer_config *cfg, const hc_layer_meta *m,
-                     const hc_layer_tensors *post, hck_desc *d)
+/* The weight code kind of the layer (hc_kernels.h HCK_W_*). */
+static int weight_kind(const hc_layer_config *cfg, const hc_layer_meta *m, const hc_layer_tensors *post)
+{
+    if (post->weight_e0m) return HCK_W_E0M;
+    if (hc_format_get(cfg->weight_format)->kind == HC_KIND_FLOAT) return HCK_W_FLOAT;
+    if (m->use_flat_weight || m->kernel_weight_signed) return HCK_W_SIGNED;
+    return m->preprocess_int2fp ? HCK_W_INT2FP : HCK_W_UINT;
+}
+
+static int scale_kind(const hc_layer_meta *m, const hc_tensor *s)
+{
+    if (m->scale_type == HC_SCALE_TENSOR || s->data == NULL) return HCK_S_NONE;
+    if (m->scale_type == HC_SCALE_BLOCK) return HCK_S_BLOCK;
+    if (m->e8m0_as_e5m0) return HCK_S_E5M0;
+    if (s->dtype == HC_DT_F16) return HCK_S_F16;
+    if (s->dtype == HC_DT_BF16) return HCK_S_BF16;
+    return HCK_S_BYTE;
+}
+
+void hc_gpu_describe(const hc_layer_config *cfg, const hc_layer_meta *m,
+                     const hc_layer_tensors *post, struct hck_desc *d)
 {
     memset(d, 0, sizeof *d);
     d->E = (int)m->E;
@@ -133,28 +154,16 @@ static void describe(const hc_layer_config *cfg, const hc_layer_meta *m,
     d->group_size_n = m->group_size_n;
     d->wbits = m->weight_bits;
     d->abits = m->act_bits;
-    const hc_format_info *wf = hc_format_get(cfg->weight_format);
-    d->wkind = wf->kind == HC_KIND_FLOAT ? HCK_W_FLOAT : HCK_W_INT;
-    if (d->wkind == HCK_W_FLOAT)
-        for (uint32_t c = 0; c < (1u << m->weight_bits) && c < 256; c++)
-            d->wlut[c] = (float)hc_format_decode(cfg->weight_format, c);
-    d->weight_signed = m->kernel_weight_signed;
-    d->int2fp = m->preprocess_int2fp;
-    d->zp_in_repack = m->zp_in_repack;
-    d->fused_x2 = m->use_fused_e8m0 && cfg->act_format == HC_FMT_INT8;
+    d->layout = m->use_flat_weight ? HCK_L_FLAT : m->use_packed_k_layout ? HCK_L_PACKED_K : HCK_L_TILED;
     d->transposed = m->transposed_mini_block;
+    d->native_dequant = m->use_native_dequant;
+    d->wkind = weight_kind(cfg, m, post);
+    d->weight_format = (int)cfg->weight_format;
+    d->zp_in_repack = m->zp_in_repack;
     const hc_tensor *s = &post->weight_scale;
-    if (m->scale_type == HC_SCALE_TENSOR || s->data == NULL) d->scale_kind = HCK_S_NONE;
-    else if (m->scale_type == HC_SCALE_BLOCK) d->scale_kind = HCK_S_BLOCK;
-    else if (m->use_int_weight_scale) d->scale_kind = HCK_S_INT16;
-    else if (m->use_fused_e8m0) d->scale_kind = HCK_S_EXP2;
-    else if (s->dtype == HC_DT_F16) d->scale_kind = HCK_S_F16;
-    else if (s->dtype == HC_DT_BF16) d->scale_kind = HCK_S_BF16;
-    else {
-        d->scale_kind = HCK_S_LUT8;
-        for (uint32_t c = 0; c < 256; c++) d->slut[c] = (float)hc_format_decode(m->scale_format, c);
-    }
+    d->scale_kind = scale_kind(m, s);
     d->scale_perm = m->to_apply_on_c ? 32 : 64;
+    d->scale_format = (int)m->scale_format;
     const hc_tensor *z = &post->zero_point;
     d->zp_kind = z->data == NULL ? HCK_Z_NONE
                  : z->dtype == HC_DT_I32 ? HCK_Z_INT
@@ -186,18 +195,18 @@ static hc_status create(const hc_layer_config *cfg, const hc_layer_meta *meta,
 {
     char why[256];
     if (hc_gpu_available(why, sizeof why) <= 0) HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s", why);
-    hck_desc *d = malloc(sizeof *d);
-    HC_CHECK_ALLOC(err, d, "kernel descriptor");
-    describe(cfg, meta, post, d);
-    int rc = K.create(d, L, why, sizeof why);
-    free(d);
+    if (meta->version != HC_HUMMING_0_1_19)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "GPU: the kernels run humming-kernels 0.1.19 layouts only");
+    hck_desc d;
+    hc_gpu_describe(cfg, meta, post, &d);
+    int rc = K.create(&d, L, why, sizeof why);
     if (rc != 0) HC_FAIL(err, HC_ERR_IO, "GPU: %s", why);
     return HC_OK;
 }
 
 hc_status hc_gpu_gemm(const hc_layer_config *cfg, const hc_layer_meta *meta,
-                      const hc_layer_tensors *post, const float *x, int64_t M, int simt,
-                      float *y, hc_error *err)
+                      const hc_layer_tensors *post, const float *x, int64_t M, float *y,
+                      hc_error *err)
 {
     hck_layer *L = NULL;
     HC_TRY(create(cfg, meta, post, &L, err));
@@ -210,7 +219,7 @@ hc_status hc_gpu_gemm(const hc_layer_config *cfg, const hc_layer_meta *meta,
     for (int64_t e = 0; st == HC_OK && e < E; e++) /* tokens grouped by expert */
         for (int64_t i = 0; i < M * Kd; i++) xh[e * M * Kd + i] = to16(cfg->param_format, x[i]);
     for (int64_t e = 0; st == HC_OK && e <= E; e++) off[e] = e * M;
-    if (st == HC_OK && K.gemm(L, xh, rows, off, yh, simt, why, sizeof why) != 0)
+    if (st == HC_OK && K.gemm(L, xh, rows, off, yh, why, sizeof why) != 0)
         st = hc_error_set(err, HC_ERR_IO, "GPU GEMM: %s", why);
     for (int64_t i = 0; st == HC_OK && i < rows * N; i++) y[i] = from16(cfg->param_format, yh[i]);
     free(xh);
@@ -242,14 +251,14 @@ hc_status hc_gpu_quantize_act(hc_format_id act, hc_format_id param, float *x, in
 }
 
 hc_status hc_gpu_time(const hc_layer_config *cfg, const hc_layer_meta *meta,
-                      const hc_layer_tensors *post, int64_t M, int iters, int simt,
+                      const hc_layer_tensors *post, int64_t M, int iters, int flush,
                       double *median_ms, double *first_ms, hc_error *err)
 {
     hck_layer *L = NULL;
     HC_TRY(create(cfg, meta, post, &L, err));
     float med = 0, first = 0;
     char why[256];
-    int rc = K.time(L, M, iters, simt, &med, &first, why, sizeof why);
+    int rc = K.time(L, M, iters, flush, &med, &first, why, sizeof why);
     K.destroy(L);
     if (rc != 0) HC_FAIL(err, HC_ERR_IO, "GPU timing: %s", why);
     *median_ms = med;

@@ -5,8 +5,8 @@
  *   decisions, vLLM's padding (N to 256, K to 128) and the tensors vLLM holds
  *   after load (tiled, packed-K or flat weights). `--layout tiles` writes it.
  * - Humming commit a6455de (shared/docs/humming-layout-spec.md sections 4
- *   and 5): the tiles our GPU kernels (kernels/) run. Canonical outputs are
- *   verified through it; it is no longer written.
+ *   and 5): no longer written, and not run by our GPU kernels; canonical
+ *   layers that 0.1.19 does not take are verified on the CPU through it.
  * Dense layers (E = 0 in tensors: no expert dim) and MoE expert stacks
  * (leading E dim) alike. */
 #ifndef HC_LAYOUT_H
@@ -20,7 +20,7 @@
 
 /* Which Humming's transform a layer config follows. */
 typedef enum {
-    HC_HUMMING_A6455DE,  /* commit a6455de: what kernels/ runs (the zero value) */
+    HC_HUMMING_A6455DE,  /* commit a6455de (the zero value): CPU verification only */
     HC_HUMMING_0_1_19    /* humming-kernels 0.1.19 as vLLM 0.33 loads it */
 } hc_humming_version;
 

@@ -218,7 +218,7 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
         r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
     }
     if (p && p->use_gpu) { /* b->y: the CPU GEMM on the decoded weights, last activations */
-        HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, 0, b->yref, err));
+        HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, b->yref, err));
         hc_verify_compare(b->yref, b->y, E * M * N, &c);
         r->has_gpu = 1;
         r->gpu_rel_err = c.rel_err;

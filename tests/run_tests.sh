@@ -53,6 +53,7 @@ for t in "$build"/tests/test_*; do
     run_suite "$(basename "$t")" 1 "$t"
 done
 [ -x "$build/tests/gpu/hc_gpu_sweep" ] && run_suite hc_gpu_sweep 0 "$build/tests/gpu/hc_gpu_sweep" --quick
+[ -x "$HC_CLI" ] && run_suite verify_presets_gpu 0 bash tests/gpu/run_verify_presets.sh "$build" sm90
 if [ -n "${HC_SKIP_PYTHON:-}" ]; then
     echo "NOTICE: HC_SKIP_PYTHON set: Python oracle suites not run in this pass"
 else

@@ -9,7 +9,11 @@
  * path is not implemented yet is listed as such and must be refused with a
  * clear message, so that it cannot start writing bytes unnoticed. The same
  * again through the CLI: a canonical quant_method "humming" checkpoint made
- * of the vector's pre.* -> `--layout tiles --humming-version 0.1.19`. */
+ * of the vector's pre.* -> `--layout tiles --humming-version 0.1.19`. On a
+ * GPU, our kernel (kernels/) runs on each vector's own post.* tensors with its
+ * x: its output must match the vector's y.humming (Humming's forward) within
+ * the golden tolerance and the CPU GEMM on the decoded post.* within the GPU
+ * bound; skipped with SKIP[gpu] where no GPU is present. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +30,7 @@
 #include <unistd.h>
 
 #include "hc_fs.h"
+#include "hc_gpu.h"
 #include "hc_layout.h"
 #include "hc_safetensors.h"
 #include "hc_verify.h"
@@ -504,6 +509,98 @@ static void test_versions_refused(void **state)
     hc_test_st_close(&f);
 }
 
+/* y.humming is a sanity reference (README of golden-0119): relative RMS. */
+#define GOLDEN_TOL 1e-2
+
+static float *floats_of(const hc_tensor *t, int64_t n)
+{
+    float *out = malloc((size_t)n * sizeof *out);
+    assert_non_null(out);
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = ((const uint16_t *)t->data)[i];
+        out[i] = t->dtype == HC_DT_BF16 ? hc_bf16_to_f32(h) : hc_f16_to_f32(h);
+    }
+    return out;
+}
+
+/* Our GPU kernel on the vector's own post.* and x: y (E, M, N) -> the row of
+ * each token's expert (MoE: rows split evenly, grouped) vs y.humming, and vs
+ * the CPU GEMM on the decoded post.* (same activations). */
+static void gpu_compare(const char *vec, const hc_test_st_file *f, const hc_layer_config *c,
+                        const hc_layer_meta *m, hc_layer_tensors *gold)
+{
+    hc_tensor tx, ty;
+    assert_int_equal(hc_test_st_get(f, "x", &tx), 0);
+    assert_int_equal(hc_test_st_get(f, "y.humming", &ty), 0);
+    const int64_t M = tx.shape[0], K = m->K, N = m->N, E = m->E;
+    float *x = floats_of(&tx, M * K), *yh = floats_of(&ty, M * N);
+    float *yg = malloc((size_t)(E * M * N) * sizeof *yg), *yc = malloc((size_t)(E * M * N) * sizeof *yc);
+    float *W = calloc((size_t)(E * m->Np * m->Kp), sizeof *W), *xq = malloc((size_t)(M * K) * sizeof *xq);
+    float *bias = calloc((size_t)(E * m->Np), sizeof *bias), *ye = malloc((size_t)(M * N) * sizeof *ye);
+    float *yce = malloc((size_t)(M * N) * sizeof *yce);
+    assert_true(yg && yc && W && xq && bias && ye && yce);
+    hc_error err = {0};
+    if (hc_gpu_gemm(c, m, gold, x, M, yg, &err) != HC_OK) fail_msg("%s: GPU: %s", vec, err.msg);
+    if (hc_verify_decode(c, m, gold, W, bias, &err) != HC_OK) fail_msg("%s: decode: %s", vec, err.msg);
+    memcpy(xq, x, (size_t)(M * K) * sizeof *xq);
+    hc_verify_quantize_act(c->act_format, xq, M, K);
+    hc_verify_gemm(xq, M, K, W, E, N, m->Np, m->Kp, gold->bias.data ? bias : NULL, m->Np, yc);
+    for (int64_t r = 0; r < M; r++) {
+        const int64_t e = r * E / M; /* expert e takes rows e M / E .. (e + 1) M / E - 1 */
+        memcpy(ye + r * N, yg + (e * M + r) * N, (size_t)N * sizeof *ye);
+        memcpy(yce + r * N, yc + (e * M + r) * N, (size_t)N * sizeof *yce);
+    }
+    hc_verify_cmp h, g;
+    hc_verify_compare(ye, yh, M * N, &h);
+    hc_verify_compare(ye, yce, M * N, &g);
+    printf("GOLDEN-GPU %-26s our kernel on post.*: vs y.humming rel err %.3e, vs CPU GEMM rel err "
+           "%.3e (bound %.1e), non-finite %lld\n", vec, h.rel_err, g.rel_err,
+           hc_gpu_bound(c->param_format), (long long)(h.nonfinite + g.nonfinite));
+    assert_true(h.nonfinite == 0 && h.rel_err <= GOLDEN_TOL);
+    assert_true(g.nonfinite == 0 && g.rel_err <= hc_gpu_bound(c->param_format));
+    free(x), free(yh), free(yg), free(yc), free(W), free(xq), free(bias), free(ye), free(yce);
+    hc_tensor_free(&tx);
+    hc_tensor_free(&ty);
+}
+
+static void test_vector_gpu(void **state)
+{
+    const vector_case *vc = *state;
+    char why[256];
+    if (hc_gpu_available(why, sizeof why) <= 0) {
+        hc_test_skip_notice("gpu", "GPU check of golden-0119 %s skipped: %s", vc->name, why);
+        skip();
+        return;
+    }
+    hc_test_st_file f;
+    cJSON *meta = NULL;
+    if (vc->refusal || !open_vector(vc, &f, &meta)) {
+        skip();
+        return;
+    }
+    hc_layer_config c;
+    config_of(meta, &c);
+    int64_t E = int_of(meta, "num_experts");
+    hc_layer_tensors pre, gold;
+    load_pre(&f, &pre);
+    memset(&gold, 0, sizeof gold);
+    for (int r = 0; r < 5; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "post.%s", out_name(&c, r));
+        if (hc_test_st_has(&f, key)) assert_int_equal(hc_test_st_get(&f, key, role_of(&gold, r)), 0);
+    }
+    hc_layer_meta m;
+    hc_error err = {0};
+    if (hc_layer_plan(&c, E > 0, E > 0 ? E : 1, int_of(meta, "n"), int_of(meta, "k"), &m, &err) != HC_OK)
+        fail_msg("%s: %s", vc->name, err.msg);
+    gold.weight_e0m = hc_layer_e0m_applies(&c, &m, &pre);
+    gpu_compare(vc->name, &f, &c, &m, &gold);
+    hc_layer_tensors_free(&gold);
+    hc_layer_tensors_free(&pre);
+    cJSON_Delete(meta);
+    hc_test_st_close(&f);
+}
+
 /* The table names every vector of the directory and no other file. */
 static void test_every_vector_listed(void **state)
 {
@@ -531,8 +628,8 @@ static void test_every_vector_listed(void **state)
 
 int main(void)
 {
-    static char cli_names[N_CASES][96];
-    struct CMUnitTest tests[2 * N_CASES + 2];
+    static char cli_names[N_CASES][96], gpu_names[N_CASES][96];
+    struct CMUnitTest tests[3 * N_CASES + 2];
     for (size_t i = 0; i < N_CASES; i++) {
         struct CMUnitTest t = cmocka_unit_test_prestate(test_vector, (void *)&cases[i]);
         t.name = cases[i].name;
@@ -541,8 +638,12 @@ int main(void)
         snprintf(cli_names[i], sizeof cli_names[i], "%s/cli", cases[i].name);
         t.name = cli_names[i];
         tests[N_CASES + i] = t;
+        t = (struct CMUnitTest)cmocka_unit_test_prestate(test_vector_gpu, (void *)&cases[i]);
+        snprintf(gpu_names[i], sizeof gpu_names[i], "%s/gpu", cases[i].name);
+        t.name = gpu_names[i];
+        tests[2 * N_CASES + i] = t;
     }
-    tests[2 * N_CASES] = (struct CMUnitTest)cmocka_unit_test(test_every_vector_listed);
-    tests[2 * N_CASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_versions_refused);
+    tests[3 * N_CASES] = (struct CMUnitTest)cmocka_unit_test(test_every_vector_listed);
+    tests[3 * N_CASES + 1] = (struct CMUnitTest)cmocka_unit_test(test_versions_refused);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* test_verify_golden.c - the CPU reference GEMM on Humming's own kernel-ready
- * tensors (shared/golden: post.* and x) against Humming's GPU output
- * y.humming. Tolerance (docs/verification.md): relative RMS error <= 1e-2. */
+ * tensors (shared/golden: post.* and x, Humming a6455de) against Humming's GPU
+ * output y.humming. Tolerance (docs/verification.md): relative RMS error <=
+ * 1e-2. Our GPU kernels run humming-kernels 0.1.19 layouts only: their golden
+ * check is in test_layout_golden0119.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +18,6 @@
 
 #include "hc_test_st.h"
 #include "hc_test_util.h"
-#include "hc_gpu.h"
 #include "hc_verify.h"
 
 #define GOLDEN_TOL 1e-2
@@ -78,23 +79,14 @@ static const char *shared_dir(void)
     return d && d[0] ? d : "../shared";
 }
 
-/* One test per file on the CPU, and one per file for our GPU kernel (skipped,
- * and counted as such, where no GPU is present). */
 typedef struct {
     const char *name;
-    int gpu;
 } golden_case;
 
 static void test_file(void **state)
 {
     const golden_case *gc = *state;
     const char *name = gc->name;
-    char why[256];
-    if (gc->gpu && hc_gpu_available(why, sizeof why) <= 0) {
-        hc_test_skip_notice("gpu", "GPU golden check of %s skipped: %s", name, why);
-        skip();
-        return; /* skip() does not always leave the test */
-    }
     char path[1024];
     snprintf(path, sizeof path, "%s/golden/%s.safetensors", shared_dir(), name);
     hc_test_st_file f;
@@ -179,18 +171,6 @@ static void test_file(void **state)
     if (qdiff >= 0) printf("; our per-token quantized x differs from x.quant in %lld of %lld",
                            (long long)qdiff, (long long)nx);
     printf("\n");
-    if (gc->gpu) { /* our GPU kernel on Humming's tensors */
-        float *xin = to_float(&tx, &nx), *yg = malloc((size_t)(M * N) * sizeof(float));
-        assert_non_null(yg);
-        if (hc_gpu_gemm(&c, &m, &post, xin, M, 0, yg, &err) != HC_OK) fail_msg("GPU: %s", err.msg);
-        hc_verify_cmp g;
-        hc_verify_compare(yg, yh, M * N, &g);
-        printf("GOLDEN-GPU %-26s our kernel vs y.humming rel err %.3e (snr %.1f dB, max abs %.3g, "
-               "non-finite %lld)\n", name, g.rel_err, g.snr_db, g.max_abs_err, (long long)g.nonfinite);
-        assert_true(g.nonfinite == 0 && g.rel_err <= GOLDEN_TOL);
-        free(xin);
-        free(yg);
-    }
     assert_true(cmp.rel_err <= GOLDEN_TOL);
     assert_true(qdiff <= 0); /* per-token quantizer reproduces Humming's x.quant exactly */
     assert_int_equal(cmp.nonfinite, 0);
@@ -206,15 +186,12 @@ static void test_file(void **state)
 int main(void)
 {
     enum { NF = sizeof files / sizeof files[0] };
-    static golden_case cases[2 * NF];
-    static char names[NF][64];
-    struct CMUnitTest tests[2 * NF];
-    for (size_t i = 0; i < 2 * NF; i++) {
-        const char *f = files[i % NF];
-        cases[i] = (golden_case){.name = f, .gpu = i >= NF};
+    static golden_case cases[NF];
+    struct CMUnitTest tests[NF];
+    for (size_t i = 0; i < NF; i++) {
+        cases[i] = (golden_case){.name = files[i]};
         struct CMUnitTest t = cmocka_unit_test_prestate(test_file, &cases[i]);
-        if (i >= NF) snprintf(names[i - NF], sizeof names[0], "%s/gpu", f);
-        t.name = i >= NF ? names[i - NF] : f;
+        t.name = files[i];
         tests[i] = t;
     }
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,14 +1,16 @@
 /* hc_gpu_sweep.c - the GPU kernels against the CPU reference GEMM on random
- * data, over every preset and the combinations listed below, both layout
- * variants (sm80: normal, sm90: transposed; fused e8m0 where it applies),
- * fp16 and bf16 layers, dense shapes that need N and K padding with
- * M = 1, 7, 16, 128, 1000, and MoE stacks. Prints one line per case and a
- * summary; exits 1 on any failure, 77 (skipped) with a "SKIP[gpu]:" notice when
- * no GPU is present.
+ * data, on the humming-kernels 0.1.19 tensors of every preset and the
+ * combinations listed below (sm80 / sm89 and sm90: tiled, packed-K and flat
+ * layouts as 0.1.19 picks them), fp16 and bf16 layers, dense shapes that need
+ * N and K padding with M = 1, 7, 16, 128, 1000, and MoE stacks. Prints one
+ * line per case and a summary; exits 1 on any failure, 77 (skipped) with a
+ * "SKIP[gpu]:" notice when no GPU is present.
  *
- *   hc_gpu_sweep [--quick] [--simt] [--bench]
+ *   hc_gpu_sweep [--quick] [--bench [--flush 0|1|2]]
  *
- * --bench: times the dense kernel for the benchmark shapes (bench/README). */
+ * --bench: times the dense kernel for the benchmark shapes (bench/README);
+ * --flush 1 zeroes 256 MB before each timed call (L2 dirty), 2 reads it (L2
+ * clean). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +157,7 @@ static const char *fname(hc_format_id f) { return f == HC_FMT_PARAM ? "param" : 
 /* One (target, dtype, arch, shape): CPU reference on the decoded tensors vs
  * the GPU kernel for each M. */
 static void run_case(const char *name, const hc_target *t0, hc_format_id param, int sm, int moe,
-                     const int *Ms, int nM, int simt, tally *ty)
+                     const int *Ms, int nM, tally *ty)
 {
     hc_target t = hc_target_resolve(*t0, param);
     hc_layer_config c = {
@@ -166,7 +168,8 @@ static void run_case(const char *name, const hc_target *t0, hc_format_id param, 
                       : t.global_scale   ? HC_SCALE_GROUP_TENSOR
                       : t.group_size == 0 ? HC_SCALE_CHANNEL : HC_SCALE_GROUP,
         .group_size = t.group_size > 0 ? t.group_size : 0, .group_size_n = t.group_size_n,
-        .has_zero_point = t.zero_point != ZN, .is_fp_zero_point = t.zero_point == ZF, .sm = sm};
+        .has_zero_point = t.zero_point != ZN, .is_fp_zero_point = t.zero_point == ZF, .sm = sm,
+        .version = HC_HUMMING_0_1_19};
     int64_t gs = t.group_size > 0 ? t.group_size : 32, E = moe ? 3 : 1;
     int64_t K = gs >= 64 ? 3 * gs : 5 * (gs > 32 ? gs : 32);
     /* dense N = 288: padded to 320, five 64-column tiles, so blocks of two or four
@@ -216,7 +219,7 @@ static void run_case(const char *name, const hc_target *t0, hc_format_id param, 
     for (int i = 0; i < nM; i++) {
         int M = Ms[i];
         ty->cases++;
-        if (hc_gpu_gemm(&c, &m, &post, x, M, simt, yg, &err) != HC_OK) {
+        if (hc_gpu_gemm(&c, &m, &post, x, M, yg, &err) != HC_OK) {
             printf("FAIL %s M=%d: %s\n", label, M, err.msg);
             ty->failed++;
             continue;
@@ -310,7 +313,7 @@ static int bench_bias(hc_layer_tensors *pre, int64_t N)
 }
 
 /* Benchmark shapes: our kernel's median time per (format, N, K, M). */
-static void bench(int simt)
+static void bench(int flush)
 {
     static const struct { const char *name; hc_target t; } f[] = {
         {"W4A16 uint4 g128", {HC_FMT_UINT4, P_, 128, 0, ZN, 0, P_, RTN}},
@@ -334,7 +337,7 @@ static void bench(int simt)
                 .weight_format = t.weight_format, .scale_format = t.scale_format,
                 .act_format = t.activation, .param_format = HC_FMT_F16,
                 .scale_type = t.group_size == 0 ? HC_SCALE_CHANNEL : HC_SCALE_GROUP,
-                .group_size = t.group_size, .sm = 90};
+                .group_size = t.group_size, .sm = 90, .version = HC_HUMMING_0_1_19};
             int64_t N = NK[s][0], K = NK[s][1];
             hc_layer_meta m;
             hc_error err = {0};
@@ -347,9 +350,11 @@ static void bench(int simt)
                        (long long)K, err.msg);
                 continue;
             }
+            /* HC_BENCH_ITERS: fewer timed calls for slow cells (device time) */
+            const int iters = getenv("HC_BENCH_ITERS") ? atoi(getenv("HC_BENCH_ITERS")) : 20;
             for (int j = 0; j < nms; j++) {
                 double med = 0, first = 0;
-                if (hc_gpu_time(&c, &m, &post, Ms[j], 20, simt, &med, &first, &err) != HC_OK) {
+                if (hc_gpu_time(&c, &m, &post, Ms[j], iters > 0 ? iters : 20, flush, &med, &first, &err) != HC_OK) {
                     printf("BENCH %s: %s\n", f[i].name, err.msg);
                     continue;
                 }
@@ -365,11 +370,11 @@ static void bench(int simt)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, simt = 0, do_bench = 0;
+    int quick = 0, flush = 0, do_bench = 0;
     setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach a log even if a timeout kills the run */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--simt")) simt = 1;
+        else if (!strcmp(argv[i], "--flush") && i + 1 < argc) flush = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bench")) do_bench = 1;
     }
     char why[256];
@@ -378,9 +383,9 @@ int main(int argc, char **argv)
         printf("SKIP[gpu]: GPU sweep skipped: %s\n", why);
         return 77;
     }
-    printf("GPU sm%d, kernel %s\n", sm, simt ? "simt (fp32 FMA)" : "mma.sync m16n8k8 tf32");
+    printf("GPU sm%d, kernels: mma.sync uint4 x 16-bit where it applies, else the float32 verification GEMM\n", sm);
     if (do_bench) {
-        bench(simt);
+        bench(flush);
         return 0;
     }
     tally ty;
@@ -399,10 +404,9 @@ int main(int argc, char **argv)
                 int fp8 = act == HC_FMT_F8E4M3 || act == HC_FMT_F8E5M2;
                 int sm_t = a ? 90 : fp8 ? 89 : 80; /* fp8 activations need sm89+ */
                 int full = !quick && p == a; /* all M on fp16/sm80 and bf16/sm90 */
-                run_case(name, t, param, sm_t, 0, full ? Ms_full : Ms_full + 2, full ? 5 : 1,
-                         simt, &ty);
+                run_case(name, t, param, sm_t, 0, full ? Ms_full : Ms_full + 2, full ? 5 : 1, &ty);
                 if (!quick || (p == 0 && a == 1))
-                    run_case(name, t, param, sm_t, 1, Ms_moe, 2, simt, &ty);
+                    run_case(name, t, param, sm_t, 1, Ms_moe, 2, &ty);
             }
     }
     printf("SUMMARY: %d GEMM cases, %d failed, %d combinations refused by the plan; "

@@ -1,0 +1,81 @@
+/* hck_act.cu - per-token activation quantization (fp8 e4m3 / e5m2, int8,
+ * int4), exactly as hc_verify_quantize_act: the same scale formulas with
+ * reciprocal multiplication, RNE, saturation (docs/verification.md). */
+#include <cuda_fp8.h>
+
+#include "hck_internal.cuh"
+
+namespace hck {
+namespace {
+
+constexpr int ACT_THREADS = 256;
+
+/* The token's scale from each thread's max mx and min mn: a block-wide
+ * reduction (red: 64 floats of shared memory); every thread gets it. */
+__device__ float token_scale(int act_quant, float mx, float mn, float *red)
+{
+    for (int o = 16; o > 0; o /= 2) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        mn = fminf(mn, __shfl_xor_sync(0xffffffffu, mn, o));
+    }
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx, red[32 + threadIdx.x / 32] = mn;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, red[w]), mn = fminf(mn, red[32 + w]);
+        const float amax = fmaxf(mx, -mn);
+        float s;
+        switch (act_quant) {
+        case HCK_A_E4M3: s = amax * (1.0f / 448.0f); break;
+        case HCK_A_E5M2: s = amax * (1.0f / 57344.0f); break;
+        case HCK_A_INT8: s = fmaxf(mx * (1.0f / 127.49f), -mn * (1.0f / 128.49f)); break;
+        default: s = fmaxf(mx * (1.0f / 7.49f), -mn * (1.0f / 8.49f)); break;
+        }
+        red[0] = s;
+    }
+    __syncthreads();
+    return red[0];
+}
+
+/* One block per token. */
+__global__ void __launch_bounds__(ACT_THREADS)
+act_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K,
+           float *__restrict__ codes, float *__restrict__ scales)
+{
+    const int64_t row = blockIdx.x;
+    const uint16_t *xr = x + row * K;
+    float *cr = codes + row * K;
+    if (act_quant == HCK_A_NONE) {
+        for (int64_t k = threadIdx.x; k < K; k += blockDim.x) cr[k] = h2f(xr[k], in_bf16);
+        return;
+    }
+    __shared__ float red[64];
+    float mx = 1e-30f, mn = -1e-30f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const float v = h2f(xr[k], in_bf16);
+        mx = fmaxf(mx, v), mn = fminf(mn, v);
+    }
+    const float s = token_scale(act_quant, mx, mn, red);
+    if (threadIdx.x == 0) scales[row] = s;
+    const float lo = act_quant == HCK_A_INT8 ? -128.0f : -8.0f;
+    const float hi = act_quant == HCK_A_INT8 ? 127.0f : 7.0f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+        float q;
+        if (act_quant == HCK_A_E4M3) q = float(__nv_fp8_e4m3(t));
+        else if (act_quant == HCK_A_E5M2) q = float(__nv_fp8_e5m2(t));
+        else q = fminf(fmaxf(rintf(t), lo), hi);
+        cr[k] = q;
+    }
+}
+
+}  // namespace
+
+cudaError_t launch_act(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
+                       float *codes, float *scales, cudaStream_t st)
+{
+    if (rows == 0) return cudaSuccess;
+    act_kernel<<<(unsigned)rows, ACT_THREADS, 0, st>>>(act_quant, in_bf16, x, K, codes, scales);
+    return cudaGetLastError();
+}
+
+}  // namespace hck

@@ -1,0 +1,57 @@
+/* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
+ * layer on the device, 16-bit conversions and the launchers of each kernel
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_act.cu), called by the C API
+ * (hck_api.cu). */
+#ifndef HCK_INTERNAL_CUH
+#define HCK_INTERNAL_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "hc_kernels.h"
+
+struct hck_layer {
+    hck_desc d;  /* host pointers of d are not used after creation */
+    hck_ptrs p;  /* device copies of the tensors */
+    int sm;      /* compute capability the launches are tuned for */
+    int sms;     /* multiprocessors */
+};
+
+namespace hck {
+
+__device__ __forceinline__ float h2f(uint16_t raw, int bf16)
+{
+    if (bf16) return __uint_as_float((uint32_t)raw << 16);
+    return __half2float(__ushort_as_half(raw));
+}
+
+__device__ __forceinline__ uint16_t f2h(float v, int bf16)
+{
+    if (bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    return __half_as_ushort(__float2half_rn(v));
+}
+
+/* Per-token quantization of x (rows, K) 16-bit: codes (rows, K) as floats
+ * and scales (rows); HCK_A_NONE: the values, scales untouched. */
+cudaError_t launch_act(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
+                       float *codes, float *scales, cudaStream_t st);
+
+/* y (rows, N) 16-bit = codes . dequant(W_e)^T x token scale (+ bias) for the
+ * rows of each expert (offsets[E+1] on the device, max_rows the largest
+ * expert's rows); scales NULL: 1. */
+cudaError_t launch_gemm(const hck_layer *L, const float *codes, const float *scales,
+                        const int64_t *offsets, int64_t max_rows, uint16_t *y, cudaStream_t st);
+
+/* The mma.sync uint4 x 16-bit family (hck_w4a16.cu): whether it takes the
+ * layer, its one-time setup (shared memory limits), the workspace its split
+ * K needs for `rows` tokens, and the launch on 16-bit x (rows, K). */
+bool w4a16_takes(const hck_desc &d);
+cudaError_t w4a16_init();
+size_t w4a16_ws_bytes(const hck_layer *L, int64_t rows);
+cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                         int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
+
+}  // namespace hck
+
+#endif
