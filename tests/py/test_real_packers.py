@@ -17,9 +17,13 @@ For every fixture and its expectation in EXPECT:
   * --layout tiles (TILES may add flags): our CPU verification's report must
     agree (lossless: every layer "lossless": true with 0 mismatches; otherwise
     "status" pass).
+With $HC_KEEP_CANONICAL set to a directory, each converted canonical output is
+kept there under the fixture's name, for tests/gpu/canonical_humming.py - DIR/*
+on the GPU machine (the real Humming loads and runs them).
 Exits 77 (skipped) when numpy / ml_dtypes / safetensors are missing."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -216,6 +220,9 @@ def check_fixture(name, exp, d):
         return check_tiles(name, fx, d, exp) if name in TILES else None
     if r.returncode != 0:
         return f"conversion failed ({r.returncode}): {r.stderr.strip()}"
+    keep = os.environ.get("HC_KEEP_CANONICAL")
+    if keep:  # for tests/gpu/canonical_humming.py on the GPU machine
+        shutil.copytree(out, os.path.join(keep, name), dirs_exist_ok=True)
     ref = {k[:-len(".weight")]: v[2] for k, v in
            tcv.read_safetensors(os.path.join(fx, "reference.safetensors")).items()}
     ours, records = decode_canonical(out)
