@@ -212,8 +212,9 @@ void hc_ckpt_layer_free(hc_ckpt_layer *l);
  * (hc_st_model_add_views), which the per-expert MoE path reads as one stack.
  * *n_stacks: how many stacks were split. Refused naming the tensor: a tensor
  * next to a stack whose first dimension is not E or that compressed-tensors
- * does not store, a weight_shape other than [E, N, K], and a stack that
- * per-expert tensors of the same names also hold. Call once, before planning. */
+ * does not store, a weight_shape other than [E, N, K], a stack that
+ * per-expert tensors of the same names also hold, and qparams "X.experts.Y_scale"
+ * beside a float 3-D "X.experts.Y" (no codes). Call once, before planning. */
 hc_status hc_ckpt_ct_unstack(hc_st_model *model, int *n_stacks, hc_error *err);
 
 /* The producer's own dequantization of a layer whose reading is not exact

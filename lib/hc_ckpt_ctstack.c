@@ -170,6 +170,32 @@ static int is_stack_weight(hc_st_model *model, const hc_st_tensor *t, size_t *sl
     return hc_st_model_find(model, sib) != NULL;
 }
 
+/* llm-compressor's repack_moe saves a fused expert parameter "X.experts.Y"
+ * still in float with the experts' qparams stacked beside it as "X.experts.Y_scale"
+ * (compressed-tensors compresses Linear modules only): no quantized codes. */
+static hc_status refuse_repacked(hc_st_model *model, const hc_st_tensor *t, hc_error *err)
+{
+    static const char *const qp[] = {"_scale", "_zero_point", "_global_scale", "_g_idx"};
+    const char *at = strstr(t->name, ".experts.");
+    if (at == NULL) return HC_OK;
+    size_t len = strlen(t->name);
+    for (size_t i = 0; i < sizeof qp / sizeof *qp; i++) {
+        size_t q = strlen(qp[i]);
+        if (len <= q || strcmp(t->name + len - q, qp[i]) != 0 || t->name + len - q <= at + 9)
+            continue;
+        char base[HC_ST_MAX_NAME + 1];
+        snprintf(base, sizeof base, "%.*s", (int)(len - q), t->name);
+        const hc_st_tensor *w = hc_st_model_find(model, base);
+        if (w && w->ndim == 3)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): quantization parameters stacked beside "
+                    "the fused float expert weight %s (llm-compressor repack_moe layout): the "
+                    "weights were never compressed, so there are no codes to read; save the "
+                    "experts linearized (per-expert Linear modules) or convert the float model",
+                    t->name, t->file, base);
+    }
+    return HC_OK;
+}
+
 static void view_set_free(view_set *v)
 {
     for (size_t i = 0; i < v->n; i++) free(v->names[i]);
@@ -190,7 +216,8 @@ hc_status hc_ckpt_ct_unstack(hc_st_model *model, int *n_stacks, hc_error *err)
     hc_status st = HC_OK;
     for (size_t i = 0; st == HC_OK && i < n; i++) {
         const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
-        if (!is_stack_weight(model, t, &sl)) continue;
+        st = refuse_repacked(model, t, err);
+        if (st != HC_OK || !is_stack_weight(model, t, &sl)) continue;
         st = split_stack(model, &v, t, sl, err);
         ++*n_stacks;
     }

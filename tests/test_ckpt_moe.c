@@ -185,10 +185,15 @@ static void put_ct(tc_ckpt *c, const moe_spec *m, const char *p, const expert_da
  * weight_scale [E, N, G], weight_zero_point [E, N/pack, G] and weight_shape
  * [E, N, K] is what put_ct writes for expert e. stack3d 2: scales for E - 1
  * experts; 3: weight_shape [E + 1, N, K]; 4: an unknown tensor next to the
- * stack; 5: expert 0 also stored per expert. */
+ * stack; 5: expert 0 also stored per expert; 6: float KEY with KEY_scale. */
 static void put_ct3d(tc_ckpt *c, const moe_spec *m, const expert_data *x)
 {
     int E = m->E, b = m->b, pack = 32 / b, N = m->N, K = m->K, G = x[0].G;
+    if (m->stack3d == 6) { /* llm-compressor repack_moe: fused float weight + stacked qparams */
+        tc_add(c, KEY, HC_DT_BF16, 3, (int64_t[3]){E, N, K});
+        tc_add(c, KEY "_scale", HC_DT_BF16, 3, (int64_t[3]){E, N, G});
+        return;
+    }
     uint32_t *wp = tc_add(c, KEY ".weight_packed", HC_DT_I32, 3, (int64_t[3]){E, N, K / pack});
     uint16_t *sc = tc_add(c, KEY ".weight_scale", HC_DT_BF16, 3,
                           (int64_t[3]){m->stack3d == 2 ? E - 1 : E, N, G});
@@ -813,6 +818,8 @@ static void test_ct_3d_refusals(void **state)
     expect_refusal(&m, KEY ".weight_offset", "not a tensor compressed-tensors stores");
     m.stack3d = 5;
     expect_refusal(&m, "model.layers.0.mlp.experts.0.up_proj.weight_packed", "both hold expert 0");
+    m.stack3d = 6;
+    expect_refusal(&m, KEY "_scale", "repack_moe");
 }
 
 static void test_fp_element_stacks(void **state)
