@@ -170,8 +170,9 @@ static int is_stack_weight(hc_st_model *model, const hc_st_tensor *t, size_t *sl
     return hc_st_model_find(model, sib) != NULL;
 }
 
-/* llm-compressor's repack_moe saves a fused expert parameter "X.experts.Y"
- * still in float with the experts' qparams stacked beside it as "X.experts.Y_scale"
+/* llm-compressor's repack_moe saves a fused expert parameter "X.experts.Y" (one
+ * name component after "experts") still in float with the experts' qparams
+ * stacked beside it as "X.experts.Y_scale"
  * (compressed-tensors compresses Linear modules only): no quantized codes. */
 static hc_status refuse_repacked(hc_st_model *model, const hc_st_tensor *t, hc_error *err)
 {
@@ -185,8 +186,10 @@ static hc_status refuse_repacked(hc_st_model *model, const hc_st_tensor *t, hc_e
             continue;
         char base[HC_ST_MAX_NAME + 1];
         snprintf(base, sizeof base, "%.*s", (int)(len - q), t->name);
-        const hc_st_tensor *w = hc_st_model_find(model, base);
-        if (w && w->ndim == 3)
+        const hc_st_tensor *w = strchr(base + (at + 9 - t->name), '.') ? NULL
+                                : hc_st_model_find(model, base);
+        if (w && w->ndim == 3 && (w->dtype == HC_DT_BF16 || w->dtype == HC_DT_F16 ||
+                                  w->dtype == HC_DT_F32))
             HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): quantization parameters stacked beside "
                     "the fused float expert weight %s (llm-compressor repack_moe layout): the "
                     "weights were never compressed, so there are no codes to read; save the "
