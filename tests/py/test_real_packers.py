@@ -138,7 +138,7 @@ EXPECT = {
     "ct020-moe-fp8-channel": L,     # float-quantized, bf16 channel scales
     "ct020-moe3d-fp8-channel": L,   # 3-D weight F8 [E, N, K] + weight_scale [E, N, 1]
     # a global scale per expert: requantized (bf16 group-16 scales, no second scale)
-    "ct020-moe-nvfp4": lossy(2e-3),  # measured 1.26e-3  # measured 2.98e-8: two float32 roundings (CT) vs one (ours)
+    "ct020-moe-nvfp4": lossy(2e-3),  # measured 9.77e-4  # measured 2.98e-8: two float32 roundings (CT) vs one (ours)
 }
 
 
