@@ -205,6 +205,18 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
                        hc_error *err);
 void hc_ckpt_layer_free(hc_ckpt_layer *l);
 
+/* compressed-tensors 3-D expert stacks: every "X.experts.Y.weight_packed"
+ * (or ".weight" with a ".weight_scale") of rank 3 [E, ...] and the tensors
+ * next to it (scales, zero points, weight_shape [E, N, K], global scales,
+ * ...) become E per-expert views "X.experts.<e>.Y.*" of the model
+ * (hc_st_model_add_views), which the per-expert MoE path reads as one stack.
+ * *n_stacks: how many stacks were split. Refused naming the tensor: a tensor
+ * next to a stack whose first dimension is not E or that compressed-tensors
+ * does not store, a weight_shape other than [E, N, K], a stack that
+ * per-expert tensors of the same names also hold, and qparams "X.experts.Y_scale"
+ * beside a float 3-D "X.experts.Y" (no codes). Call once, before planning. */
+hc_status hc_ckpt_ct_unstack(hc_st_model *model, int *n_stacks, hc_error *err);
+
 /* The producer's own dequantization of a layer whose reading is not exact
  * (hc_ckpt_read cleared `lossless`), as float32 (N, K) into out (the caller's
  * N*K floats), for the report to measure the reading against. Only the

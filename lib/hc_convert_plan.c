@@ -211,10 +211,17 @@ static hc_status check_0119_layer(const hc_conv_plan *plan, const hc_conv_layer 
 hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
                              hc_conv_plan *plan, hc_error *err)
 {
-    size_t count = hc_st_model_count(model);
     plan->model = model;
     plan->layout = opts->layout;
     HC_TRY(plan_version(opts, plan, err));
+    if (plan->kind == HC_SRC_QUANTIZED && plan->ckpt->method == HC_CKPT_CT) {
+        int stacks = 0;
+        HC_TRY(hc_ckpt_ct_unstack(model, &stacks, err));
+        if (stacks)
+            hc_conv_log(opts, "input: %d compressed-tensors 3-D expert stack(s), read expert by "
+                        "expert", stacks);
+    }
+    size_t count = hc_st_model_count(model);
     plan->layers = calloc(count + 1, sizeof *plan->layers);
     plan->weight_e0m = calloc(count + 1, sizeof *plan->weight_e0m);
     plan->items = calloc(2 * count + 1, sizeof *plan->items); /* + one extra per layer */

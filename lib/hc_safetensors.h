@@ -144,6 +144,20 @@ hc_status hc_st_model_check(const hc_st_model *m, hc_error *err);
 /* hc_st_check for the file of the model that holds t (HC_OK if none). */
 hc_status hc_st_model_check_tensor(const hc_st_model *m, const hc_st_tensor *t, hc_error *err);
 
+/* Adds n tensor views to the model and hides the tensors hidden[0..nh) from
+ * enumeration and lookup (their files stay open). View i is a descriptor
+ * whose data lies inside bases[i] (a tensor of m): name, dtype, shape, data
+ * and nbytes are the caller's; the descriptor and the name are copied and
+ * owned by m, `file` becomes the base's. Views follow the remaining tensors
+ * in model order; hc_st_model_check_tensor on a view checks its base's file.
+ * Used to present one slice of a stacked tensor as a tensor of its own.
+ * Once per model (HC_ERR_ARG otherwise, or for a view outside its base);
+ * a view name that is already a tensor: HC_ERR_FORMAT naming it. On failure
+ * the model must be closed, not used further. */
+hc_status hc_st_model_add_views(hc_st_model *m, const hc_st_tensor *views,
+                                const hc_st_tensor *const *bases, size_t n,
+                                const hc_st_tensor *const *hidden, size_t nh, hc_error *err);
+
 /* hc_st_release for a tensor of any file of the model. */
 void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);
 

@@ -27,6 +27,10 @@ struct hc_st_model {
     entry *list;             /* model order: file order within files order */
     size_t count;
     const hc_st_tensor **by_name;
+    hc_st_tensor *views;     /* hc_st_model_add_views: descriptors, their names, bases */
+    char **view_names;
+    const hc_st_tensor **view_base;
+    size_t nviews;
 };
 
 static char *path_join(const char *dir, const char *name)
@@ -334,8 +338,70 @@ void hc_st_model_close(hc_st_model *m)
     free(m->files);
     free(m->list);
     free(m->by_name);
+    for (size_t i = 0; i < m->nviews; i++) free(m->view_names[i]);
+    free(m->views);
+    free(m->view_names);
+    free(m->view_base);
     free(m->dir);
     free(m);
+}
+
+static size_t file_of(const hc_st_model *m, const hc_st_tensor *t)
+{
+    for (size_t i = 0; i < m->nfiles; i++)
+        if (hc_st_holds(m->files[i], t)) return i;
+    return m->nfiles;
+}
+
+static int is_hidden(const hc_st_tensor *t, const hc_st_tensor *const *hidden, size_t nh)
+{
+    for (size_t i = 0; i < nh; i++)
+        if (hidden[i] == t) return 1;
+    return 0;
+}
+
+/* Copies the view descriptors and their names into m (nothing listed yet). */
+static hc_status take_views(hc_st_model *m, const hc_st_tensor *views,
+                            const hc_st_tensor *const *bases, size_t n, hc_error *err)
+{
+    m->views = calloc(n + 1, sizeof *m->views);
+    m->view_names = calloc(n + 1, sizeof *m->view_names);
+    m->view_base = calloc(n + 1, sizeof *m->view_base);
+    HC_CHECK_ALLOC(err, m->views && m->view_names && m->view_base ? m : NULL, "tensor views");
+    for (size_t i = 0; i < n; i++, m->nviews++) {
+        const hc_st_tensor *b = bases[i];
+        const char *lo = b->data, *p = views[i].data;
+        if (file_of(m, b) == m->nfiles || (views[i].nbytes && (p < lo || p + views[i].nbytes >
+                                                               lo + b->nbytes)))
+            HC_FAIL(err, HC_ERR_ARG, "view '%s' lies outside its base tensor", views[i].name);
+        m->view_names[i] = strdup(views[i].name);
+        HC_CHECK_ALLOC(err, m->view_names[i], "view name");
+        m->views[i] = views[i];
+        m->views[i].name = m->view_names[i];
+        m->views[i].file = b->file;
+        m->view_base[i] = b;
+    }
+    return HC_OK;
+}
+
+hc_status hc_st_model_add_views(hc_st_model *m, const hc_st_tensor *views,
+                                const hc_st_tensor *const *bases, size_t n,
+                                const hc_st_tensor *const *hidden, size_t nh, hc_error *err)
+{
+    if (m->views) HC_FAIL(err, HC_ERR_ARG, "model views are already set");
+    HC_TRY(take_views(m, views, bases, n, err));
+    entry *list = calloc(m->count + n + 1, sizeof *list);
+    HC_CHECK_ALLOC(err, list, "tensor list");
+    size_t k = 0;
+    for (size_t i = 0; i < m->count; i++)
+        if (!is_hidden(m->list[i].t, hidden, nh)) list[k++] = m->list[i];
+    for (size_t i = 0; i < n; i++) list[k++] = (entry){file_of(m, bases[i]), &m->views[i]};
+    free(m->list);
+    free(m->by_name);
+    m->by_name = NULL;
+    m->list = list;
+    m->count = k;
+    return index_names(m, err);
 }
 
 size_t hc_st_model_count(const hc_st_model *m) { return m->count; }
@@ -372,6 +438,8 @@ hc_status hc_st_model_check(const hc_st_model *m, hc_error *err)
 
 hc_status hc_st_model_check_tensor(const hc_st_model *m, const hc_st_tensor *t, hc_error *err)
 {
+    for (size_t i = 0; m && i < m->nviews; i++) /* a view: its base's file */
+        if (t == &m->views[i]) t = m->view_base[i];
     for (size_t i = 0; m && t && i < m->nfiles; i++)
         if (hc_st_holds(m->files[i], t)) return hc_st_check(m->files[i], err);
     return HC_OK;

@@ -2,7 +2,8 @@
  * compressed-tensors pack-quantized, AWQ GEMM, FP8 e4m3 with per-channel
  * scales, ModelOpt and compressed-tensors NVFP4 with a global scale per
  * expert, ModelOpt FP8 per tensor, compressed-tensors MXFP4, DeepSeek block
- * FP8) become one MoE layer "X.experts.Y".
+ * FP8) become one MoE layer "X.experts.Y"; so do compressed-tensors 3-D
+ * stacks "X.experts.Y.weight_packed" [E, N, K/pack] (expert e = put_ct's tensors).
  * Oracles, each built here from the same codes, zeros and scales:
  *   lossless: a Humming row-packed fused stack (E, N, K*b/32) of those codes
  *             (layout spec 7.8) converts to byte-identical tensors;
@@ -40,6 +41,7 @@ typedef struct {
     int b1, gs1, asym1; /* compressed-tensors: expert 1's own config group, if b1 */
     int sdt1;           /* expert 1's scales in the other 16-bit float dtype */
     int kind1;          /* GPTQ: expert 1 stored as compressed-tensors weight_packed */
+    int stack3d;        /* compressed-tensors: one 3-D stack KEY.* [E, ...]; 2..5: broken */
 } moe_spec;
 
 /* One expert's true codes q [N][K], zeros z [N][G] and raw 16-bit scales s [N][G]. */
@@ -179,6 +181,42 @@ static void put_ct(tc_ckpt *c, const moe_spec *m, const char *p, const expert_da
     }
 }
 
+/* compressed-tensors 3-D stack: expert e of KEY.weight_packed [E, N, K/pack],
+ * weight_scale [E, N, G], weight_zero_point [E, N/pack, G] and weight_shape
+ * [E, N, K] is what put_ct writes for expert e. stack3d 2: scales for E - 1
+ * experts; 3: weight_shape [E + 1, N, K]; 4: an unknown tensor next to the
+ * stack; 5: expert 0 also stored per expert; 6: float KEY with KEY_scale. */
+static void put_ct3d(tc_ckpt *c, const moe_spec *m, const expert_data *x)
+{
+    int E = m->E, b = m->b, pack = 32 / b, N = m->N, K = m->K, G = x[0].G;
+    if (m->stack3d == 6) { /* llm-compressor repack_moe: fused float weight + stacked qparams */
+        tc_add(c, KEY, HC_DT_BF16, 3, (int64_t[3]){E, N, K});
+        tc_add(c, KEY "_scale", HC_DT_BF16, 3, (int64_t[3]){E, N, G});
+        return;
+    }
+    uint32_t *wp = tc_add(c, KEY ".weight_packed", HC_DT_I32, 3, (int64_t[3]){E, N, K / pack});
+    uint16_t *sc = tc_add(c, KEY ".weight_scale", HC_DT_BF16, 3,
+                          (int64_t[3]){m->stack3d == 2 ? E - 1 : E, N, G});
+    int64_t *shp = tc_add(c, KEY ".weight_shape", HC_DT_I64, 1, (int64_t[1]){3});
+    uint32_t *zp = m->asym ? tc_add(c, KEY ".weight_zero_point", HC_DT_I32, 3,
+                                    (int64_t[3]){E, N / pack, G}) : NULL;
+    if (m->stack3d == 4) tc_add(c, KEY ".weight_offset", HC_DT_BF16, 1, (int64_t[1]){E});
+    if (m->stack3d == 5) put_ct(c, m, "model.layers.0.mlp.experts.0.up_proj", &x[0]);
+    shp[0] = m->stack3d == 3 ? E + 1 : E;
+    shp[1] = N;
+    shp[2] = K;
+    for (int e = 0; e < E; e++)
+        for (int n = 0; n < N; n++) {
+            uint32_t *row = wp + ((size_t)e * N + n) * (K / pack);
+            for (int k = 0; k < K; k++) row[k / pack] |= (uint32_t)x[e].q[n * K + k] << (b * (k % pack));
+            for (int g = 0; g < G; g++) {
+                if (e < E - 1 || m->stack3d != 2) sc[((size_t)e * N + n) * G + g] = x[e].s[n * G + g];
+                if (zp) zp[((size_t)e * (N / pack) + n / pack) * G + g] |=
+                        (uint32_t)x[e].z[n * G + g] << (b * (n % pack));
+            }
+        }
+}
+
 /* AWQ GEMM: qweight [K, N/8] and qzeros [G, N/8] packed along N in the
  * 0 4 1 5 2 6 3 7 nibble order, zeros stored as is, scales [G, N]. */
 static void put_awq(tc_ckpt *c, const moe_spec *m, const char *p, const expert_data *x)
@@ -313,7 +351,8 @@ static void build_set(const moe_spec *m, moe_set *set)
         snprintf(p, sizeof p, "model.layers.0.mlp.experts.%d.up_proj", e);
         static void (*const put[])(tc_ckpt *, const moe_spec *, const char *,
                                    const expert_data *) = {put_gptq, put_ct, put_awq, put_fp8};
-        if (e != m->skip) put[m->kind1 && e == 1 ? FMT_CT : m->fmt](&set->quant, m, p, &x[e]);
+        if (e != m->skip && !m->stack3d)
+            put[m->kind1 && e == 1 ? FMT_CT : m->fmt](&set->quant, m, p, &x[e]);
         if (m->bias && !(m->bias == 2 && e == 1)) {
             char name[160];
             snprintf(name, sizeof name, "%s.bias", p);
@@ -325,6 +364,7 @@ static void build_set(const moe_spec *m, moe_set *set)
         for (int n = 0; n < m->N; n++)
             for (int k = 0; k < m->K; k++) w[n * m->K + k] = dequant(m, &x[e], n, k);
     }
+    if (m->stack3d) put_ct3d(&set->quant, m, x);
     quant_config(m, cfg, sizeof cfg);
     tc_write(&set->quant, cfg, NULL, NULL);
     snprintf(cfg, sizeof cfg, "{\"torch_dtype\": \"%s\"}", model_dtype(m));
@@ -752,6 +792,36 @@ static void run_fp_stack(int kind, int N, int K, int roles)
     tc_free(&fp);
 }
 
+/* A 3-D compressed-tensors stack reads as the same experts stored one by one. */
+static void test_ct_3d_stack(void **state)
+{
+    (void)state;
+    tc_seed(17);
+    run_stack(&(moe_spec){.fmt = FMT_CT, .E = 4, .N = 64, .K = 128, .b = 4, .gs = 32,
+                          .skip = -1, .stack3d = 1});
+    run_stack(&(moe_spec){.fmt = FMT_CT, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32,
+                          .asym = 1, .skip = -1, .stack3d = 1});
+    run_stack(&(moe_spec){.fmt = FMT_CT, .E = 2, .N = 64, .K = 256, .b = 8, .gs = 64,
+                          .skip = -1, .stack3d = 1});
+}
+
+static void test_ct_3d_refusals(void **state)
+{
+    (void)state;
+    tc_seed(18);
+    moe_spec m = {.fmt = FMT_CT, .E = 3, .N = 64, .K = 128, .b = 4, .gs = 32, .skip = -1};
+    m.stack3d = 2;
+    expect_refusal(&m, KEY ".weight_scale", "first dimension is not the number of experts");
+    m.stack3d = 3;
+    expect_refusal(&m, KEY ".weight_shape", "weight_shape must be [3] = [E, N, K]");
+    m.stack3d = 4;
+    expect_refusal(&m, KEY ".weight_offset", "not a tensor compressed-tensors stores");
+    m.stack3d = 5;
+    expect_refusal(&m, "model.layers.0.mlp.experts.0.up_proj.weight_packed", "both hold expert 0");
+    m.stack3d = 6;
+    expect_refusal(&m, KEY "_scale", "repack_moe");
+}
+
 static void test_fp_element_stacks(void **state)
 {
     (void)state;
@@ -818,6 +888,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gptq_stack),
         cmocka_unit_test(test_ct_stack),
+        cmocka_unit_test(test_ct_3d_stack),
+        cmocka_unit_test(test_ct_3d_refusals),
         cmocka_unit_test(test_awq_stack),
         cmocka_unit_test(test_fp8_stack),
         cmocka_unit_test(test_fp_element_stacks),
