@@ -17,15 +17,15 @@ void hc_conv_shard_name(int i, int n, char *buf, size_t len)
 hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
                            hc_layer_tensors *pre, float **ref, hc_error *err)
 {
-    *ref = NULL;
+    if (ref) *ref = NULL;
     memset(pre, 0, sizeof *pre);
     hc_status st = L->kind == HC_SRC_HUMMING     ? hc_conv_load_humming(L, pre, err)
                    : L->kind == HC_SRC_QUANTIZED ? hc_conv_load_quantized(plan, L, pre, err)
                                                  : hc_conv_load_float(plan, L, pre, ref, err);
     if (st != HC_OK) {
         hc_layer_tensors_free(pre);
-        free(*ref);
-        *ref = NULL;
+        if (ref) free(*ref);
+        if (ref) *ref = NULL;
     }
     return st;
 }
@@ -62,14 +62,20 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     hc_tensor *post_t[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
                                         &post.global_scale, &post.bias};
     float *ref = NULL;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
-    if (st == HC_OK) {
+    /* the canonical layout writes pre; the tiles are then built only to be
+     * verified (hc_conv_verify_layer decodes them) */
+    int tiles = plan->layout == HC_LAYOUT_TILES || hc_conv_verify_enabled(plan->verify);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_verify_enabled(plan->verify) ? &ref
+                                                                                  : NULL, err);
+    if (st == HC_OK && tiles) {
         st = hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     }
-    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
+    for (int r = 0; st == HC_OK && tiles && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
-    if (st == HC_OK) plan->weight_e0m[L - plan->layers] = post.weight_e0m;
+    if (st == HC_OK)
+        plan->weight_e0m[L - plan->layers] =
+            tiles ? post.weight_e0m : hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
     if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post, ref, err);
     const hc_layer_tensors *src = plan->layout == HC_LAYOUT_TILES ? &post : &pre;
     for (int i = 0; st == HC_OK && i < L->n_outs; i++) {
@@ -252,11 +258,9 @@ static hc_status e0m_of_shard(const hc_conv_plan *plan, int shard, hc_error *err
         const hc_conv_layer *L = &plan->layers[it->layer];
         if (L->meta.version != HC_HUMMING_0_1_19 || !L->meta.is_moe) continue;
         hc_layer_tensors pre;
-        float *ref = NULL;
-        HC_TRY(hc_conv_load_pre(plan, L, &pre, &ref, err));
+        HC_TRY(hc_conv_load_pre(plan, L, &pre, NULL, err));
         plan->weight_e0m[it->layer] = hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
         hc_layer_tensors_free(&pre);
-        free(ref);
     }
     return HC_OK;
 }
