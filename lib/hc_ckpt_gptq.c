@@ -46,7 +46,8 @@ static uint32_t row_field(const hc_st_tensor *t, int64_t cols, int64_t row, int6
 /* With 32-bit words and no act-order permutation, column n's bit stream is
  * already output row n's words (both little-endian, first code in the low
  * bits): the repack is a transpose of [rows, cols] words into [cols, rows].
- * Tiles of 64 x 64 words keep both sides in cache; src may be unaligned. */
+ * Tiles of 64 x 64 words go through a local copy: the strides of both sides
+ * are often powers of two, whose lines collide in the same cache sets. */
 static void words_transpose(const void *src, int64_t rows, int64_t cols, uint32_t *dst)
 {
     enum { T = 64 };
@@ -54,14 +55,14 @@ static void words_transpose(const void *src, int64_t rows, int64_t cols, uint32_
     int64_t tiles_r = (rows + T - 1) / T, tiles = tiles_r * ((cols + T - 1) / T);
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * cols))
     for (int64_t t = 0; t < tiles; t++) {
+        uint32_t tile[T][T + 1];
         int64_t r0 = t % tiles_r * T, c0 = t / tiles_r * T;
-        int64_t r1 = r0 + T < rows ? r0 + T : rows, c1 = c0 + T < cols ? c0 + T : cols;
-        for (int64_t r = r0; r < r1; r++)
-            for (int64_t c = c0; c < c1; c++) {
-                uint32_t w;
-                memcpy(&w, s + 4 * (size_t)(r * cols + c), 4);
-                dst[c * rows + r] = w;
-            }
+        int64_t nr = r0 + T < rows ? T : rows - r0, nc = c0 + T < cols ? T : cols - c0;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t c = 0; c < nc; c++)
+                memcpy(&tile[r][c], s + 4 * (size_t)((r0 + r) * cols + c0 + c), 4);
+        for (int64_t c = 0; c < nc; c++)
+            for (int64_t r = 0; r < nr; r++) dst[(c0 + c) * rows + r0 + r] = tile[r][c];
     }
 }
 

@@ -266,13 +266,15 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
 }
 
 /* Converts n elements of a float tensor (unaligned bytes) from element
- * `offset` on to float32, exactly, on the calling thread. */
-static void convert_floats(const hc_st_tensor *t, size_t offset, size_t n, float *dst)
+ * `offset` on to float32, exactly, on the calling thread; f16 is
+ * hc_f16_to_f32_array_impl(). */
+static void convert_floats(const hc_st_tensor *t, size_t offset, size_t n, float *dst,
+                           hc_f16_array_fn f16)
 {
     size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
     const unsigned char *base = (const unsigned char *)t->data + offset * esize;
     if (t->dtype == HC_DT_F32) memcpy(dst, base, 4 * n);
-    else if (t->dtype == HC_DT_F16) hc_f16_to_f32_array(base, dst, (int64_t)n);
+    else if (t->dtype == HC_DT_F16) f16(base, dst, (int64_t)n);
     else hc_bf16_to_f32_array(base, dst, (int64_t)n);
 }
 
@@ -281,10 +283,11 @@ static void read_floats(const hc_st_tensor *t, size_t offset, size_t n, float *d
 {
     const size_t chunk = 1 << 16;
     int64_t chunks = (int64_t)((n + chunk - 1) / chunk);
+    hc_f16_array_fn f16 = hc_f16_to_f32_array_impl();
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(n))
     for (int64_t c = 0; c < chunks; c++) {
         size_t at = (size_t)c * chunk, len = n - at < chunk ? n - at : chunk;
-        convert_floats(t, offset + at, len, dst + at);
+        convert_floats(t, offset + at, len, dst + at, f16);
     }
 }
 
@@ -391,6 +394,7 @@ hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor
 typedef struct {
     const hc_conv_layer *L;
     int64_t N, K;
+    hc_f16_array_fn f16;
 } row_source;
 
 static const float *source_row(void *ctx, int64_t row, float *buf)
@@ -398,8 +402,8 @@ static const float *source_row(void *ctx, int64_t row, float *buf)
     const row_source *rs = ctx;
     const hc_conv_layer *L = rs->L;
     int64_t e = row / rs->N, r = row % rs->N;
-    if (L->experts) convert_floats(L->experts[e], (size_t)(r * rs->K), (size_t)rs->K, buf);
-    else convert_floats(L->pre[HC_ROLE_WEIGHT], (size_t)(row * rs->K), (size_t)rs->K, buf);
+    if (L->experts) convert_floats(L->experts[e], (size_t)(r * rs->K), (size_t)rs->K, buf, rs->f16);
+    else convert_floats(L->pre[HC_ROLE_WEIGHT], (size_t)(row * rs->K), (size_t)rs->K, buf, rs->f16);
     return buf;
 }
 
@@ -412,7 +416,7 @@ static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_re
     float_dims(L, &E, &N, &K);
     hc_quant_desc d = quant_desc(&L->target);
     if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
-        row_source rs = {L, N, K};
+        row_source rs = {L, N, K, hc_f16_to_f32_array_impl()};
         return hc_quantize_rows(&d, source_row, &rs, E, N, K, r, err);
     }
     float *w = NULL;

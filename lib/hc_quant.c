@@ -403,7 +403,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
                 continue;
             }
             quantize_row(c, q, x, row, s2, s, bc, tmp, &bad);
-            hc_pack_row(bc, q->k, c->bits, s->r->codes + row * words);
+            hq_pack_row_isa(c->isa, bc, q->k, c->bits, s->r->codes + row * words);
         }
         free(buf);
         free(bc);

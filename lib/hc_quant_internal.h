@@ -62,6 +62,9 @@ int64_t hq_first_nonfinite(int isa, const float *x, int64_t n);
 /* Codes of one group (without the overflow fix of hq_group_codes). */
 void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n, uint8_t *codes);
 
+/* hc_pack_row in isa's implementation. */
+void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t *w);
+
 /* hc_quantize with the element loops of isa (tests compare the isas). */
 hc_status hq_quantize_isa(const hc_quant_desc *d, const float *w, int64_t e, int64_t n,
                           int64_t k, int isa, hc_quant_result *out, hc_error *err);

@@ -2,8 +2,8 @@
  * bit-identical in every implementation: the portable one against the best
  * this CPU runs (AVX2 on x86-64), on every kind of target, with ties on the
  * rounding boundaries, signed zeros, subnormals, constant and one-signed
- * groups, values near float32 max and NaN/Inf; and hc_quantize_rows (the
- * row-source pass) against hc_quantize. Skipped (SKIP[isa]) where the best
+ * groups, values near float32 max and NaN/Inf; row packing; and
+ * hc_quantize_rows (the row-source pass) against hc_quantize. Skipped (SKIP[isa]) where the best
  * is the portable one: nothing to compare. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -190,11 +190,33 @@ static void test_zero_point_overflow(void **state)
     compare("uint4 float zp near max", d, 1, 2, 128, w);
 }
 
+/* Row packing: every width, lengths around the 64-code blocks. */
+static void test_pack_rows(void **state)
+{
+    (void)state;
+    skip_without_vectors();
+    uint8_t codes[512];
+    uint32_t a[130], b[130];
+    for (int bits = 1; bits <= 8; bits++)
+        for (int64_t len = 32; len <= 512; len += 32) {
+            for (int i = 0; i < 512; i++) codes[i] = (uint8_t)(urand() * 256.0);
+            memset(a, 0xAB, sizeof a);
+            memset(b, 0xAB, sizeof b);
+            hq_pack_row_isa(HQ_ISA_GENERIC, codes, len, bits, a);
+            hq_pack_row_isa(hq_isa_detect(), codes, len, bits, b);
+            if (memcmp(a, b, sizeof a) != 0) {
+                print_error("pack: %d bits, %lld codes differ\n", bits, (long long)len);
+                fail();
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isas_agree),
         cmocka_unit_test(test_zero_point_overflow),
+        cmocka_unit_test(test_pack_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
