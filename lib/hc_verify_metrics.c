@@ -152,20 +152,37 @@ static group_stats walk_groups(const hc_layer_meta *m, const float *W, const flo
     return g;
 }
 
-double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
-                             int64_t E, int64_t N, int64_t K)
+static double bound_of(const hc_layer_config *cfg, const hc_layer_meta *m, group_stats g)
 {
-    group_stats g = walk_groups(m, W, NULL, 0, E, N, K);
     if (g.energy <= 0) return 0.0;
     double b = step_ratio(cfg) * sqrt(g.amax_energy / g.energy);
     if (m->use_int_weight_scale) b += ldexp(1.0, -9); /* int16 scales: 2^-10 relative, twice */
     return b;
 }
 
+static double step_limit(const hc_layer_config *cfg, const hc_layer_meta *m, double clip)
+{
+    return step_ratio(cfg) + clip + (m->use_int_weight_scale ? ldexp(1.0, -9) : 0);
+}
+
+double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                             int64_t E, int64_t N, int64_t K)
+{
+    return bound_of(cfg, m, walk_groups(m, W, NULL, 0, E, N, K));
+}
+
 int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
                                   const float *W, const float *got, double clip, int64_t E,
                                   int64_t N, int64_t K)
 {
-    double limit = step_ratio(cfg) + clip + (m->use_int_weight_scale ? ldexp(1.0, -9) : 0);
-    return walk_groups(m, W, got, limit, E, N, K).violations;
+    return walk_groups(m, W, got, step_limit(cfg, m, clip), E, N, K).violations;
+}
+
+void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                           const float *got, double clip, int64_t E, int64_t N, int64_t K,
+                           double *bound, int64_t *violations)
+{
+    group_stats g = walk_groups(m, W, got, step_limit(cfg, m, clip), E, N, K);
+    *bound = bound_of(cfg, m, g);
+    *violations = g.violations;
 }
