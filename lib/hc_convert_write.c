@@ -105,6 +105,7 @@ typedef struct {
     hc_status st;
     hc_error *err;
     int release;
+    int prefetch; /* only ask for read-ahead (hc_st_model_willneed) */
 } item_pass;
 
 /* One input tensor of an item: checked (hc_st_model_check_tensor), then its
@@ -112,6 +113,10 @@ typedef struct {
 static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pass *p)
 {
     if (t == NULL) return;
+    if (p->prefetch) {
+        hc_st_model_willneed(plan->model, t);
+        return;
+    }
     if (p->st == HC_OK) p->st = hc_st_model_check_tensor(plan->model, t, p->err);
     if (p->release) hc_st_model_release(plan->model, t);
 }
@@ -140,7 +145,7 @@ static hc_status item_done(const hc_conv_plan *plan, const hc_conv_item *it, hc_
 {
     hc_error e;
     hc_error_clear(&e);
-    item_pass p = {HC_OK, &e, st == HC_OK};
+    item_pass p = {HC_OK, &e, st == HC_OK, 0};
     item_inputs(plan, it, &p);
     if (p.st == HC_OK) return st;
     if (err) *err = e;
@@ -154,6 +159,13 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
     for (int i = 0; i < plan->n_items; i++) {
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard) continue;
+        /* the next item's input is read from disk while this one is converted */
+        for (int j = i + 1; j < plan->n_items; j++)
+            if (plan->items[j].shard == shard) {
+                item_pass ahead = {HC_OK, NULL, 0, 1};
+                item_inputs(plan, &plan->items[j], &ahead);
+                break;
+            }
         hc_status st = it->layer >= 0
                            ? write_layer(w, plan, &plan->layers[it->layer], &index, err)
                            : hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err);
