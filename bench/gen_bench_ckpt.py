@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """make bench inputs: a float16 checkpoint of L tensors of N x K
-(model.layers.<i>.mlp.down_proj.weight, normal(0, 0.02) values), or the same
+(model.layers.<i>.mlp.down_proj.weight, normal(0, 0.02) values); the same
 shapes as a 4-bit group-128 symmetric GPTQ checkpoint (random codes, fp16
-scales, trivial g_idx). Written with the safetensors byte layout directly, one
-tensor at a time, so memory stays at one tensor.
+scales, trivial g_idx); or (llama7b) L layers of Llama-2-7B's real shapes
+(N and K ignored: q/k/v/o 4096 x 4096, gate/up 11008 x 4096, down 4096 x
+11008, norms, and the 32000 x 4096 embedding and lm_head). Written with the
+safetensors byte layout directly, one tensor at a time, so memory stays at
+one tensor.
 
-usage: gen_bench_ckpt.py OUT_DIR float16|gptq LAYERS N K [SEED]
+usage: gen_bench_ckpt.py OUT_DIR float16|gptq|llama7b LAYERS N K [SEED]
 """
 import json
 import os
@@ -39,7 +42,28 @@ def main():
            "torch_dtype": "float16", "hidden_size": n, "intermediate_size": k,
            "num_hidden_layers": layers}
     pre = "model.layers.%d.mlp.down_proj."
-    if kind == "float16":
+    if kind == "llama7b":
+        h, inter, vocab = 4096, 11008, 32000
+        cfg.update(hidden_size=h, intermediate_size=inter, vocab_size=vocab,
+                   num_attention_heads=32, num_key_value_heads=32, rms_norm_eps=1e-5)
+        specs = [("model.embed_tokens.weight", "F16", (vocab, h))]
+        for i in range(layers):
+            p = "model.layers.%d." % i
+            specs += [(p + "self_attn.%s_proj.weight" % x, "F16", (h, h)) for x in "qkvo"]
+            specs += [(p + "mlp.gate_proj.weight", "F16", (inter, h)),
+                      (p + "mlp.up_proj.weight", "F16", (inter, h)),
+                      (p + "mlp.down_proj.weight", "F16", (h, inter)),
+                      (p + "input_layernorm.weight", "F16", (h,)),
+                      (p + "post_attention_layernorm.weight", "F16", (h,))]
+        specs += [("model.norm.weight", "F16", (h,)), ("lm_head.weight", "F16", (vocab, h))]
+
+        def make(i):
+            shape = specs[i][2]
+            if len(shape) == 1:
+                return np.ones(shape, np.float16).tobytes()
+            w = rng.standard_normal(shape, dtype=np.float32) * np.float32(0.02)
+            return w.astype(np.float16).tobytes()
+    elif kind == "float16":
         specs = [(pre % i + "weight", "F16", (n, k)) for i in range(layers)]
 
         def make(i):

@@ -145,6 +145,18 @@ static hq_geom make_geom(const hc_quant_desc *d, int64_t n, int64_t k)
     return g;
 }
 
+/* Where the rows come from: w (E, N, K) float32, or fn row by row. */
+typedef struct {
+    const float *w;
+    hc_quant_row_fn fn;
+    void *ctx;
+} hq_src;
+
+static const float *src_row(const hq_src *src, int64_t row, int64_t k, float *buf)
+{
+    return src->w ? src->w + row * k : src->fn(src->ctx, row, buf);
+}
+
 /* Copies group idx of one expert into buf (gn rows of gk). */
 static void gather(const hq_geom *q, const float *w, int64_t idx, float *buf)
 {
@@ -188,15 +200,57 @@ static hc_status raw_scales(const hq_ctx *c, const hq_geom *q, const float *w, f
 /* Second scales into s2 (E values for a tensor one, E * N for a channel
  * one) from the RTN scales of all experts (the tensor rule looks at every
  * expert); the channel ones are also stored in the model dtype. */
-static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const float *w,
+/* raw_scales of every expert from a row source (groups along K only): each
+ * row converted once; *nonfinite = first NaN/Inf (INT64_MAX if none), whose
+ * rows are skipped. */
+static hc_status raw_scales_rows(const hq_ctx *c, const hq_geom *q, const hq_src *src,
+                                 int64_t rows, float *raw, int64_t *nonfinite, hc_error *err)
+{
+    int64_t first = INT64_MAX;
+    int nomem = 0;
+#pragma omp parallel reduction(min : first) reduction(| : nomem) if (HC_PARALLEL(rows * q->k))
+    {
+        float *buf = malloc((size_t)q->k * sizeof *buf);
+        nomem |= buf == NULL;
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < rows; row++) {
+            if (!buf) continue;
+            const float *x = src_row(src, row, q->k, buf);
+            int64_t i = hq_first_nonfinite(c->isa, x, q->k);
+            if (i < q->k) {
+                if (row * q->k + i < first) first = row * q->k + i;
+                continue;
+            }
+            for (int64_t gi = 0; gi < q->g; gi++) {
+                float mx, mn;
+                hq_stats_isa(c->isa, x + gi * q->gk, q->gk, &mx, &mn);
+                raw[row * q->g + gi] = hq_raw_scale(c, mx, mn);
+            }
+        }
+        free(buf);
+    }
+    if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+    *nonfinite = first;
+    return HC_OK;
+}
+
+static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const hq_src *src,
                                hc_quant_result *r, float *s2, hc_error *err)
 {
-    int64_t E = r->experts, ng = q->ns * q->g;
+    int64_t E = r->experts, ng = q->ns * q->g, nonfinite = INT64_MAX;
     float *raw = malloc((size_t)(E * ng) * sizeof *raw);
     HC_CHECK_ALLOC(err, raw, "quantize scales");
     hc_status st = HC_OK;
-    for (int64_t e = 0; e < E && st == HC_OK; e++)
-        st = raw_scales(c, q, w + e * q->n * q->k, raw + e * ng, err);
+    if (!src->w) st = raw_scales_rows(c, q, src, E * q->n, raw, &nonfinite, err);
+    for (int64_t e = 0; src->w && e < E && st == HC_OK; e++)
+        st = raw_scales(c, q, src->w + e * q->n * q->k, raw + e * ng, err);
+    if (st == HC_OK && nonfinite != INT64_MAX) { /* the value, for the message */
+        float *buf = malloc((size_t)q->k * sizeof *buf);
+        st = buf ? nonfinite_error((double)src_row(src, nonfinite / q->k, q->k, buf)[nonfinite % q->k],
+                                   nonfinite, q->n, q->k, err)
+                 : hc_error_set(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+        free(buf);
+    }
     if (st == HC_OK && c->d.global_scale) {
         hq_tensor_scale2(c, raw, E, ng, s2);
         memcpy(r->global_scale, s2, (size_t)E * sizeof *s2);
@@ -325,18 +379,6 @@ static hc_status bad_scale_error(const hq_ctx *c, const hq_geom *q, const float 
     hc_status st = bad_group_error(c, q, buf, r, s2, e, idx, err);
     free(buf);
     return st;
-}
-
-/* Where the rows come from: w (E, N, K) float32, or fn row by row. */
-typedef struct {
-    const float *w;
-    hc_quant_row_fn fn;
-    void *ctx;
-} hq_src;
-
-static const float *src_row(const hq_src *src, int64_t row, int64_t k, float *buf)
-{
-    return src->w ? src->w + row * k : src->fn(src->ctx, row, buf);
 }
 
 /* The groups of global row `row` (group_size_n 1: they lie side by side in
@@ -513,7 +555,7 @@ static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *sr
         s2 = malloc((size_t)(c->d.global_scale ? r->experts : r->experts * q->n) * sizeof *s2);
         HC_CHECK_ALLOC(err, s2, "second scales");
     }
-    hc_status st = s2 ? second_scales(c, q, src->w, r, s2, err) : HC_OK;
+    hc_status st = s2 ? second_scales(c, q, src, r, s2, err) : HC_OK;
     if (st == HC_OK) st = check_scale_2_rows(r, err);
     if (st == HC_OK && row_groups(c, q)) st = quantize_rows(c, q, src, s2, s, err);
     for (int64_t e = 0; !row_groups(c, q) && e < r->experts && st == HC_OK; e++) {
@@ -547,11 +589,10 @@ static hc_status quantize_src(const hc_quant_desc *d, const hq_src *src, int64_t
     hq_ctx_init(&c, d, isa);
     hq_geom q = make_geom(d, n, k);
     int s2 = d->global_scale || d->scale_2_channel;
-    if (!src->w && (!row_groups(&c, &q) || s2))
-        HC_FAIL(err, HC_ERR_ARG, "quantize: a row source takes groups along K only and no "
-                "second scale");
-    /* the row pass checks its rows itself, but second scales read every row first */
-    if (!row_groups(&c, &q) || s2) HC_TRY(check_finite(isa, src->w, e, n, k, err));
+    if (!src->w && !row_groups(&c, &q))
+        HC_FAIL(err, HC_ERR_ARG, "quantize: a row source takes groups along K only");
+    /* the row passes check their rows themselves; the group path reads every row first */
+    if (src->w && (!row_groups(&c, &q) || s2)) HC_TRY(check_finite(isa, src->w, e, n, k, err));
     hq_sink s = {NULL, NULL, out};
     hc_status st = alloc_result(&c, &q, e, out, err);
     if (st == HC_OK) st = alloc_sink(&c, &q, e, &s, err);
@@ -580,8 +621,7 @@ hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t e, int64_t
 
 int hc_quant_rows_ok(const hc_quant_desc *d)
 {
-    return d->group_size != HC_QUANT_GROUP_TENSOR && d->group_size_n <= 1 && !d->global_scale &&
-           !d->scale_2_channel;
+    return d->group_size != HC_QUANT_GROUP_TENSOR && d->group_size_n <= 1;
 }
 
 hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx, int64_t e,

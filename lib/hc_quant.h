@@ -81,7 +81,8 @@ hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t experts, i
 typedef const float *(*hc_quant_row_fn)(void *ctx, int64_t row, float *buf);
 
 /* Whether hc_quantize_rows takes d: groups along K only (group or channel
- * scales), no second scale. */
+ * scales; with a second scale the rows are read twice, the first time for
+ * the group scales the second scale is taken from). */
 int hc_quant_rows_ok(const hc_quant_desc *d);
 
 /* hc_quantize reading its input row by row through fn (so no float32 copy of
