@@ -10,7 +10,8 @@
 # Every time is the minimum of HC_BENCH_REPEAT runs (default 3): the machine
 # may be shared, and the minimum is the least disturbed. Prints a table per
 # input; no pass/fail. HC_BENCH_BIN=path times another humming-convert build
-# (e.g. an older one) on the same inputs; HC_BENCH_ONLY=512mib|7b one input.
+# (e.g. an older one) on the same inputs; HC_BENCH_ONLY=512mib|7b one input;
+# HC_BENCH_MSE=1 adds the mse quantizer.
 set -euo pipefail
 build=${1:-build}
 bin=${HC_BENCH_BIN:-$build/humming-convert}
@@ -93,11 +94,14 @@ suite() { # in_dir largest_bytes [extra args for nvfp4, e.g. --layout tiles]
     conv "w4a16, --verify off, 1 core" "$in" "$largest" OMP_NUM_THREADS=1 -- --format w4a16 --verify off
     conv "w4a16, --verify off, $all cores" "$in" "$largest" OMP_NUM_THREADS="$all" -- --format w4a16 --verify off
     conv "w4a8, --verify off" "$in" "$largest" -- --format w4a8 --verify off
-    conv "nvfp4 ${nv[*]}, --verify off" "$in" "$largest" -- --format nvfp4 --verify off "${nv[@]}"
+    conv "nvfp4${nv[*]:+ ${nv[*]}}, --verify off" "$in" "$largest" -- --format nvfp4 --verify off "${nv[@]}"
     conv "mxfp4, --verify off" "$in" "$largest" -- --format mxfp4 --verify off
     conv "w4a16 --layout tiles, --verify off" "$in" "$largest" -- --format w4a16 --layout tiles --verify off
     conv "w4a16, default verification (CPU here)" "$in" "$largest" -- --format w4a16
     conv "w4a16, default verification, 1 core" "$in" "$largest" OMP_NUM_THREADS=1 -- --format w4a16
+    if [ -n "${HC_BENCH_MSE:-}" ]; then # 51 clip ratios per group: about 50x rtn's work
+        conv "w4a16 mse, --verify off" "$in" "$largest" -- --format w4a16 --quantizer mse --verify off
+    fi
 }
 
 gptq_suite() { # in_dir largest_bytes
