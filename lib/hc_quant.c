@@ -197,9 +197,6 @@ static hc_status raw_scales(const hq_ctx *c, const hq_geom *q, const float *w, f
     return HC_OK;
 }
 
-/* Second scales into s2 (E values for a tensor one, E * N for a channel
- * one) from the RTN scales of all experts (the tensor rule looks at every
- * expert); the channel ones are also stored in the model dtype. */
 /* raw_scales of every expert from a row source (groups along K only): each
  * row converted once; *nonfinite = first NaN/Inf (INT64_MAX if none), whose
  * rows are skipped. */
@@ -234,6 +231,9 @@ static hc_status raw_scales_rows(const hq_ctx *c, const hq_geom *q, const hq_src
     return HC_OK;
 }
 
+/* Second scales into s2 (E values for a tensor one, E * N for a channel
+ * one) from the RTN scales of all experts (the tensor rule looks at every
+ * expert); the channel ones are also stored in the model dtype. */
 static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const hq_src *src,
                                hc_quant_result *r, float *s2, hc_error *err)
 {

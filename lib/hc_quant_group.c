@@ -32,19 +32,6 @@ void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d, int isa)
     }
 }
 
-void hq_stats(const float *x, int64_t n, float ratio, float *mx, float *mn)
-{
-    float hi = 1e-30f, lo = -1e-30f;
-    /* plain compares, not fmaxf/fminf: inputs are checked finite, and these
-     * vectorize where the libm calls do not */
-    for (int64_t i = 0; i < n; i++) {
-        hi = x[i] > hi ? x[i] : hi;
-        lo = x[i] < lo ? x[i] : lo;
-    }
-    *mx = hi * ratio;
-    *mn = lo * ratio;
-}
-
 float hq_raw_scale(const hq_ctx *c, float mx, float mn)
 {
     if (c->is_float) return fmaxf(mx, fabsf(mn)) / (float)c->dmax;

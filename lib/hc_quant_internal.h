@@ -55,7 +55,9 @@ typedef struct {
 /* Context from a checked description, for the element loops of isa. */
 void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d, int isa);
 
-/* hq_stats with ratio 1, in isa's implementation. */
+/* Humming's group statistics in isa's implementation: max starting at
+ * 1e-30, min at -1e-30 (plain compares: inputs are checked finite). The MSE
+ * search scales both by its clip ratio afterwards. */
 void hq_stats_isa(int isa, const float *x, int64_t n, float *mx, float *mn);
 /* Index of the first NaN/Inf of x[0..n), n if none. */
 int64_t hq_first_nonfinite(int isa, const float *x, int64_t n);
@@ -69,9 +71,6 @@ void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t 
 hc_status hq_quantize_isa(const hc_quant_desc *d, const float *w, int64_t e, int64_t n,
                           int64_t k, int isa, hc_quant_result *out, hc_error *err);
 
-/* Humming's group statistics: max starting at 1e-30, min at -1e-30, both
- * ends then scaled by ratio (1 for RTN). */
-void hq_stats(const float *x, int64_t n, float ratio, float *mx, float *mn);
 
 /* Humming's float32 group scale before any e8m0 rounding. */
 float hq_raw_scale(const hq_ctx *c, float mx, float mn);
