@@ -141,6 +141,11 @@ uint16_t hc_f32_to_bf16(float f);
 /* Bulk, exact conversions of n 16-bit values at src (any alignment) to
  * float32. The fp16 one uses the CPU's F16C instructions when present. */
 void hc_f16_to_f32_array(const void *src, float *dst, int64_t n);
+/* The implementation hc_f16_to_f32_array picks (F16C where the CPU has it),
+ * for callers converting many short runs: the CPU check (a CPUID
+ * instruction, slow in a virtual machine) is then made once. */
+typedef void (*hc_f16_array_fn)(const void *src, float *dst, int64_t n);
+hc_f16_array_fn hc_f16_to_f32_array_impl(void);
 void hc_bf16_to_f32_array(const void *src, float *dst, int64_t n);
 
 /* Block schemes: a group of `group_size` consecutive elements along K shares

@@ -62,9 +62,10 @@ static int have_f16c(void)
 }
 
 /* vcvtph2ps is exact (every half is a float); only used where the CPU has it. */
-__attribute__((target("avx,f16c"))) static void f16_array_f16c(const unsigned char *src,
-                                                                float *dst, int64_t n)
+__attribute__((target("avx,f16c"))) static void f16_array_f16c(const void *p, float *dst,
+                                                                int64_t n)
 {
+    const unsigned char *src = p;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + 2 * i))));
@@ -76,20 +77,27 @@ __attribute__((target("avx,f16c"))) static void f16_array_f16c(const unsigned ch
 }
 #endif
 
-void hc_f16_to_f32_array(const void *src, float *dst, int64_t n)
+static void f16_array_plain(const void *src, float *dst, int64_t n)
 {
     const unsigned char *p = src;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx") && have_f16c()) { /* avx: also enabled by the OS */
-        f16_array_f16c(p, dst, n);
-        return;
-    }
-#endif
     for (int64_t i = 0; i < n; i++) {
         uint16_t h;
         memcpy(&h, p + 2 * i, 2);
         dst[i] = hc_f16_to_f32(h);
     }
+}
+
+hc_f16_array_fn hc_f16_to_f32_array_impl(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx") && have_f16c()) return f16_array_f16c; /* avx: OS-enabled */
+#endif
+    return f16_array_plain;
+}
+
+void hc_f16_to_f32_array(const void *src, float *dst, int64_t n)
+{
+    hc_f16_to_f32_array_impl()(src, dst, n);
 }
 
 void hc_bf16_to_f32_array(const void *src, float *dst, int64_t n)

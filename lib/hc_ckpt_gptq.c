@@ -9,6 +9,7 @@
  * otherwise integer zero points packed along N, or float zero points when a
  * true zero is 2^b (a v1 stored field of all ones) which b bits cannot hold. */
 #include "hc_ckpt.h"
+#include "hc_parallel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,29 @@ static uint32_t row_field(const hc_st_tensor *t, int64_t cols, int64_t row, int6
         v |= (uint32_t)((word >> (p % W)) & 1u) << i;
     }
     return v;
+}
+
+/* With 32-bit words and no act-order permutation, column n's bit stream is
+ * already output row n's words (both little-endian, first code in the low
+ * bits): the repack is a transpose of [rows, cols] words into [cols, rows].
+ * Tiles of 64 x 64 words go through a local copy: the strides of both sides
+ * are often powers of two, whose lines collide in the same cache sets. */
+static void words_transpose(const void *src, int64_t rows, int64_t cols, uint32_t *dst)
+{
+    enum { T = 64 };
+    const unsigned char *s = src;
+    int64_t tiles_r = (rows + T - 1) / T, tiles = tiles_r * ((cols + T - 1) / T);
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * cols))
+    for (int64_t t = 0; t < tiles; t++) {
+        uint32_t tile[T][T + 1];
+        int64_t r0 = t % tiles_r * T, c0 = t / tiles_r * T;
+        int64_t nr = r0 + T < rows ? T : rows - r0, nc = c0 + T < cols ? T : cols - c0;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t c = 0; c < nc; c++)
+                memcpy(&tile[r][c], s + 4 * (size_t)((r0 + r) * cols + c0 + c), 4);
+        for (int64_t c = 0; c < nc; c++)
+            for (int64_t r = 0; r < nr; r++) dst[(c0 + c) * rows + r0 + r] = tile[r][c];
+    }
 }
 
 static int is_int_words(hc_dtype dt)
@@ -222,7 +246,9 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
         free(zt);
     }
     free(zs);
-    if (st == HC_OK && !opts->meta_only) {
+    if (st == HC_OK && !opts->meta_only && perm == NULL && hc_dtype_bits(qw->dtype) == 32) {
+        words_transpose(qw->data, K * b / 32, N, q->codes);
+    } else if (st == HC_OK && !opts->meta_only) {
         uint8_t *codes = malloc((size_t)(N * K) + 1);
         if (!codes) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory (GPTQ codes)");
         for (int64_t n = 0; codes && n < N; n++)

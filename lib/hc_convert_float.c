@@ -266,19 +266,28 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
 }
 
 /* Converts n elements of a float tensor (unaligned bytes) from element
- * `offset` on to float32, exactly; in parallel chunks for large tensors. */
+ * `offset` on to float32, exactly, on the calling thread; f16 is
+ * hc_f16_to_f32_array_impl(). */
+static void convert_floats(const hc_st_tensor *t, size_t offset, size_t n, float *dst,
+                           hc_f16_array_fn f16)
+{
+    size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
+    const unsigned char *base = (const unsigned char *)t->data + offset * esize;
+    if (t->dtype == HC_DT_F32) memcpy(dst, base, 4 * n);
+    else if (t->dtype == HC_DT_F16) f16(base, dst, (int64_t)n);
+    else hc_bf16_to_f32_array(base, dst, (int64_t)n);
+}
+
+/* convert_floats in parallel chunks for large tensors. */
 static void read_floats(const hc_st_tensor *t, size_t offset, size_t n, float *dst)
 {
     const size_t chunk = 1 << 16;
     int64_t chunks = (int64_t)((n + chunk - 1) / chunk);
-    size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
-    const unsigned char *base = (const unsigned char *)t->data + offset * esize;
+    hc_f16_array_fn f16 = hc_f16_to_f32_array_impl();
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(n))
     for (int64_t c = 0; c < chunks; c++) {
         size_t at = (size_t)c * chunk, len = n - at < chunk ? n - at : chunk;
-        if (t->dtype == HC_DT_F32) memcpy(dst + at, base + 4 * at, 4 * len);
-        else if (t->dtype == HC_DT_F16) hc_f16_to_f32_array(base + 2 * at, dst + at, (int64_t)len);
-        else hc_bf16_to_f32_array(base + 2 * at, dst + at, (int64_t)len);
+        convert_floats(t, offset + at, len, dst + at, f16);
     }
 }
 
@@ -323,12 +332,30 @@ static hc_status make_tensor(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int6
     return HC_OK;
 }
 
-hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,
+/* t as (E?, a, b) int32 over *words (len bytes, at least), which it takes. */
+static hc_status take_words(hc_tensor *t, int moe, int64_t E, int64_t a, int64_t b,
+                            uint32_t **words, size_t len, hc_error *err)
+{
+    int64_t s3[3] = {E, a, b};
+    memset(t, 0, sizeof *t);
+    t->dtype = HC_DT_I32;
+    t->ndim = moe ? 3 : 2;
+    memcpy(t->shape, moe ? s3 : s3 + 1, (size_t)t->ndim * sizeof *s3);
+    if (*words == NULL || hc_tensor_byte_size(HC_DT_I32, t->ndim, t->shape) != (int64_t)len)
+        HC_FAIL(err, HC_ERR_INTERNAL, "quantizer output codes differ from %zu bytes", len);
+    t->data = *words;
+    t->nbytes = len;
+    t->owned = 1;
+    *words = NULL;
+    return HC_OK;
+}
+
+hc_status hc_conv_pre_from_result(hc_quant_result *r, int moe, hc_layer_tensors *pre,
                                   hc_error *err)
 {
     int64_t E = r->experts, NS = r->group_rows, G = r->groups, b = r->bits;
-    HC_TRY(make_tensor(&pre->weight, HC_DT_I32, moe, E, r->n, r->k * b / 32, r->codes,
-                       (size_t)(E * r->n * r->k * b / 32) * 4, err));
+    HC_TRY(take_words(&pre->weight, moe, E, r->n, r->k * b / 32, &r->codes,
+                      (size_t)(E * r->n * r->k * b / 32) * 4, err));
     if (r->scales)
         HC_TRY(make_tensor(&pre->weight_scale, hc_dtype_of_format(r->desc.scale_format), moe,
                            E, NS, G, r->scales, (size_t)(E * NS * G * r->scale_bytes), err));
@@ -363,23 +390,53 @@ hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor
     return HC_OK;
 }
 
-hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
-                             hc_layer_tensors *pre, float **ref, hc_error *err)
+/* hc_quant_row_fn over a layer's float source (no transposed stacks). */
+typedef struct {
+    const hc_conv_layer *L;
+    int64_t N, K;
+    hc_f16_array_fn f16;
+} row_source;
+
+static const float *source_row(void *ctx, int64_t row, float *buf)
+{
+    const row_source *rs = ctx;
+    const hc_conv_layer *L = rs->L;
+    int64_t e = row / rs->N, r = row % rs->N;
+    if (L->experts) convert_floats(L->experts[e], (size_t)(r * rs->K), (size_t)rs->K, buf, rs->f16);
+    else convert_floats(L->pre[HC_ROLE_WEIGHT], (size_t)(row * rs->K), (size_t)rs->K, buf, rs->f16);
+    return buf;
+}
+
+/* Quantizes L into r; the float32 weights into *ref when ref is given,
+ * else, where the quantizer can, straight from the source rows. */
+static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_result *r,
+                                hc_error *err)
 {
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
+    hc_quant_desc d = quant_desc(&L->target);
+    if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
+        row_source rs = {L, N, K, hc_f16_to_f32_array_impl()};
+        return hc_quantize_rows(&d, source_row, &rs, E, N, K, r, err);
+    }
     float *w = NULL;
     HC_TRY(read_source(L, E, N, K, &w, err));
-    hc_quant_desc d = quant_desc(&L->target);
+    hc_status st = hc_quantize(&d, w, E, N, K, r, err);
+    if (st == HC_OK && ref) *ref = w;
+    else free(w);
+    return st;
+}
+
+hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
+                             hc_layer_tensors *pre, float **ref, hc_error *err)
+{
     hc_quant_result r;
     memset(&r, 0, sizeof r);
-    hc_status st = hc_quantize(&d, w, E, N, K, &r, err);
+    hc_status st = quantize_layer(L, ref, &r, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])
         st = hc_conv_load_bias(L->pre[HC_ROLE_BIAS], plan->param_format, &pre->bias, err);
     hc_quant_result_free(&r);
-    if (st == HC_OK) *ref = w;
-    else free(w);
     return st;
 }

@@ -192,8 +192,9 @@ hc_status hc_conv_dequant_quantized(const hc_conv_plan *plan, const hc_conv_laye
 hc_status hc_conv_load_bias_stack(const hc_conv_plan *plan, const hc_conv_layer *L,
                                   hc_tensor *out, hc_error *err);
 
-/* Shared with the quantized path (hc_convert_float.c). */
-hc_status hc_conv_pre_from_result(const hc_quant_result *r, int moe, hc_layer_tensors *pre,
+/* Shared with the quantized path (hc_convert_float.c). The codes move from
+ * r into pre->weight (r->codes becomes NULL); the rest is copied. */
+hc_status hc_conv_pre_from_result(hc_quant_result *r, int moe, hc_layer_tensors *pre,
                                   hc_error *err);
 hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor *out,
                             hc_error *err);
@@ -239,7 +240,8 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
                              hc_layer_tensors *pre, float **ref, hc_error *err);
 
 /* Produces the layer's pre-repack tensors (owned). For float sources *ref
- * receives the source weights as float32 (E, N, K) (caller frees), else NULL. */
+ * receives the source weights as float32 (E, N, K) (caller frees), else NULL;
+ * ref NULL when the caller does not need them (no float32 copy is made). */
 hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
                            hc_layer_tensors *pre, float **ref, hc_error *err);
 
@@ -300,6 +302,8 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
 hc_status hc_conv_verify_finish(hc_conv_verify *v, const char *dir, hc_error *err);
 /* Number of failed layers. */
 int hc_conv_verify_failed(const hc_conv_verify *v);
+/* Whether layers are verified (v may be NULL: no). */
+int hc_conv_verify_enabled(const hc_conv_verify *v);
 struct hc_report *hc_conv_verify_take_report(hc_conv_verify *v);
 void hc_conv_verify_free(hc_conv_verify *v);
 

@@ -303,6 +303,11 @@ hc_status hc_conv_verify_finish(hc_conv_verify *v, const char *dir, hc_error *er
     return hc_report_write_all(r, dir, err);
 }
 
+int hc_conv_verify_enabled(const hc_conv_verify *v)
+{
+    return v && v->enabled;
+}
+
 int hc_conv_verify_failed(const hc_conv_verify *v)
 {
     return v && v->report ? v->report->n_fail : 0;

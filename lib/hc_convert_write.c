@@ -17,7 +17,7 @@ void hc_conv_shard_name(int i, int n, char *buf, size_t len)
 hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
                            hc_layer_tensors *pre, float **ref, hc_error *err)
 {
-    *ref = NULL;
+    if (ref) *ref = NULL;
     memset(pre, 0, sizeof *pre);
     hc_status st = L->kind == HC_SRC_HUMMING     ? hc_conv_load_humming(L, pre, err)
                    : L->kind == HC_SRC_QUANTIZED ? hc_conv_load_quantized(plan, L, pre, err)
@@ -26,8 +26,8 @@ hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
         st = hc_conv_quantized_ref(plan, L, ref, err);
     if (st != HC_OK) {
         hc_layer_tensors_free(pre);
-        free(*ref);
-        *ref = NULL;
+        if (ref) free(*ref);
+        if (ref) *ref = NULL;
     }
     return st;
 }
@@ -64,14 +64,20 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     hc_tensor *post_t[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
                                         &post.global_scale, &post.bias};
     float *ref = NULL;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
-    if (st == HC_OK) {
+    /* the canonical layout writes pre; the tiles are then built only to be
+     * verified (hc_conv_verify_layer decodes them) */
+    int tiles = plan->layout == HC_LAYOUT_TILES || hc_conv_verify_enabled(plan->verify);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_verify_enabled(plan->verify) ? &ref
+                                                                                  : NULL, err);
+    if (st == HC_OK && tiles) {
         st = hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     }
-    for (int r = 0; st == HC_OK && r < HC_ROLE_COUNT; r++)
+    for (int r = 0; st == HC_OK && tiles && r < HC_ROLE_COUNT; r++)
         st = check_output(L, r, post_t[r], err);
-    if (st == HC_OK) plan->weight_e0m[L - plan->layers] = post.weight_e0m;
+    if (st == HC_OK)
+        plan->weight_e0m[L - plan->layers] =
+            tiles ? post.weight_e0m : hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
     if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post,
                                                plan->layout == HC_LAYOUT_TILES ? NULL : &pre, ref, err);
     const hc_layer_tensors *src = plan->layout == HC_LAYOUT_TILES ? &post : &pre;
@@ -102,6 +108,7 @@ typedef struct {
     hc_status st;
     hc_error *err;
     int release;
+    int prefetch; /* only ask for read-ahead (hc_st_model_willneed) */
 } item_pass;
 
 /* One input tensor of an item: checked (hc_st_model_check_tensor), then its
@@ -109,6 +116,10 @@ typedef struct {
 static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pass *p)
 {
     if (t == NULL) return;
+    if (p->prefetch) {
+        hc_st_model_willneed(plan->model, t);
+        return;
+    }
     if (p->st == HC_OK) p->st = hc_st_model_check_tensor(plan->model, t, p->err);
     if (p->release) hc_st_model_release(plan->model, t);
 }
@@ -137,7 +148,7 @@ static hc_status item_done(const hc_conv_plan *plan, const hc_conv_item *it, hc_
 {
     hc_error e;
     hc_error_clear(&e);
-    item_pass p = {HC_OK, &e, st == HC_OK};
+    item_pass p = {HC_OK, &e, st == HC_OK, 0};
     item_inputs(plan, it, &p);
     if (p.st == HC_OK) return st;
     if (err) *err = e;
@@ -151,6 +162,13 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
     for (int i = 0; i < plan->n_items; i++) {
         const hc_conv_item *it = &plan->items[i];
         if (it->shard != shard) continue;
+        /* the next item's input is read from disk while this one is converted */
+        for (int j = i + 1; j < plan->n_items; j++)
+            if (plan->items[j].shard == shard) {
+                item_pass ahead = {HC_OK, NULL, 0, 1};
+                item_inputs(plan, &plan->items[j], &ahead);
+                break;
+            }
         hc_status st = it->layer >= 0
                            ? write_layer(w, plan, &plan->layers[it->layer], &index, err)
                            : hc_st_writer_write(w, index++, it->copy->data, it->copy->nbytes, err);
@@ -255,11 +273,9 @@ static hc_status e0m_of_shard(const hc_conv_plan *plan, int shard, hc_error *err
         const hc_conv_layer *L = &plan->layers[it->layer];
         if (L->meta.version != HC_HUMMING_0_1_19 || !L->meta.is_moe) continue;
         hc_layer_tensors pre;
-        float *ref = NULL;
-        HC_TRY(hc_conv_load_pre(plan, L, &pre, &ref, err));
+        HC_TRY(hc_conv_load_pre(plan, L, &pre, NULL, err));
         plan->weight_e0m[it->layer] = hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
         hc_layer_tensors_free(&pre);
-        free(ref);
     }
     return HC_OK;
 }

@@ -63,6 +63,8 @@ hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
         g->data == NULL && !m->use_fused_e8m0 && !m->use_int_weight_scale)
         HC_FAIL(err, HC_ERR_FORMAT, "pre global_scale: missing");
     int int_zp = z->data && !cfg->is_fp_zero_point, fp_zp = z->data && cfg->is_fp_zero_point;
+    double lut[256]; /* float codes decoded once, not per element */
+    for (uint32_t c = 0; is_float && c < (1u << b); c++) lut[c] = hc_format_decode(cfg->weight_format, c);
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * K))
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++) {
@@ -70,31 +72,31 @@ hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
                                        (size_t)((e * N + n) * row_words) * 4;
             double glob = g->data ? elem_value(HC_DT_F32, HC_FMT_F32, g->data,
                                                g->shape[0] == 1 ? 0 : e) : 1.0;
-            for (int64_t k = 0; k < K; k++) {
-                uint32_t code = stream_bits(row, 1, k * b, b);
-                int64_t gi = k / gs;
-                double x, sc = 1.0;
-                if (is_float) {
-                    x = hc_format_decode(cfg->weight_format, code);
-                } else if (int_zp) {
-                    /* (E, N*b/32, G0): stream along dim 1, stride G0 words */
+            /* zero point and scale are constant over a group of gs along K */
+            for (int64_t k0 = 0; k0 < K; k0 += gs) {
+                int64_t gi = k0 / gs, k1 = k0 + gs < K ? k0 + gs : K;
+                double zero = 0.0, sc = 1.0;
+                if (int_zp) { /* (E, N*b/32, G0): stream along dim 1, stride G0 words */
                     const unsigned char *zb = (const unsigned char *)z->data +
                                               (size_t)(e * (N * b / 32) * G0 + gi) * 4;
-                    x = (double)code - (double)stream_bits(zb, G0, n * b, b);
+                    zero = (double)stream_bits(zb, G0, n * b, b);
                 } else if (fp_zp) {
-                    x = (double)code - elem_value(z->dtype, cfg->param_format, z->data,
-                                                  (e * N + n) * G0 + gi);
-                } else {
-                    x = (double)code - (double)(1u << (b - 1));
+                    zero = elem_value(z->dtype, cfg->param_format, z->data, (e * N + n) * G0 + gi);
+                } else if (!is_float) {
+                    zero = (double)(1u << (b - 1));
                 }
                 if (cfg->scale_type == HC_SCALE_BLOCK) {
                     int64_t Rb = N / cfg->group_size_n, Cb = K / cfg->group_size;
                     sc = elem_value(HC_DT_F32, HC_FMT_F32, s->data,
-                                    (e * Rb + n / cfg->group_size_n) * Cb + k / cfg->group_size);
+                                    (e * Rb + n / cfg->group_size_n) * Cb + k0 / cfg->group_size);
                 } else if (cfg->scale_type != HC_SCALE_TENSOR) {
                     sc = elem_value(s->dtype, cfg->scale_format, s->data, (e * N + n) * G0 + gi);
                 }
-                W[(e * N + n) * K + k] = (float)(x * sc * glob);
+                for (int64_t k = k0; k < k1; k++) {
+                    uint32_t code = stream_bits(row, 1, k * b, b);
+                    double x = is_float ? lut[code] : (double)code - zero;
+                    W[(e * N + n) * K + k] = (float)(x * sc * glob);
+                }
             }
         }
     if (bias && pre->bias.data)

@@ -13,22 +13,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "hc_crc32.h"
 #include "hc_fs.h"
 #include "hc_json.h"
 #include "hc_model_config.h"
 #include "hc_safetensors.h"
 
-/* zlib's crc32 takes a uInt length: feed it in chunks. */
 static uint32_t crc_update(uint32_t crc, const void *data, uint64_t len)
 {
-    const unsigned char *p = data;
-    while (len > 0) {
-        uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
-        crc = (uint32_t)crc32(crc, p, n);
-        p += n;
-        len -= n;
-    }
-    return crc;
+    return hc_crc32(crc, data, (size_t)len);
 }
 
 /* CRC of [begin, end) of fd; -1 when the file is shorter or a read fails. */

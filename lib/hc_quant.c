@@ -109,21 +109,25 @@ hc_status hc_quant_check(const hc_quant_desc *d, int64_t e, int64_t n, int64_t k
     return check_shape(d, bits, e, n, k, err);
 }
 
+static hc_status nonfinite_error(double v, int64_t first, int64_t n, int64_t k, hc_error *err)
+{
+    HC_FAIL(err, HC_ERR_FORMAT, "quantize: non-finite weight %g at expert %lld, row %lld, "
+            "column %lld", v, (long long)(first / (n * k)), (long long)(first / k % n),
+            (long long)(first % k));
+}
+
 /* Rejects NaN/Inf, naming the first one's position. */
-static hc_status check_finite(const float *w, int64_t e, int64_t n, int64_t k, hc_error *err)
+static hc_status check_finite(int isa, const float *w, int64_t e, int64_t n, int64_t k,
+                              hc_error *err)
 {
     int64_t first = INT64_MAX;
 #pragma omp parallel for reduction(min : first) schedule(static) if (HC_PARALLEL(e * n * k))
-    for (int64_t row = 0; row < e * n; row++)
-        for (int64_t i = 0; i < k; i++)
-            if (!isfinite(w[row * k + i])) {
-                if (row * k + i < first) first = row * k + i;
-                break;
-            }
+    for (int64_t row = 0; row < e * n; row++) {
+        int64_t i = hq_first_nonfinite(isa, w + row * k, k);
+        if (i < k && row * k + i < first) first = row * k + i;
+    }
     if (first == INT64_MAX) return HC_OK;
-    HC_FAIL(err, HC_ERR_FORMAT, "quantize: non-finite weight %g at expert %lld, row %lld, "
-            "column %lld", (double)w[first], (long long)(first / (n * k)),
-            (long long)(first / k % n), (long long)(first % k));
+    return nonfinite_error((double)w[first], first, n, k, err);
 }
 
 static hq_geom make_geom(const hc_quant_desc *d, int64_t n, int64_t k)
@@ -139,6 +143,18 @@ static hq_geom make_geom(const hc_quant_desc *d, int64_t n, int64_t k)
     g.ns = n / g.gn;
     g.g = k / g.gk;
     return g;
+}
+
+/* Where the rows come from: w (E, N, K) float32, or fn row by row. */
+typedef struct {
+    const float *w;
+    hc_quant_row_fn fn;
+    void *ctx;
+} hq_src;
+
+static const float *src_row(const hq_src *src, int64_t row, int64_t k, float *buf)
+{
+    return src->w ? src->w + row * k : src->fn(src->ctx, row, buf);
 }
 
 /* Copies group idx of one expert into buf (gn rows of gk). */
@@ -172,7 +188,7 @@ static hc_status raw_scales(const hq_ctx *c, const hq_geom *q, const float *w, f
             if (!buf) continue;
             float mx, mn;
             gather(q, w, idx, buf);
-            hq_stats(buf, gsz, 1.0f, &mx, &mn);
+            hq_stats_isa(c->isa, buf, gsz, &mx, &mn);
             raw[idx] = hq_raw_scale(c, mx, mn);
         }
         free(buf);
@@ -181,18 +197,60 @@ static hc_status raw_scales(const hq_ctx *c, const hq_geom *q, const float *w, f
     return HC_OK;
 }
 
+/* raw_scales of every expert from a row source (groups along K only): each
+ * row converted once; *nonfinite = first NaN/Inf (INT64_MAX if none), whose
+ * rows are skipped. */
+static hc_status raw_scales_rows(const hq_ctx *c, const hq_geom *q, const hq_src *src,
+                                 int64_t rows, float *raw, int64_t *nonfinite, hc_error *err)
+{
+    int64_t first = INT64_MAX;
+    int nomem = 0;
+#pragma omp parallel reduction(min : first) reduction(| : nomem) if (HC_PARALLEL(rows * q->k))
+    {
+        float *buf = malloc((size_t)q->k * sizeof *buf);
+        nomem |= buf == NULL;
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < rows; row++) {
+            if (!buf) continue;
+            const float *x = src_row(src, row, q->k, buf);
+            int64_t i = hq_first_nonfinite(c->isa, x, q->k);
+            if (i < q->k) {
+                if (row * q->k + i < first) first = row * q->k + i;
+                continue;
+            }
+            for (int64_t gi = 0; gi < q->g; gi++) {
+                float mx, mn;
+                hq_stats_isa(c->isa, x + gi * q->gk, q->gk, &mx, &mn);
+                raw[row * q->g + gi] = hq_raw_scale(c, mx, mn);
+            }
+        }
+        free(buf);
+    }
+    if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+    *nonfinite = first;
+    return HC_OK;
+}
+
 /* Second scales into s2 (E values for a tensor one, E * N for a channel
  * one) from the RTN scales of all experts (the tensor rule looks at every
  * expert); the channel ones are also stored in the model dtype. */
-static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const float *w,
+static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const hq_src *src,
                                hc_quant_result *r, float *s2, hc_error *err)
 {
-    int64_t E = r->experts, ng = q->ns * q->g;
+    int64_t E = r->experts, ng = q->ns * q->g, nonfinite = INT64_MAX;
     float *raw = malloc((size_t)(E * ng) * sizeof *raw);
     HC_CHECK_ALLOC(err, raw, "quantize scales");
     hc_status st = HC_OK;
-    for (int64_t e = 0; e < E && st == HC_OK; e++)
-        st = raw_scales(c, q, w + e * q->n * q->k, raw + e * ng, err);
+    if (!src->w) st = raw_scales_rows(c, q, src, E * q->n, raw, &nonfinite, err);
+    for (int64_t e = 0; src->w && e < E && st == HC_OK; e++)
+        st = raw_scales(c, q, src->w + e * q->n * q->k, raw + e * ng, err);
+    if (st == HC_OK && nonfinite != INT64_MAX) { /* the value, for the message */
+        float *buf = malloc((size_t)q->k * sizeof *buf);
+        st = buf ? nonfinite_error((double)src_row(src, nonfinite / q->k, q->k, buf)[nonfinite % q->k],
+                                   nonfinite, q->n, q->k, err)
+                 : hc_error_set(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+        free(buf);
+    }
     if (st == HC_OK && c->d.global_scale) {
         hq_tensor_scale2(c, raw, E, ng, s2);
         memcpy(r->global_scale, s2, (size_t)E * sizeof *s2);
@@ -297,21 +355,104 @@ static hc_status quantize_expert(const hq_ctx *c, const hq_geom *q, const float 
     return HC_OK;
 }
 
+/* The refusal of group idx of expert e, whose gn x gk values are x. */
+static hc_status bad_group_error(const hq_ctx *c, const hq_geom *q, const float *x,
+                                 const hc_quant_result *r, const float *s2, int64_t e,
+                                 int64_t idx, hc_error *err)
+{
+    hq_group g;
+    hq_s2 gs2 = group_s2(c, q, r, s2, e, idx);
+    hq_group_params(c, x, q->gn * q->gk, 1.0f, &gs2, &g);
+    HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: scale %g of group (expert %lld, scale row %lld, "
+            "group %lld) does not fit %s; use a wider scale format or a global scale",
+            (double)g.s, (long long)e, (long long)(idx / q->g), (long long)(idx % q->g),
+            hc_format_get(c->d.scale_format)->name);
+}
+
 static hc_status bad_scale_error(const hq_ctx *c, const hq_geom *q, const float *w,
                                  const hc_quant_result *r, const float *s2, int64_t e,
                                  int64_t idx, hc_error *err)
 {
     float *buf = malloc((size_t)(q->gn * q->gk) * sizeof *buf);
     HC_CHECK_ALLOC(err, buf, "quantize scratch");
-    hq_group g;
-    hq_s2 gs2 = group_s2(c, q, r, s2, e, idx);
     gather(q, w, idx, buf);
-    hq_group_params(c, buf, q->gn * q->gk, 1.0f, &gs2, &g);
+    hc_status st = bad_group_error(c, q, buf, r, s2, e, idx, err);
     free(buf);
-    HC_FAIL(err, HC_ERR_UNSUPPORTED, "quantize: scale %g of group (expert %lld, scale row %lld, "
-            "group %lld) does not fit %s; use a wider scale format or a global scale",
-            (double)g.s, (long long)e, (long long)(idx / q->g), (long long)(idx % q->g),
-            hc_format_get(c->d.scale_format)->name);
+    return st;
+}
+
+/* The groups of global row `row` (group_size_n 1: they lie side by side in
+ * x); codes into bc, the first bad group's global index into *bad. */
+static void quantize_row(const hq_ctx *c, const hq_geom *q, const float *x, int64_t row,
+                         const float *s2, hq_sink *s, uint8_t *bc, uint8_t *tmp, int64_t *bad)
+{
+    int64_t e = row / q->n, r = row % q->n;
+    for (int64_t gi = 0; gi < q->g; gi++) {
+        int64_t idx = r * q->g + gi;
+        hq_s2 gs2 = group_s2(c, q, s->r, s2, e, idx);
+        hq_group g;
+        choose(c, x + gi * q->gk, q->gk, &gs2, &g, bc + gi * q->gk, tmp);
+        if (g.bad && row * q->g + gi < *bad) *bad = row * q->g + gi;
+        store_group(c, s, e, idx, &g);
+    }
+}
+
+/* After the row pass: the first NaN/Inf, else the first group whose scale
+ * does not fit (both global indices, INT64_MAX if none). */
+static hc_status rows_verdict(const hq_ctx *c, const hq_geom *q, const hq_src *src,
+                              const float *s2, hq_sink *s, int64_t nonfinite, int64_t bad,
+                              hc_error *err)
+{
+    if (nonfinite == INT64_MAX && bad == INT64_MAX) return HC_OK;
+    float *buf = malloc((size_t)q->k * sizeof *buf);
+    HC_CHECK_ALLOC(err, buf, "quantize scratch");
+    hc_status st;
+    if (nonfinite != INT64_MAX) {
+        const float *x = src_row(src, nonfinite / q->k, q->k, buf);
+        st = nonfinite_error((double)x[nonfinite % q->k], nonfinite, q->n, q->k, err);
+    } else {
+        int64_t row = bad / q->g, e = row / q->n, idx = bad % (q->n * q->g);
+        const float *x = src_row(src, row, q->k, buf);
+        st = bad_group_error(c, q, x + bad % q->g * q->gk, s->r, s2, e, idx, err);
+    }
+    free(buf);
+    return st;
+}
+
+/* Groups along K only: one pass per row, which is read (or converted) once,
+ * checked finite, quantized group by group and packed straight into the
+ * output words; per-thread scratch of one row. */
+static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *src,
+                               const float *s2, hq_sink *s, hc_error *err)
+{
+    int64_t rows = s->r->experts * q->n, words = q->k * c->bits / 32;
+    int64_t bad = INT64_MAX, nonfinite = INT64_MAX;
+    int nomem = 0;
+#pragma omp parallel reduction(min : bad, nonfinite) reduction(| : nomem) \
+    if (HC_PARALLEL(rows * q->k))
+    {
+        float *buf = src->w ? NULL : malloc((size_t)q->k * sizeof *buf);
+        uint8_t *bc = malloc((size_t)q->k), *tmp = malloc((size_t)q->gk);
+        int ok = bc && tmp && (src->w || buf);
+        nomem |= !ok;
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < rows; row++) {
+            if (!ok) continue;
+            const float *x = src_row(src, row, q->k, buf);
+            int64_t i = hq_first_nonfinite(c->isa, x, q->k);
+            if (i < q->k) {
+                if (row * q->k + i < nonfinite) nonfinite = row * q->k + i;
+                continue;
+            }
+            quantize_row(c, q, x, row, s2, s, bc, tmp, &bad);
+            hq_pack_row_isa(c->isa, bc, q->k, c->bits, s->r->codes + row * words);
+        }
+        free(buf);
+        free(bc);
+        free(tmp);
+    }
+    if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
+    return rows_verdict(c, q, src, s2, s, nonfinite, bad, err);
 }
 
 void hc_quant_result_free(hc_quant_result *r)
@@ -398,7 +539,14 @@ static hc_status check_scale_2_rows(const hc_quant_result *r, hc_error *err)
     return HC_OK;
 }
 
-static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const float *w, hq_sink *s,
+/* Groups along K only (group_size_n 1, not tensor granularity): the
+ * quantize_rows pass. */
+static int row_groups(const hq_ctx *c, const hq_geom *q)
+{
+    return q->gn == 1 && !c->tensor;
+}
+
+static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *src, hq_sink *s,
                              hc_error *err)
 {
     hc_quant_result *r = s->r;
@@ -407,10 +555,11 @@ static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const float *w, 
         s2 = malloc((size_t)(c->d.global_scale ? r->experts : r->experts * q->n) * sizeof *s2);
         HC_CHECK_ALLOC(err, s2, "second scales");
     }
-    hc_status st = s2 ? second_scales(c, q, w, r, s2, err) : HC_OK;
+    hc_status st = s2 ? second_scales(c, q, src, r, s2, err) : HC_OK;
     if (st == HC_OK) st = check_scale_2_rows(r, err);
-    for (int64_t e = 0; e < r->experts && st == HC_OK; e++) {
-        const float *we = w + e * q->n * q->k;
+    if (st == HC_OK && row_groups(c, q)) st = quantize_rows(c, q, src, s2, s, err);
+    for (int64_t e = 0; !row_groups(c, q) && e < r->experts && st == HC_OK; e++) {
+        const float *we = src->w + e * q->n * q->k;
         int64_t bad = INT64_MAX;
         st = quantize_expert(c, q, we, e, s2, s, &bad, err);
         if (st == HC_OK && bad != INT64_MAX) st = bad_scale_error(c, q, we, r, s2, e, bad, err);
@@ -419,29 +568,66 @@ static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const float *w, 
     return st;
 }
 
-hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t e, int64_t n, int64_t k,
-                      hc_quant_result *out, hc_error *err)
+/* Scratch of the group-at-a-time path: codes one per byte, integer zero points. */
+static hc_status alloc_sink(const hq_ctx *c, const hq_geom *q, int64_t e, hq_sink *s,
+                            hc_error *err)
 {
-    if (!out || !w) HC_FAIL(err, HC_ERR_ARG, "quantize: missing input or output");
+    if (!row_groups(c, q)) s->codes8 = malloc((size_t)(e * q->n * q->k));
+    if (c->d.zero_point == HC_ZP_INT) s->zq = malloc((size_t)(e * q->ns * q->g));
+    if ((!row_groups(c, q) && !s->codes8) || (c->d.zero_point == HC_ZP_INT && !s->zq))
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize codes");
+    return HC_OK;
+}
+
+static hc_status quantize_src(const hc_quant_desc *d, const hq_src *src, int64_t e, int64_t n,
+                              int64_t k, int isa, hc_quant_result *out, hc_error *err)
+{
+    if (!out) HC_FAIL(err, HC_ERR_ARG, "quantize: missing output");
     memset(out, 0, sizeof *out);
     HC_TRY(hc_quant_check(d, e, n, k, err));
-    HC_TRY(check_finite(w, e, n, k, err));
     hq_ctx c;
-    hq_ctx_init(&c, d);
+    hq_ctx_init(&c, d, isa);
     hq_geom q = make_geom(d, n, k);
+    int s2 = d->global_scale || d->scale_2_channel;
+    if (!src->w && !row_groups(&c, &q))
+        HC_FAIL(err, HC_ERR_ARG, "quantize: a row source takes groups along K only");
+    /* the row passes check their rows themselves; the group path reads every row first */
+    if (src->w && (!row_groups(&c, &q) || s2)) HC_TRY(check_finite(isa, src->w, e, n, k, err));
     hq_sink s = {NULL, NULL, out};
     hc_status st = alloc_result(&c, &q, e, out, err);
-    if (st == HC_OK) {
-        s.codes8 = malloc((size_t)(e * n * k));
-        if (d->zero_point == HC_ZP_INT) s.zq = malloc((size_t)(e * q.ns * q.g));
-        if (!s.codes8 || (d->zero_point == HC_ZP_INT && !s.zq))
-            st = hc_error_set(err, HC_ERR_NOMEM, "out of memory allocating quantize codes");
-    }
-    if (st == HC_OK) st = run_experts(&c, &q, w, &s, err);
-    if (st == HC_OK) hc_pack_rows(s.codes8, e * n, k, c.bits, out->codes);
+    if (st == HC_OK) st = alloc_sink(&c, &q, e, &s, err);
+    if (st == HC_OK) st = run_experts(&c, &q, src, &s, err);
+    if (st == HC_OK && s.codes8) hc_pack_rows(s.codes8, e * n, k, c.bits, out->codes);
     if (st == HC_OK && s.zq) st = pack_zero_points(out, s.zq, err);
     free(s.codes8);
     free(s.zq);
     if (st != HC_OK) hc_quant_result_free(out);
     return st;
+}
+
+hc_status hq_quantize_isa(const hc_quant_desc *d, const float *w, int64_t e, int64_t n,
+                          int64_t k, int isa, hc_quant_result *out, hc_error *err)
+{
+    if (!w) HC_FAIL(err, HC_ERR_ARG, "quantize: missing input");
+    hq_src src = {w, NULL, NULL};
+    return quantize_src(d, &src, e, n, k, isa, out, err);
+}
+
+hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t e, int64_t n, int64_t k,
+                      hc_quant_result *out, hc_error *err)
+{
+    return hq_quantize_isa(d, w, e, n, k, hq_isa_detect(), out, err);
+}
+
+int hc_quant_rows_ok(const hc_quant_desc *d)
+{
+    return d->group_size != HC_QUANT_GROUP_TENSOR && d->group_size_n <= 1;
+}
+
+hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx, int64_t e,
+                           int64_t n, int64_t k, hc_quant_result *out, hc_error *err)
+{
+    if (!fn) HC_FAIL(err, HC_ERR_ARG, "quantize: missing input");
+    hq_src src = {NULL, fn, ctx};
+    return quantize_src(d, &src, e, n, k, hq_isa_detect(), out, err);
 }

@@ -74,6 +74,24 @@ hc_status hc_quant_check(const hc_quant_desc *d, int64_t experts, int64_t n, int
 hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t experts, int64_t n,
                       int64_t k, hc_quant_result *out, hc_error *err);
 
+/* Row r (0 <= r < experts * n) of a quantizer input as float32: a pointer
+ * to its k values, either into the source or to buf (k floats, the
+ * caller's thread's) after converting them there. Called from several
+ * threads at once. */
+typedef const float *(*hc_quant_row_fn)(void *ctx, int64_t row, float *buf);
+
+/* Whether hc_quantize_rows takes d: groups along K only (group or channel
+ * scales; with a second scale the rows are read twice, the first time for
+ * the group scales the second scale is taken from). */
+int hc_quant_rows_ok(const hc_quant_desc *d);
+
+/* hc_quantize reading its input row by row through fn (so no float32 copy of
+ * the whole tensor is needed); same results and errors. HC_ERR_ARG unless
+ * hc_quant_rows_ok(d). */
+hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx,
+                           int64_t experts, int64_t n, int64_t k, hc_quant_result *out,
+                           hc_error *err);
+
 void hc_quant_result_free(hc_quant_result *r);
 
 /* Dequantizes the pre-repack form into out (experts, n, k) float32, from the
@@ -90,6 +108,8 @@ double hc_quant_scale_value(hc_format_id scale_format, uint32_t bits);
 /* Row packing (spec section 3): rows x len codes of `bits` bits each
  * (len*bits % 32 == 0) <-> rows x len*bits/32 little-endian words. */
 void hc_pack_rows(const uint8_t *codes, int64_t rows, int64_t len, int bits, uint32_t *out);
+/* One row of hc_pack_rows, on the calling thread. */
+void hc_pack_row(const uint8_t *codes, int64_t len, int bits, uint32_t *out);
 void hc_unpack_rows(const uint32_t *words, int64_t rows, int64_t len, int bits, uint8_t *out);
 
 /* Humming's float-target code (quant_weight.cuh quant_buffer) of y = x * inv

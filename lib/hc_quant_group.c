@@ -6,10 +6,11 @@
 
 #include "hc_quant_internal.h"
 
-void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d)
+void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d, int isa)
 {
     memset(c, 0, sizeof *c);
     c->d = *d;
+    c->isa = isa;
     c->wf = hc_format_get(d->weight_format);
     c->e8m0 = d->group_size != HC_QUANT_GROUP_TENSOR && d->scale_format == HC_FMT_F8E8M0;
     c->is_float = c->wf->kind == HC_KIND_FLOAT;
@@ -24,19 +25,11 @@ void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d)
         else if (d->zero_point == HC_ZP_NONE) c->lut[code] = (double)code - c->offset;
         else c->lut[code] = code;
     }
-}
-
-void hq_stats(const float *x, int64_t n, float ratio, float *mx, float *mn)
-{
-    float hi = 1e-30f, lo = -1e-30f;
-    /* plain compares, not fmaxf/fminf: inputs are checked finite, and these
-     * vectorize where the libm calls do not */
-    for (int64_t i = 0; i < n; i++) {
-        hi = x[i] > hi ? x[i] : hi;
-        lo = x[i] < lo ? x[i] : lo;
+    c->lut_lo = c->lut_hi = c->lut[0];
+    for (int32_t q = 1; q <= c->qhi; q++) {
+        c->lut_lo = fmin(c->lut_lo, c->lut[q]);
+        c->lut_hi = fmax(c->lut_hi, c->lut[q]);
     }
-    *mx = hi * ratio;
-    *mn = lo * ratio;
 }
 
 float hq_raw_scale(const hq_ctx *c, float mx, float mn)
@@ -93,7 +86,9 @@ void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, co
 {
     memset(g, 0, sizeof *g);
     float mx, mn;
-    hq_stats(x, n, ratio, &mx, &mn);
+    hq_stats_isa(c->isa, x, n, &mx, &mn);
+    mx *= ratio;
+    mn *= ratio;
     g->s = hq_raw_scale(c, mx, mn);
     if (c->tensor) {
         g->scale_bits = f32_bits(g->s);
@@ -112,8 +107,9 @@ void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, co
  * not affect bit exactness elsewhere. */
 static void fix_overflow(const hq_ctx *c, const hq_group *g, int64_t n, uint8_t *codes)
 {
-    double top = 0.0;
-    for (int32_t q = c->qlo; q <= c->qhi; q++) top = fmax(top, fabs(c->lut[q] - g->zp_val));
+    /* max |lut[q] - zp| over all codes: |v - zp| is largest at an end of the
+     * lut's range, and rounding the differences keeps their order */
+    double top = fmax(0.0, fmax(fabs(c->lut_lo - g->zp_val), fabs(c->lut_hi - g->zp_val)));
     if (top * fabs(g->val) <= FLT_MAX || !(fabs(g->val) <= FLT_MAX)) return; /* or refused */
     for (int64_t i = 0; i < n; i++) {
         double v;
@@ -127,8 +123,7 @@ static void fix_overflow(const hq_ctx *c, const hq_group *g, int64_t n, uint8_t 
 void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                     uint8_t *codes)
 {
-    if (c->is_float) hq_float_codes_humming(c, g, x, n, codes);
-    else hq_int_codes_humming(c, g, x, n, codes);
+    hq_codes_isa(c, g, x, n, codes);
     fix_overflow(c, g, n, codes);
 }
 

@@ -24,7 +24,16 @@ typedef struct {
     int32_t qlo, qhi;  /* integer code range after offset: 0 .. 2^b-1 */
     int32_t offset;    /* 2^(b-1) for symmetric integers */
     double lut[256];   /* symmetric meaning of a code (zp modes: the code itself) */
+    double lut_lo, lut_hi; /* smallest and largest lut entry */
+    int isa;           /* HQ_ISA_*: which implementation of the element loops runs */
 } hq_ctx;
+
+/* Implementations of the element loops (hc_quant_row.c); every one gives
+ * bit-identical results. */
+enum { HQ_ISA_GENERIC = 0, HQ_ISA_AVX2 = 1 };
+
+/* The best implementation this CPU runs. */
+int hq_isa_detect(void);
 
 /* The second scale over a group (Humming's weight_scale_2), 1 if none. */
 typedef struct {
@@ -43,12 +52,25 @@ typedef struct {
     int bad;           /* stored scale is not finite */
 } hq_group;
 
-/* Context from a checked description. */
-void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d);
+/* Context from a checked description, for the element loops of isa. */
+void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d, int isa);
 
-/* Humming's group statistics: max starting at 1e-30, min at -1e-30, both
- * ends then scaled by ratio (1 for RTN). */
-void hq_stats(const float *x, int64_t n, float ratio, float *mx, float *mn);
+/* Humming's group statistics in isa's implementation: max starting at
+ * 1e-30, min at -1e-30 (plain compares: inputs are checked finite). The MSE
+ * search scales both by its clip ratio afterwards. */
+void hq_stats_isa(int isa, const float *x, int64_t n, float *mx, float *mn);
+/* Index of the first NaN/Inf of x[0..n), n if none. */
+int64_t hq_first_nonfinite(int isa, const float *x, int64_t n);
+/* Codes of one group (without the overflow fix of hq_group_codes). */
+void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n, uint8_t *codes);
+
+/* hc_pack_row in isa's implementation. */
+void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t *w);
+
+/* hc_quantize with the element loops of isa (tests compare the isas). */
+hc_status hq_quantize_isa(const hc_quant_desc *d, const float *w, int64_t e, int64_t n,
+                          int64_t k, int isa, hc_quant_result *out, hc_error *err);
+
 
 /* Humming's float32 group scale before any e8m0 rounding. */
 float hq_raw_scale(const hq_ctx *c, float mx, float mn);

@@ -107,6 +107,12 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out);
  * memory), so it can never discard anyone's memory. Never fails. */
 void hc_st_release(const hc_st_file *f, const hc_st_tensor *d);
 
+/* Hints that a tensor's bytes will be read soon: the kernel starts reading
+ * its pages of the mapping in the background (read-ahead of the next tensor
+ * while the current one is converted). Same scope as hc_st_release; never
+ * fails. */
+void hc_st_willneed(const hc_st_file *f, const hc_st_tensor *d);
+
 
 /* ---- a model directory (one file or shards) ---------------------------- */
 
@@ -160,6 +166,8 @@ hc_status hc_st_model_add_views(hc_st_model *m, const hc_st_tensor *views,
 
 /* hc_st_release for a tensor of any file of the model. */
 void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);
+/* hc_st_willneed for a tensor of any file of the model. */
+void hc_st_model_willneed(const hc_st_model *m, const hc_st_tensor *d);
 
 /* ---- writer ------------------------------------------------------------ */
 

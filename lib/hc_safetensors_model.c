@@ -450,3 +450,9 @@ void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d)
     for (size_t i = 0; m && d && i < hc_st_model_file_count(m); i++)
         hc_st_release(hc_st_model_file_at(m, i), d);
 }
+
+void hc_st_model_willneed(const hc_st_model *m, const hc_st_tensor *d)
+{
+    for (size_t i = 0; m && d && i < hc_st_model_file_count(m); i++)
+        hc_st_willneed(hc_st_model_file_at(m, i), d);
+}

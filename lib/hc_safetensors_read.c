@@ -495,7 +495,8 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out)
     out->owned = 0;
 }
 
-void hc_st_release(const hc_st_file *f, const hc_st_tensor *d)
+/* madvise(advice) over the pages of d's bytes, if they lie in f's mapping. */
+static void advise(const hc_st_file *f, const hc_st_tensor *d, int advice)
 {
     if (f == NULL || d == NULL || d->nbytes == 0 || f->map == NULL || !f->mapped) return;
     const unsigned char *p = d->data;
@@ -504,5 +505,15 @@ void hc_st_release(const hc_st_file *f, const hc_st_tensor *d)
     if (page <= 0) return;
     uintptr_t begin = (uintptr_t)p & ~(uintptr_t)(page - 1);
     if (begin < (uintptr_t)f->map) begin = (uintptr_t)f->map; /* the map is page aligned */
-    (void)madvise((void *)begin, (uintptr_t)p + d->nbytes - begin, MADV_DONTNEED);
+    (void)madvise((void *)begin, (uintptr_t)p + d->nbytes - begin, advice);
+}
+
+void hc_st_release(const hc_st_file *f, const hc_st_tensor *d)
+{
+    advise(f, d, MADV_DONTNEED);
+}
+
+void hc_st_willneed(const hc_st_file *f, const hc_st_tensor *d)
+{
+    advise(f, d, MADV_WILLNEED);
 }

@@ -101,9 +101,17 @@ hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *meta,
 int hc_dequant_pre_lossless(const hc_layer_config *cfg, const hc_layer_meta *meta,
                             const hc_layer_tensors *pre);
 
+/* Dot products of up to `rows` (<= 4) token rows of x (stride K) with one
+ * weight row w, in hc_verify_gemm's blocked float32 arithmetic; out[t] for
+ * t < rows. hc_verify_dot4_impl(1) is the portable form, (0) the fastest
+ * this CPU runs; both give the same results. */
+typedef void (*hc_dot4_fn)(const float *x, int64_t K, int64_t rows, const float *w,
+                           double *out);
+hc_dot4_fn hc_verify_dot4_impl(int portable);
+
 /* y (E, M, N) = x (M, K) . W(E, N, Kw)^T [+ bias (E, Nb)], over the first N rows
- * and K columns of W (row stride Kw, expert stride Nw*Kw), double accumulation,
- * OpenMP over (e, n). */
+ * and K columns of W (row stride Kw, expert stride Nw*Kw): float32 FMA within
+ * blocks of 64 k, double across blocks (hc_dot4_fn), OpenMP over (e, n). */
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y);
 
@@ -141,5 +149,15 @@ double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m,
 int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
                                   const float *W, const float *got, double clip, int64_t E,
                                   int64_t N, int64_t K);
+/* Adds to hist the count of |got - ref| per decade of rms(ref): bin 0 exact,
+ * bin j for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the last bin also for
+ * NaN/Inf; portable 1 runs the plain loop, 0 the fastest (same counts). */
+void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
+                         int64_t *hist);
+
+/* Both of the above in one walk over the groups: *bound and *violations. */
+void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                           const float *got, double clip, int64_t E, int64_t N, int64_t K,
+                           double *bound, int64_t *violations);
 
 #endif

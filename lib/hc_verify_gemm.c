@@ -8,29 +8,93 @@
 #include "hc_parallel.h"
 #include "hc_verify.h"
 
-/* Dot products of up to 4 token rows with one weight row, in double. Sixteen
- * independent partial sums (4 tokens x 4 k lanes) instead of one serial chain:
- * the chain's add latency, not arithmetic, limited the reference (the CPU section of bench/README.md);
- * the lanes vectorise without reassociating anything. */
-static void dot4(const float *x, int64_t K, int64_t rows, const float *w, double *out)
+/* Dot products of up to 4 token rows with one weight row: eight k lanes per
+ * token accumulate float32 fused multiply-adds over blocks of HC_DOT_BLOCK k
+ * (8 roundings per lane per block), each block's lanes are added into double
+ * lane sums, and the lanes are summed in a fixed order at the end
+ * (docs/verification.md: error analysis). The portable form (fmaf, correctly
+ * rounded by definition) and the AVX2+FMA form perform the same operations,
+ * so both give the same doubles (tests/test_verify_decode.c compares them). */
+#define HC_DOT_BLOCK 64
+
+static double lanes_total(const double *d, double tail)
 {
-    double acc[4][4] = {{0}};
+    return (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) + tail;
+}
+
+static void dot4_generic(const float *x, int64_t K, int64_t rows, const float *w, double *out)
+{
+    double dacc[4][8] = {{0}};
     const float *xr[4];
     for (int t = 0; t < 4; t++) xr[t] = x + (t < rows ? t : 0) * K;
-    int64_t k = 0;
-    for (; k + 4 <= K; k += 4)
-        for (int t = 0; t < 4; t++)
-            for (int j = 0; j < 4; j++) acc[t][j] += (double)xr[t][k + j] * (double)w[k + j];
+    const int64_t K8 = K / 8 * 8;
+    for (int64_t k0 = 0; k0 < K8; k0 += HC_DOT_BLOCK) {
+        const int64_t k1 = k0 + HC_DOT_BLOCK < K8 ? k0 + HC_DOT_BLOCK : K8;
+        for (int t = 0; t < 4; t++) {
+            float acc[8] = {0};
+            for (int64_t k = k0; k < k1; k += 8)
+                for (int j = 0; j < 8; j++) acc[j] = fmaf(xr[t][k + j], w[k + j], acc[j]);
+            for (int j = 0; j < 8; j++) dacc[t][j] += (double)acc[j];
+        }
+    }
     for (int t = 0; t < 4; t++) {
         double tail = 0.0;
-        for (int64_t kk = k; kk < K; kk++) tail += (double)xr[t][kk] * (double)w[kk];
-        out[t] = ((acc[t][0] + acc[t][1]) + (acc[t][2] + acc[t][3])) + tail;
+        for (int64_t k = K8; k < K; k++) tail += (double)xr[t][k] * (double)w[k];
+        out[t] = lanes_total(dacc[t], tail);
     }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define HC_AVX2_FMA __attribute__((target("avx2,fma")))
+
+/* dacc[0..7] += the 8 float lanes of a. */
+HC_AVX2_FMA static void add_lanes(double *dacc, __m256 a)
+{
+    __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(a)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1));
+    _mm256_storeu_pd(dacc, _mm256_add_pd(_mm256_loadu_pd(dacc), lo));
+    _mm256_storeu_pd(dacc + 4, _mm256_add_pd(_mm256_loadu_pd(dacc + 4), hi));
+}
+
+HC_AVX2_FMA static void dot4_fma(const float *x, int64_t K, int64_t rows, const float *w,
+                                 double *out)
+{
+    double dacc[4][8] = {{0}};
+    const float *xr[4];
+    for (int t = 0; t < 4; t++) xr[t] = x + (t < rows ? t : 0) * K;
+    const int64_t K8 = K / 8 * 8;
+    for (int64_t k0 = 0; k0 < K8; k0 += HC_DOT_BLOCK) {
+        const int64_t k1 = k0 + HC_DOT_BLOCK < K8 ? k0 + HC_DOT_BLOCK : K8;
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                         _mm256_setzero_ps()};
+        for (int64_t k = k0; k < k1; k += 8) {
+            const __m256 wv = _mm256_loadu_ps(w + k);
+            for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(_mm256_loadu_ps(xr[t] + k), wv, acc[t]);
+        }
+        for (int t = 0; t < 4; t++) add_lanes(dacc[t], acc[t]);
+    }
+    for (int t = 0; t < 4; t++) {
+        double tail = 0.0;
+        for (int64_t k = K8; k < K; k++) tail += (double)xr[t][k] * (double)w[k];
+        out[t] = lanes_total(dacc[t], tail);
+    }
+}
+#endif
+
+hc_dot4_fn hc_verify_dot4_impl(int portable)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return dot4_fma;
+#endif
+    (void)portable;
+    return dot4_generic;
 }
 
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y)
 {
+    const hc_dot4_fn dot = hc_verify_dot4_impl(0);
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * M * K / 16))
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++) {
@@ -39,7 +103,7 @@ void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_
             for (int64_t m = 0; m < M; m += 4) {
                 const int64_t rows = M - m < 4 ? M - m : 4;
                 double d[4];
-                dot4(x + m * K, K, rows, w, d);
+                dot(x + m * K, K, rows, w, d);
                 for (int64_t t = 0; t < rows; t++) y[(e * M + m + t) * N + n] = (float)(d[t] + b);
             }
         }

@@ -6,30 +6,76 @@
 #include "hc_parallel.h"
 #include "hc_verify.h"
 
-void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out)
+typedef struct {
+    double err2, ref2, got2, dot, maxe;
+    int64_t bad;
+} cmp_sums;
+
+static cmp_sums compare_chunk(const float *got, const float *ref, int64_t n)
 {
-    double err2 = 0, ref2 = 0, got2 = 0, dot = 0, maxe = 0;
-    int64_t bad = 0;
+    cmp_sums c = {0, 0, 0, 0, 0, 0};
     for (int64_t i = 0; i < n; i++) {
         double g = got[i], r = ref[i];
         if (!isfinite(g)) {
-            bad++;
+            c.bad++;
             continue;
         }
         double d = g - r;
-        err2 += d * d;
-        ref2 += r * r;
-        got2 += g * g;
-        dot += g * r;
-        if (fabs(d) > maxe) maxe = fabs(d);
+        c.err2 += d * d;
+        c.ref2 += r * r;
+        c.got2 += g * g;
+        c.dot += g * r;
+        if (fabs(d) > c.maxe) c.maxe = fabs(d);
     }
-    out->nonfinite = bad;
-    out->max_abs_err = maxe;
+    return c;
+}
+
+static void add_sums(cmp_sums *t, const cmp_sums *p)
+{
+    t->err2 += p->err2;
+    t->ref2 += p->ref2;
+    t->got2 += p->got2;
+    t->dot += p->dot;
+    t->maxe = p->maxe > t->maxe ? p->maxe : t->maxe;
+    t->bad += p->bad;
+}
+
+/* Sums over fixed chunks of 2^16 elements, computed in parallel and added in
+ * chunk order: the result does not depend on the number of threads (the
+ * serial fallback, without memory, adds the same chunks in the same order),
+ * and one chunk (n <= 65536) is the plain serial sum. */
+static cmp_sums compare_sums(const float *got, const float *ref, int64_t n)
+{
+    const int64_t chunk = 1 << 16, nc = (n + chunk - 1) / chunk;
+    cmp_sums t = {0, 0, 0, 0, 0, 0};
+    cmp_sums *part = nc > 1 ? malloc((size_t)nc * sizeof *part) : NULL;
+    if (part) {
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(n))
+        for (int64_t c = 0; c < nc; c++)
+            part[c] = compare_chunk(got + c * chunk, ref + c * chunk,
+                                    n - c * chunk < chunk ? n - c * chunk : chunk);
+    }
+    for (int64_t c = 0; c < nc; c++) {
+        cmp_sums p = part ? part[c]
+                          : compare_chunk(got + c * chunk, ref + c * chunk,
+                                          n - c * chunk < chunk ? n - c * chunk : chunk);
+        add_sums(&t, &p);
+    }
+    free(part);
+    return t;
+}
+
+void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out)
+{
+    const cmp_sums s = compare_sums(got, ref, n);
+    const double err2 = s.err2, ref2 = s.ref2, got2 = s.got2;
+    out->nonfinite = s.bad;
+    out->max_abs_err = s.maxe;
     out->rel_err = ref2 > 0 ? sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0.0);
     out->snr_db = err2 == 0 ? 200.0 : ref2 == 0 ? -200.0 : 10.0 * log10(ref2 / err2);
     if (out->snr_db > 200.0) out->snr_db = 200.0;
-    out->cosine = (ref2 > 0 && got2 > 0) ? dot / sqrt(ref2 * got2) : (err2 == 0 ? 1.0 : 0.0);
-    if (bad) out->rel_err = INFINITY;
+    out->cosine = (ref2 > 0 && got2 > 0) ? s.dot / sqrt(ref2 * got2) : (err2 == 0 ? 1.0 : 0.0);
+    if (s.bad) out->rel_err = INFINITY;
 }
 
 /* Relative RMS error bound of one quantization step: integers b bits
@@ -152,20 +198,37 @@ static group_stats walk_groups(const hc_layer_meta *m, const float *W, const flo
     return g;
 }
 
-double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
-                             int64_t E, int64_t N, int64_t K)
+static double bound_of(const hc_layer_config *cfg, const hc_layer_meta *m, group_stats g)
 {
-    group_stats g = walk_groups(m, W, NULL, 0, E, N, K);
     if (g.energy <= 0) return 0.0;
     double b = step_ratio(cfg) * sqrt(g.amax_energy / g.energy);
     if (m->use_int_weight_scale) b += ldexp(1.0, -9); /* int16 scales: 2^-10 relative, twice */
     return b;
 }
 
+static double step_limit(const hc_layer_config *cfg, const hc_layer_meta *m, double clip)
+{
+    return step_ratio(cfg) + clip + (m->use_int_weight_scale ? ldexp(1.0, -9) : 0);
+}
+
+double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                             int64_t E, int64_t N, int64_t K)
+{
+    return bound_of(cfg, m, walk_groups(m, W, NULL, 0, E, N, K));
+}
+
 int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
                                   const float *W, const float *got, double clip, int64_t E,
                                   int64_t N, int64_t K)
 {
-    double limit = step_ratio(cfg) + clip + (m->use_int_weight_scale ? ldexp(1.0, -9) : 0);
-    return walk_groups(m, W, got, limit, E, N, K).violations;
+    return walk_groups(m, W, got, step_limit(cfg, m, clip), E, N, K).violations;
+}
+
+void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                           const float *got, double clip, int64_t E, int64_t N, int64_t K,
+                           double *bound, int64_t *violations)
+{
+    group_stats g = walk_groups(m, W, got, step_limit(cfg, m, clip), E, N, K);
+    *bound = bound_of(cfg, m, g);
+    *violations = g.violations;
 }

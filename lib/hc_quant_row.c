@@ -1,0 +1,223 @@
+/* hc_quant_row.c - the quantizer's per-element loops (group statistics,
+ * finiteness, codes) in two implementations chosen at run time: a portable
+ * one (plain C, the rules as hc_quant_int.c / hc_quant_float.c state them)
+ * and an AVX2 one for x86-64. Both perform the same float32 operations with
+ * the same roundings, so their results are bit-identical
+ * (tests/test_quant_isa.c compares them on every kind of target):
+ *  - max/min: MAXPS(x, m) is exactly `x > m ? x : m`;
+ *  - rne: ROUNDPS in round-to-nearest-even, which is what nearbyintf does in
+ *    the default rounding mode;
+ *  - the symmetric clamp in float: q + offset is exact where it matters
+ *    (|q| < 2^23) and keeps its sign elsewhere, so clamping it to 0..2^b-1
+ *    gives what the double sum gives;
+ *  - the float re-bias f32(y / 2^k) (k <= 126) is one rounding of the exact
+ *    y * 2^-k, which is what the float32 product y * 2^-k also is. */
+#include <math.h>
+#include <string.h>
+
+#include "hc_quant_internal.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HQ_HAVE_AVX2 1
+#else
+#define HQ_HAVE_AVX2 0
+#endif
+
+int hq_isa_detect(void)
+{
+#if HQ_HAVE_AVX2
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) return HQ_ISA_AVX2;
+#endif
+    return HQ_ISA_GENERIC;
+}
+
+/* ---- portable ---------------------------------------------------------- */
+
+static void stats_generic(const float *x, int64_t n, float *mx, float *mn)
+{
+    float hi = 1e-30f, lo = -1e-30f;
+    for (int64_t i = 0; i < n; i++) {
+        hi = x[i] > hi ? x[i] : hi;
+        lo = x[i] < lo ? x[i] : lo;
+    }
+    *mx = hi;
+    *mn = lo;
+}
+
+static int64_t nonfinite_generic(const float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
+}
+
+/* ---- AVX2 -------------------------------------------------------------- */
+#if HQ_HAVE_AVX2
+#define HQ_AVX2 __attribute__((target("avx2")))
+
+HQ_AVX2 static void stats_avx2(const float *x, int64_t n, float *mx, float *mn)
+{
+    __m256 hi = _mm256_set1_ps(1e-30f), lo = _mm256_set1_ps(-1e-30f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        hi = _mm256_max_ps(v, hi); /* v > hi ? v : hi */
+        lo = _mm256_min_ps(v, lo); /* v < lo ? v : lo */
+    }
+    /* lanes folded pairwise: max and min are exact, so any order gives the same */
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(hi), _mm256_extractf128_ps(hi, 1));
+    __m128 l = _mm_min_ps(_mm256_castps256_ps128(lo), _mm256_extractf128_ps(lo, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    l = _mm_min_ps(l, _mm_movehl_ps(l, l));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    l = _mm_min_ss(l, _mm_shuffle_ps(l, l, 1));
+    stats_generic(x + i, n - i, mx, mn);
+    float hv = _mm_cvtss_f32(h), lv = _mm_cvtss_f32(l);
+    *mx = hv > *mx ? hv : *mx;
+    *mn = lv < *mn ? lv : *mn;
+}
+
+HQ_AVX2 static int64_t nonfinite_avx2(const float *x, int64_t n)
+{
+    const __m256i exp = _mm256_set1_epi32(0x7F800000);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), exp);
+        if (!_mm256_testz_si256(_mm256_cmpeq_epi32(v, exp), _mm256_cmpeq_epi32(v, exp))) break;
+    }
+    return i + nonfinite_generic(x + i, n - i);
+}
+
+/* 8 clamped float codes (integral values 0..255) -> 8 bytes. */
+HQ_AVX2 static void store8(__m256 q, uint8_t *out)
+{
+    __m256i v = _mm256_cvttps_epi32(q);
+    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64((__m128i *)out, _mm_packus_epi16(w, w));
+}
+
+/* Clamp to lo..hi as clamp_code does: NaN and below -> lo, above -> hi. */
+HQ_AVX2 static __m256 clamp8(__m256 v, __m256 lo, __m256 hi)
+{
+    return _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+}
+
+#define HQ_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+HQ_AVX2 static int64_t sym_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
+                                uint8_t *codes)
+{
+    __m256 vinv = _mm256_set1_ps(inv), off = _mm256_set1_ps((float)c->offset);
+    __m256 lo = _mm256_set1_ps((float)c->qlo), hi = _mm256_set1_ps((float)c->qhi);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), HQ_RNE);
+        store8(clamp8(_mm256_add_ps(q, off), lo, hi), codes + i);
+    }
+    return i;
+}
+
+/* Zero-point codes; stops early (returns the position) at a block where
+ * x - mn' overflows, which the portable loop then handles in double. */
+HQ_AVX2 static int64_t zp_avx2(const hq_ctx *c, float inv, float mn_eff, const float *x,
+                               int64_t n, uint8_t *codes)
+{
+    __m256 vinv = _mm256_set1_ps(inv), mn = _mm256_set1_ps(mn_eff);
+    __m256 lo = _mm256_set1_ps((float)c->qlo), hi = _mm256_set1_ps((float)c->qhi);
+    __m256 big = _mm256_set1_ps(3.40282347e38f), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), mn);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, d), big, _CMP_GT_OQ))) break;
+        store8(clamp8(_mm256_round_ps(_mm256_mul_ps(d, vinv), HQ_RNE), lo, hi), codes + i);
+    }
+    return i;
+}
+
+/* hc_quant_float_code_humming on 8 values y = x * inv. */
+HQ_AVX2 static __m256i float_code8(const hc_format_info *f, __m256 y, __m256 scale)
+{
+    int m = f->man_bits, nb = f->bits;
+    __m256 sign = _mm256_set1_ps(-0.0f), ymax = _mm256_set1_ps((float)f->max_value);
+    __m256 over = _mm256_cmp_ps(_mm256_andnot_ps(sign, y), ymax, _CMP_GT_OQ);
+    y = _mm256_blendv_ps(y, _mm256_or_ps(ymax, _mm256_and_ps(sign, y)), over);
+    __m256 t = _mm256_mul_ps(y, scale);
+    __m256i u = _mm256_castps_si256(t);
+    __m256i fm = _mm256_set1_epi32((int)(((1u << (nb - 1)) - 1u) << (23 - m)));
+    __m256i sm = _mm256_set1_epi32((int)0x80000000u), keep = _mm256_or_si256(fm, sm);
+    __m256i rz = _mm256_and_si256(u, keep);
+    __m256i ru = _mm256_and_si256(_mm256_add_epi32(u, _mm256_set1_epi32(1 << (22 - m))), keep);
+    __m256 dz = _mm256_andnot_ps(sign, _mm256_sub_ps(t, _mm256_castsi256_ps(rz)));
+    __m256 du = _mm256_andnot_ps(sign, _mm256_sub_ps(_mm256_castsi256_ps(ru), t));
+    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(dz, du, _CMP_GT_OQ));
+    __m256i pick = _mm256_blendv_epi8(rz, ru, up);
+    return _mm256_or_si256(_mm256_srl_epi32(_mm256_and_si256(pick, sm),
+                                            _mm_cvtsi32_si128(32 - nb)),
+                           _mm256_srl_epi32(_mm256_and_si256(pick, fm),
+                                            _mm_cvtsi32_si128(23 - m)));
+}
+
+HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
+                                  uint8_t *codes)
+{
+    int k = 128 - (1 << (c->wf->exp_bits - 1));
+    if (k > 126) return 0; /* 2^-k not a normal float32: the portable loop */
+    uint32_t bits = (uint32_t)(127 - k) << 23; /* 2^-k */
+    float two_k;
+    memcpy(&two_k, &bits, sizeof two_k);
+    __m256 vinv = _mm256_set1_ps(inv), scale = _mm256_set1_ps(two_k);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = float_code8(c->wf, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), scale);
+        __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(w, w));
+    }
+    return i;
+}
+
+/* Codes of the leading whole blocks of 8; returns how many were done. */
+static int64_t codes_avx2(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
+                          uint8_t *codes)
+{
+    float inv = 1.0f / g->s;
+    if (c->is_float) return c->wf->bits <= 8 ? float_avx2(c, inv, x, n, codes) : 0;
+    if (c->d.zero_point == HC_ZP_NONE) return sym_avx2(c, inv, x, n, codes);
+    return zp_avx2(c, inv, g->mn_eff, x, n, codes);
+}
+#endif
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+void hq_stats_isa(int isa, const float *x, int64_t n, float *mx, float *mn)
+{
+#if HQ_HAVE_AVX2
+    if (isa == HQ_ISA_AVX2) {
+        stats_avx2(x, n, mx, mn);
+        return;
+    }
+#endif
+    (void)isa;
+    stats_generic(x, n, mx, mn);
+}
+
+int64_t hq_first_nonfinite(int isa, const float *x, int64_t n)
+{
+#if HQ_HAVE_AVX2
+    if (isa == HQ_ISA_AVX2) return nonfinite_avx2(x, n);
+#endif
+    (void)isa;
+    return nonfinite_generic(x, n);
+}
+
+void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n, uint8_t *codes)
+{
+    int64_t done = 0;
+#if HQ_HAVE_AVX2
+    if (c->isa == HQ_ISA_AVX2) done = codes_avx2(c, g, x, n, codes);
+#endif
+    if (done == n) return;
+    if (c->is_float) hq_float_codes_humming(c, g, x + done, n - done, codes + done);
+    else hq_int_codes_humming(c, g, x + done, n - done, codes + done);
+}

@@ -1,0 +1,222 @@
+/* test_quant_isa.c - the quantizer's element loops (lib/hc_quant_row.c) are
+ * bit-identical in every implementation: the portable one against the best
+ * this CPU runs (AVX2 on x86-64), on every kind of target, with ties on the
+ * rounding boundaries, signed zeros, subnormals, constant and one-signed
+ * groups, values near float32 max and NaN/Inf; row packing; and
+ * hc_quantize_rows (the row-source pass) against hc_quantize. Skipped (SKIP[isa]) where the best
+ * is the portable one: nothing to compare. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_quant_internal.h"
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+
+static double urand(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) * 0x1p-53;
+}
+
+/* Group-sized runs of one kind of data each, over (E, N, K): magnitudes
+ * 2^-20 .. 2^top, "near max" values of size big. */
+static void fill(float *w, int64_t count, int64_t run, int top, float big)
+{
+    for (int64_t at = 0; at < count; at += run) {
+        int kind = (int)(at / run % 9);
+        float mag = (float)ldexp(1.0, (int)(urand() * (20 + top)) - 20);
+        for (int64_t i = at; i < at + run && i < count; i++) {
+            float u = (float)(urand() * 2.0 - 1.0);
+            switch (kind) {
+            case 0: w[i] = u * mag; break;
+            case 1: w[i] = (float)((int)(u * 16.0f)) * 0.5f * mag; break; /* ties at .5 steps */
+            case 2: w[i] = i % 3 ? 0.0f : -0.0f; break;
+            case 3: w[i] = u * 1e-39f; break;                          /* subnormal */
+            case 4: w[i] = 0.75f * mag; break;                         /* constant */
+            case 5: w[i] = fabsf(u) * mag; break;                      /* one-signed */
+            case 6: w[i] = u * big; break;                             /* near the scale's max */
+            case 7: w[i] = (float)((int)(u * 15.0f)) * mag / 7.0f; break;
+            default: w[i] = -fabsf(u) * mag + (i % 7 == 0 ? 8.0f * mag : 0.0f); break;
+            }
+        }
+    }
+}
+
+static void same_bytes(const void *a, const void *b, size_t n, const char *what, const char *t)
+{
+    if ((a == NULL) != (b == NULL) || (a && memcmp(a, b, n) != 0)) {
+        print_error("%s: %s differs between the implementations\n", t, what);
+        fail();
+    }
+}
+
+static void same_result(const hc_quant_result *a, const hc_quant_result *b, const char *t)
+{
+    int64_t E = a->experts, g = E * a->group_rows * a->groups;
+    assert_int_equal(a->bits, b->bits);
+    same_bytes(a->codes, b->codes, (size_t)(E * a->n * a->k * a->bits / 32) * 4, "codes", t);
+    same_bytes(a->scales, b->scales, (size_t)(g * a->scale_bytes), "scales", t);
+    same_bytes(a->zero_points, b->zero_points, (size_t)(g * a->bits / 32) * 4, "zero points", t);
+    same_bytes(a->zero_points_f, b->zero_points_f, (size_t)g * 2, "float zero points", t);
+    same_bytes(a->global_scale, b->global_scale, (size_t)E * 4, "global scales", t);
+    same_bytes(a->scale_2, b->scale_2, (size_t)(E * a->n) * 2, "channel second scales", t);
+}
+
+typedef struct {
+    const float *w;
+    int64_t k;
+} rows_ctx;
+
+static const float *row_of(void *ctx, int64_t row, float *buf)
+{
+    const rows_ctx *c = ctx;
+    memcpy(buf, c->w + row * c->k, (size_t)c->k * sizeof *buf);
+    return buf;
+}
+
+/* Portable vs best, and (where it applies) the row source vs the array. */
+static hc_status compare(const char *t, hc_quant_desc d, int64_t E, int64_t N, int64_t K,
+                         const float *w)
+{
+    hc_quant_result a, b;
+    hc_error ea = {0}, eb = {0};
+    hc_status sa = hq_quantize_isa(&d, w, E, N, K, HQ_ISA_GENERIC, &a, &ea);
+    hc_status sb = hq_quantize_isa(&d, w, E, N, K, hq_isa_detect(), &b, &eb);
+    if (sa != sb || strcmp(ea.msg, eb.msg) != 0) {
+        print_error("%s: status %d '%s' vs %d '%s'\n", t, sa, ea.msg, sb, eb.msg);
+        fail();
+    }
+    if (sa == HC_OK) same_result(&a, &b, t);
+    hc_quant_result_free(&b);
+    if (hc_quant_rows_ok(&d)) {
+        rows_ctx rc = {w, K};
+        hc_error er = {0};
+        hc_status sr = hc_quantize_rows(&d, row_of, &rc, E, N, K, &b, &er);
+        if (sr != sa || strcmp(ea.msg, er.msg) != 0) {
+            print_error("%s rows: status %d '%s' vs %d '%s'\n", t, sa, ea.msg, sr, er.msg);
+            fail();
+        }
+        if (sa == HC_OK) same_result(&a, &b, t);
+        hc_quant_result_free(&b);
+    }
+    hc_quant_result_free(&a);
+    return sa;
+}
+
+typedef struct {
+    const char *name;
+    hc_quant_desc d;
+    int64_t N, K;
+} isa_case;
+
+#define Q(w, s, gs, ...) {.weight_format = w, .scale_format = s, .group_size = gs, __VA_ARGS__}
+static const isa_case cases[] = {
+    {"uint4 g128 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 128), 16, 256},
+    {"int4 g128 bf16", Q(HC_FMT_INT4, HC_FMT_BF16, 128), 16, 256},
+    {"uint4 g128 int zp", Q(HC_FMT_UINT4, HC_FMT_F16, 128, .zero_point = HC_ZP_INT), 16, 256},
+    {"uint4 g128 float zp", Q(HC_FMT_UINT4, HC_FMT_BF16, 128, .zero_point = HC_ZP_FLOAT), 16, 256},
+    {"uint8 channel f32 (K % 8 = 4)", Q(HC_FMT_UINT8, HC_FMT_F32, HC_QUANT_GROUP_CHANNEL), 16, 260},
+    {"uint2 g64 f16", Q(HC_FMT_UINT2, HC_FMT_F16, 64), 16, 256},
+    {"uint3 g128 f32", Q(HC_FMT_UINT3, HC_FMT_F32, 128), 16, 256},
+    {"uint1 g128 f32", Q(HC_FMT_UINT1, HC_FMT_F32, 128), 16, 256},
+    {"int8 channel e8m0", Q(HC_FMT_INT8, HC_FMT_F8E8M0, HC_QUANT_GROUP_CHANNEL), 16, 256},
+    {"nvfp4", Q(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, .global_scale = 1), 16, 256},
+    {"mxfp4", Q(HC_FMT_F4E2M1, HC_FMT_F8E8M0, 32), 16, 256},
+    {"fp4 g32 f16", Q(HC_FMT_F4E2M1, HC_FMT_F16, 32), 16, 256},
+    {"fp8 e4m3 channel bf16", Q(HC_FMT_F8E4M3, HC_FMT_BF16, HC_QUANT_GROUP_CHANNEL), 16, 256},
+    {"fp8 e5m2 g128 f32", Q(HC_FMT_F8E5M2, HC_FMT_F32, 128), 16, 256},
+    {"fp6 e3m2 g32 f32", Q(HC_FMT_F6E3M2, HC_FMT_F32, 32), 16, 256},
+    {"uint4 g128 mse", Q(HC_FMT_UINT4, HC_FMT_F16, 128, .quantizer = HC_QUANTIZER_MSE), 16, 256},
+    {"uint4 g64 channel s2", Q(HC_FMT_UINT4, HC_FMT_F8E4M3, 64, .scale_2_channel = 1,
+                               .scale_2_format = HC_FMT_BF16), 16, 256},
+    {"uint4 block 128x128", Q(HC_FMT_UINT4, HC_FMT_F32, 128, .group_size_n = 128), 128, 256},
+    {"uint4 tensor", Q(HC_FMT_UINT4, HC_FMT_F32, HC_QUANT_GROUP_TENSOR), 16, 256},
+};
+
+static void skip_without_vectors(void)
+{
+    if (hq_isa_detect() != HQ_ISA_GENERIC) return;
+    printf("SKIP[isa]: this CPU runs only the portable element loops: nothing to compare\n");
+    skip();
+}
+
+static void test_isas_agree(void **state)
+{
+    (void)state;
+    skip_without_vectors();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const isa_case *x = &cases[c];
+        int64_t E = 2, count = E * x->N * x->K;
+        float *w = malloc((size_t)count * sizeof *w);
+        assert_non_null(w);
+        int64_t run = x->d.group_size > 0 ? x->d.group_size : x->K;
+        /* magnitudes whose scales fit the scale format, so that the codes are compared */
+        hc_format_id sf = x->d.scale_format;
+        int top = sf == HC_FMT_F16 ? 10 : sf == HC_FMT_F8E4M3 ? 5 : 20;
+        float big = sf == HC_FMT_F16 ? 6e4f : sf == HC_FMT_F8E4M3 ? 1e3f : 1.0e38f;
+        for (int rep = 0; rep < 5; rep++) {
+            fill(w, count, run + rep * 8, top, big); /* runs straddle groups after pass 0 */
+            if (rep >= 3) w[count / 2 + 5] = rep == 3 ? NAN : -INFINITY;
+            hc_status st = compare(x->name, x->d, E, x->N, x->K, w);
+            if (rep < 3 && st != HC_OK) {
+                print_error("%s: pass %d failed (status %d): nothing compared\n", x->name, rep, st);
+                fail();
+            }
+        }
+        free(w);
+    }
+}
+
+/* The vector loops stop at a block where x - mn' overflows; the portable
+ * loop finishes in double: same codes. */
+static void test_zero_point_overflow(void **state)
+{
+    (void)state;
+    skip_without_vectors();
+    float w[2 * 128];
+    for (int i = 0; i < 256; i++) w[i] = (i % 5 - 2) * 1.5e38f + (float)i;
+    hc_quant_desc d = Q(HC_FMT_UINT4, HC_FMT_F32, 128, .zero_point = HC_ZP_INT);
+    compare("uint4 int zp near max", d, 1, 2, 128, w);
+    d.zero_point = HC_ZP_FLOAT;
+    compare("uint4 float zp near max", d, 1, 2, 128, w);
+}
+
+/* Row packing: every width, lengths around the 64-code blocks. */
+static void test_pack_rows(void **state)
+{
+    (void)state;
+    skip_without_vectors();
+    uint8_t codes[512];
+    uint32_t a[130], b[130];
+    for (int bits = 1; bits <= 8; bits++)
+        for (int64_t len = 32; len <= 512; len += 32) {
+            for (int i = 0; i < 512; i++) codes[i] = (uint8_t)(urand() * 256.0);
+            memset(a, 0xAB, sizeof a);
+            memset(b, 0xAB, sizeof b);
+            hq_pack_row_isa(HQ_ISA_GENERIC, codes, len, bits, a);
+            hq_pack_row_isa(hq_isa_detect(), codes, len, bits, b);
+            if (memcmp(a, b, sizeof a) != 0) {
+                print_error("pack: %d bits, %lld codes differ\n", bits, (long long)len);
+                fail();
+            }
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isas_agree),
+        cmocka_unit_test(test_zero_point_overflow),
+        cmocka_unit_test(test_pack_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

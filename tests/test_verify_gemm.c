@@ -1,0 +1,124 @@
+/* test_verify_gemm.c - the reference GEMM's dot products (hc_verify_dot4_impl):
+ * the AVX2+FMA form equals the portable fmaf form bit for bit (lengths
+ * around the 8-lane and 64-k block edges, 1..4 tokens, signed zeros,
+ * subnormals, wide magnitudes), and each stays within the error bound of
+ * docs/verification.md of an exact (long double) dot product:
+ * |err| <= (gamma_9 + 2^-50 * K) * sum |x_k w_k|; the error histogram's
+ * vector counting against its plain loop. SKIP[isa] where only the
+ * portable form runs (nothing to compare); the bound is checked anyway. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_verify.h"
+
+static uint64_t rng = 0xD1B54A32D192ED03ull;
+
+static float frand(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    double u = (double)(rng >> 11) * 0x1p-53 * 2.0 - 1.0;
+    int kind = (int)(rng >> 3) % 16;
+    if (kind == 0) return 0.0f * (float)u;           /* signed zeros */
+    if (kind == 1) return (float)(u * 1e-40);        /* subnormal */
+    return (float)ldexp(u, (int)(rng >> 5) % 24 - 12);
+}
+
+/* Exact-enough reference and the bound of the blocked float32 sum. */
+static void check_bound(const float *x, const float *w, int64_t K, double got)
+{
+    long double exact = 0, mag = 0;
+    for (int64_t k = 0; k < K; k++) {
+        exact += (long double)x[k] * w[k];
+        mag += fabsl((long double)x[k] * w[k]);
+    }
+    const double u = 0x1p-24, gamma9 = 9 * u / (1 - 9 * u);
+    double bound = (gamma9 + 0x1p-50 * (double)K) * (double)mag;
+    if (fabs(got - (double)exact) > bound) {
+        print_error("K %lld: |%.17g - %.17Lg| > %.3g\n", (long long)K, got, exact, bound);
+        fail();
+    }
+}
+
+static void test_forms_agree_and_bound(void **state)
+{
+    (void)state;
+    hc_dot4_fn portable = hc_verify_dot4_impl(1), fast = hc_verify_dot4_impl(0);
+    static const int64_t lens[] = {1, 7, 8, 9, 63, 64, 65, 72, 127, 128, 129, 200, 1000, 4099, 16384};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        int64_t K = lens[i];
+        float *x = malloc((size_t)(4 * K) * sizeof *x), *w = malloc((size_t)K * sizeof *w);
+        assert_non_null(x);
+        assert_non_null(w);
+        for (int64_t k = 0; k < 4 * K; k++) x[k] = frand();
+        for (int64_t k = 0; k < K; k++) w[k] = frand();
+        for (int64_t rows = 1; rows <= 4; rows++) {
+            double a[4], b[4];
+            portable(x, K, rows, w, a);
+            fast(x, K, rows, w, b);
+            for (int64_t t = 0; t < rows; t++) {
+                if (memcmp(&a[t], &b[t], sizeof a[t]) != 0) {
+                    print_error("K %lld token %lld: %.17g vs %.17g\n", (long long)K, (long long)t,
+                                a[t], b[t]);
+                    fail();
+                }
+                check_bound(x + t * K, w, K, a[t]);
+            }
+        }
+        free(x);
+        free(w);
+    }
+    if (portable == fast) {
+        printf("SKIP[isa]: no AVX2+FMA here: only the portable dot product runs\n");
+        skip();
+    }
+}
+
+/* The error histogram: the vector counting gives the plain loop's bins,
+ * with zeros, NaN/Inf, differences exactly on a decade threshold and an
+ * all-zero reference (rms 0). */
+static void test_histogram_forms_agree(void **state)
+{
+    (void)state;
+    enum { n = 4099 };
+    static float got[n], ref[n];
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < n; i++) {
+            /* pass 2: rms exactly 10, so |d| = 1 lies exactly on the top threshold */
+            ref[i] = pass == 1 ? 0.0f : pass == 2 ? (i % 2 ? 10.0f : -10.0f) : frand();
+            float d = (float)ldexp(1.0, (int)(rng >> 7) % 40 - 30) * (i % 2 ? 1.0f : -1.0f);
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            got[i] = i % 11 == 0 ? ref[i] : i % 97 == 0 ? NAN : i % 89 == 0 ? INFINITY
+                     : i % 13 == 0 ? ref[i] + (float)pow(10.0, i % 9 - 9)
+                     : pass == 2 && i % 5 == 0 ? ref[i] + 1.0f : ref[i] + d;
+        }
+        int64_t a[HC_VERIFY_HIST_BINS] = {0}, b[HC_VERIFY_HIST_BINS] = {0};
+        hc_verify_histogram(got, ref, n, 1, a);
+        hc_verify_histogram(got, ref, n, 0, b);
+        int64_t total = 0;
+        for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) {
+            total += a[j];
+            if (a[j] != b[j]) {
+                print_error("pass %d bin %d: %lld vs %lld\n", pass, j, (long long)a[j], (long long)b[j]);
+                fail();
+            }
+        }
+        assert_int_equal(total, n);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forms_agree_and_bound),
+        cmocka_unit_test(test_histogram_forms_agree),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
