@@ -8,7 +8,10 @@ OPT        ?= -O2 -g
 SHARED_DIR ?= $(abspath ../shared)
 
 WARN    := -Wall -Wextra -Werror
-CPPFLAGS_ALL := -Ilib -Iformats -D_GNU_SOURCE
+# lib/ is one folder per pipeline stage (lib/README.md: the layer rule);
+# headers are included by name, so every stage folder is on the path.
+LIB_DIRS     := $(sort $(dir $(wildcard lib/*/*.c lib/*/*.h)))
+CPPFLAGS_ALL := -Ilib $(patsubst %/,-I%,$(LIB_DIRS)) -Iformats -D_GNU_SOURCE
 # -ffp-contract=off: the quantizer reproduces Humming's CUDA float32
 # arithmetic bit for bit (docs/quantization.md), so a*b+c must stay two
 # roundings. GCC's -std=c11 already implies it, clang's default ("on") fuses
@@ -16,7 +19,7 @@ CPPFLAGS_ALL := -Ilib -Iformats -D_GNU_SOURCE
 CFLAGS_ALL   := -std=c11 $(WARN) -ffp-contract=off -fopenmp $(OPT) $(EXTRA_CFLAGS)
 LDLIBS_ALL   := -fopenmp -lcjson -lyaml -lz -lm $(EXTRA_LDFLAGS)
 
-LIB_SRC  := $(wildcard lib/*.c) $(wildcard formats/*.c)
+LIB_SRC  := $(wildcard lib/*.c lib/*/*.c) $(wildcard formats/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_A    := $(BUILD)/libhumming_convert.a
 CLI_SRC  := $(wildcard cmd/humming-convert/*.c)
@@ -32,7 +35,7 @@ GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_BIN  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 
 # CUDA kernels: built ahead of time into $(BUILD)/libhc_kernels.so (cudart
-# linked statically), opened at run time by lib/hc_gpu.c. `make` builds them
+# linked statically), opened at run time by lib/verify/hc_gpu.c. `make` builds them
 # only where they can run: for the local GPU's architecture when nvcc and a GPU
 # are present. `make kernels` builds them for every architecture below;
 # `make kernels KERNEL_ARCHS=sm_90a` for a chosen list. Without them the
@@ -104,7 +107,7 @@ $(BUILD)/tests/gpu/%: $(BUILD)/obj/tests/gpu/%.o $(LIB_A)
 deps:
 	@bash scripts/install-deps.sh
 
-# Library, CLI and example objects see lib/ and formats/ only; tests also see
+# Library, CLI and example objects see lib/ (its stage folders) and formats/ only; tests also see
 # their support code.
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,11 +1,11 @@
 /* hc_kernels.h - C API of build/libhc_kernels.so (CUDA), loaded at run time by
- * lib/hc_gpu.c with dlopen. Everything here is plain C: the library links no
+ * lib/verify/hc_gpu.c with dlopen. Everything here is plain C: the library links no
  * CUDA at build time. Docs: docs/kernels.md.
  *
  * The kernels compute y = x . dequant(W)^T (+ bias) from the tensors that
  * humming-kernels 0.1.19 holds after its transform (docs/layout.md: tiled,
  * packed-K or flat weights, permuted scales / zero points / bias), exactly as
- * the CPU reference decoder (lib/hc_verify_decode.c) defines dequant(W).
+ * the CPU reference decoder (lib/verify/hc_verify_decode.c) defines dequant(W).
  *
  * The element mapping of the three weight layouts and the value of a code are
  * plain C functions below (HCK_HD), so that tests/test_kernel_fragments.c runs
@@ -281,7 +281,7 @@ HCK_HD double hck_scale(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t
 }
 
 /* The weight value of code c at (e, n, k): number x scale x global, products
- * in double and rounded once, as lib/hc_verify_decode.c does. */
+ * in double and rounded once, as lib/verify/hc_verify_decode.c does. */
 HCK_HD float hck_weight(const hck_desc *d, const hck_ptrs *p, uint32_t c, int64_t e, int64_t n, int64_t k)
 {
     const int64_t g = k / d->group_size;

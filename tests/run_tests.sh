@@ -54,6 +54,9 @@ for t in "$build"/tests/test_*; do
 done
 [ -x "$build/tests/gpu/hc_gpu_sweep" ] && run_suite hc_gpu_sweep 0 "$build/tests/gpu/hc_gpu_sweep" --quick
 [ -x "$HC_CLI" ] && run_suite verify_presets_gpu 0 bash tests/gpu/run_verify_presets.sh "$build" sm90
+# the layer rule of lib/README.md (Python standard library and nm only)
+run_suite check_layers_selftest 0 "$py" tests/check_layers.py --self-test
+run_suite check_layers 0 "$py" tests/check_layers.py . "$build"
 if [ -n "${HC_SKIP_PYTHON:-}" ]; then
     echo "NOTICE: HC_SKIP_PYTHON set: Python oracle suites not run in this pass"
 else

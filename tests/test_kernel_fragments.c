@@ -10,7 +10,7 @@
  * weights are quantized and transformed by the library, then every thread of
  * every kernel block decodes its values: each (n, k) of a block must be
  * written exactly once, with the bits of the verifier's decoder
- * (lib/hc_verify_decode.c), and those must equal the canonical values
+ * (lib/verify/hc_verify_decode.c), and those must equal the canonical values
  * (hc_dequant_pre). The number formats are checked against the format table. */
 #include <math.h>
 #include <setjmp.h>

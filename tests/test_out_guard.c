@@ -1,5 +1,5 @@
 /* test_out_guard - the input is never damaged by where the output goes
- * (lib/hc_out_guard.h): OUT_DIR or OUT_DIR.partial equal to, containing or
+ * (lib/base/hc_out_guard.h): OUT_DIR or OUT_DIR.partial equal to, containing or
  * inside IN_DIR, symbolic links at either, --force over a directory that is
  * not ours, and two runs on one OUT_DIR. Each refusal exits 2 with a message
  * naming the path, and every file of the input and of the bystanders keeps

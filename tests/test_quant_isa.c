@@ -1,4 +1,4 @@
-/* test_quant_isa.c - the quantizer's element loops (lib/hc_quant_row.c) are
+/* test_quant_isa.c - the quantizer's element loops (lib/quant/hc_quant_row.c) are
  * bit-identical in every implementation: the portable one against the best
  * this CPU runs (AVX2 on x86-64), on every kind of target, with ties on the
  * rounding boundaries, signed zeros, subnormals, constant and one-signed

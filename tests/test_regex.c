@@ -1,4 +1,4 @@
-/* test_regex - the one regex guard (lib/hc_regex.c) used by recipes and by
+/* test_regex - the one regex guard (lib/base/hc_regex.c) used by recipes and by
  * the checkpoint configs' patterns: patterns whose compile or match time
  * explodes in glibc are refused before regcomp, what passes matches a
  * subject of the maximum length well within a second, subjects past the

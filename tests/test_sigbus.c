@@ -1,4 +1,4 @@
-/* test_sigbus - a safetensors file truncated while mapped (lib/hc_sigbus.c):
+/* test_sigbus - a safetensors file truncated while mapped (lib/base/hc_sigbus.c):
  * reads past the truncation, from the main thread and from OpenMP workers,
  * get zeros instead of SIGBUS, and hc_st_check then fails naming the file,
  * by its size or, when the size was restored, by the fault count; a SIGBUS

@@ -1,5 +1,5 @@
 /* hc_convert_config.c - the output config.json and the copied side files. */
-#include "hc_convert_internal.h"
+#include "hc_conv_write.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

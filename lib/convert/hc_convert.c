@@ -122,7 +122,7 @@ static hc_status convert_model(hc_convert_options *opts, hc_st_model *model, hc_
                         hc_format_get(plan->activation)->name,
                         hc_format_get(plan->qconfig.act_format)->name);
     }
-    HC_TRY(hc_conv_plan_build(opts, model, plan, err));
+    HC_TRY(hc_conv_plan_build(opts, model, hc_conv_sources, plan, err));
     log_plan(opts, plan);
     if (opts->dry_run) return HC_OK;
     char partial[4200];

@@ -1,7 +1,7 @@
 /* hc_convert_float.c - fp16/bf16/fp32 inputs: find the linear layers (dense,
  * per-expert stacks "X.experts.<i>.Y.weight", fused 3-D expert stacks), give
  * each its target, quantize it (hc_quant) into Humming's row-packed form. */
-#include "hc_convert_internal.h"
+#include "hc_conv_source.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * (.hc_journal.json: plan fingerprint, first command line, completed shards
  * with their CRC-32), --resume, the input snapshot (size, mtime, ctime,
  * inode) re-checked while the run goes on, and the test-only pause points. */
-#include "hc_convert_internal.h"
+#include "hc_conv_write.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

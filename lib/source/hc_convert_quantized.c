@@ -9,7 +9,7 @@
  * quantizer. Float weights of a quantized checkpoint (skipped modules,
  * layers the producer left unquantized) are copied unchanged unless a
  * target was given and the module is not in the checkpoint's skip list. */
-#include "hc_convert_internal.h"
+#include "hc_conv_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

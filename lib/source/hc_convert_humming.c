@@ -7,7 +7,7 @@
  * P.global_scale is read as weight_scale_2 (older inputs). MoE experts come
  * either as one stack (3-D P.weight) or one module per expert,
  * "X.experts.<i>.Y.*", gathered into the stack "X.experts.Y". */
-#include "hc_convert_internal.h"
+#include "hc_conv_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

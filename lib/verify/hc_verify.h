@@ -65,7 +65,7 @@ typedef struct {
     const float *act;      /* optional (act_rows, K) rows; NULL: random */
     int act_rows;          /* rows available in act; fewer than tokens are cycled */
     uint64_t seed;         /* for random activations */
-    int use_gpu;           /* also run the GPU kernel (lib/hc_gpu.h) and compare */
+    int use_gpu;           /* also run the GPU kernel (lib/verify/hc_gpu.h) and compare */
 } hc_verify_params;
 
 /* Verifies one layer: decodes post, compares with the source, runs both

@@ -1,45 +1,14 @@
-/* hc_convert_write.c - streaming the planned output into safetensors shards. */
+/* hc_convert_run.c - the run: shard by shard, item by item, each layer loaded
+ * by its source, transformed, verified and written, in that order; input
+ * read-ahead and truncation checks per item, --resume's reuse of complete
+ * shards. */
 #include "hc_convert_internal.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hc_fs.h"
-
-void hc_conv_shard_name(int i, int n, char *buf, size_t len)
-{
-    if (n == 1) snprintf(buf, len, "model.safetensors");
-    else snprintf(buf, len, "model-%05d-of-%05d.safetensors", i + 1, n);
-}
-
-hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
-                           hc_layer_tensors *pre, float **ref, hc_error *err)
-{
-    if (ref) *ref = NULL;
-    memset(pre, 0, sizeof *pre);
-    hc_status st = L->kind == HC_SRC_HUMMING     ? hc_conv_load_humming(L, pre, err)
-                   : L->kind == HC_SRC_QUANTIZED ? hc_conv_load_quantized(plan, L, pre, err)
-                                                 : hc_conv_load_float(plan, L, pre, ref, err);
-    if (st == HC_OK && L->kind == HC_SRC_QUANTIZED)
-        st = hc_conv_quantized_ref(plan, L, ref, err);
-    if (st != HC_OK) {
-        hc_layer_tensors_free(pre);
-        if (ref) free(*ref);
-        if (ref) *ref = NULL;
-    }
-    return st;
-}
-
-static hc_status declare_layer(hc_st_writer *w, const hc_conv_layer *L, hc_error *err)
-{
-    for (int i = 0; i < L->n_outs; i++) {
-        const hc_out_tensor *o = &L->outs[i];
-        HC_TRY(hc_st_writer_add(w, o->name, o->desc.dtype, o->desc.ndim, o->desc.shape, err));
-    }
-    return HC_OK;
-}
 
 static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t, hc_error *err)
 {
@@ -54,7 +23,8 @@ static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t,
     return HC_OK;
 }
 
-/* Transforms one layer and streams its tensors into w; *index counts the
+/* One layer through the pipeline: loaded by its source, transformed into the
+ * kernel tensors (layout), verified, then streamed into w; *index counts the
  * tensors written so far in declaration order. */
 static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc_conv_layer *L,
                              size_t *index, hc_error *err)
@@ -178,23 +148,6 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
     return HC_OK;
 }
 
-static hc_status declare_shard(hc_st_writer *w, const hc_conv_plan *plan, int shard,
-                               hc_error *err)
-{
-    HC_TRY(hc_st_writer_set_metadata(w, "format", "pt", err));
-    for (int i = 0; i < plan->n_items; i++) {
-        const hc_conv_item *it = &plan->items[i];
-        if (it->shard != shard) continue;
-        if (it->layer >= 0) {
-            HC_TRY(declare_layer(w, &plan->layers[it->layer], err));
-        } else {
-            const hc_st_tensor *t = it->copy;
-            HC_TRY(hc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, err));
-        }
-    }
-    return HC_OK;
-}
-
 static hc_status write_shard(const hc_convert_options *opts, const hc_conv_plan *plan, int shard,
                              const char *dir, hc_error *err)
 {
@@ -203,55 +156,13 @@ static hc_status write_shard(const hc_convert_options *opts, const hc_conv_plan 
     HC_TRY(hc_path_join(path, sizeof path, dir, name, err));
     hc_st_writer *w = NULL;
     HC_TRY(hc_st_writer_open(path, &w, err));
-    hc_status st = declare_shard(w, plan, shard, err);
+    hc_status st = hc_conv_declare_shard(w, plan, shard, err);
     if (st == HC_OK) st = hc_st_writer_begin_data(w, err);
     if (st == HC_OK) st = write_shard_items(opts, w, plan, shard, err);
     if (st == HC_OK) st = hc_st_model_check(plan->model, err); /* every file, once a shard */
     if (st == HC_OK) st = hc_st_writer_finish(w, err);
     else hc_st_writer_abort(w);
     if (st == HC_OK) hc_conv_log(opts, "wrote %s", name);
-    return st;
-}
-
-static hc_status add_index_entry(cJSON *map, const char *name, const char *shard, hc_error *err)
-{
-    if (cJSON_AddStringToObject(map, name, shard) == NULL)
-        HC_FAIL(err, HC_ERR_NOMEM, "out of memory building the shard index");
-    return HC_OK;
-}
-
-static hc_status fill_weight_map(const hc_conv_plan *plan, cJSON *map, hc_error *err)
-{
-    for (int i = 0; i < plan->n_items; i++) {
-        const hc_conv_item *it = &plan->items[i];
-        char shard[64];
-        hc_conv_shard_name(it->shard, plan->n_shards, shard, sizeof shard);
-        if (it->layer < 0) {
-            HC_TRY(add_index_entry(map, it->copy->name, shard, err));
-            continue;
-        }
-        const hc_conv_layer *L = &plan->layers[it->layer];
-        for (int o = 0; o < L->n_outs; o++) HC_TRY(add_index_entry(map, L->outs[o].name, shard, err));
-    }
-    return HC_OK;
-}
-
-/* model.safetensors.index.json: {"metadata": {"total_size": N}, "weight_map": {...}}. */
-static hc_status write_index(const hc_conv_plan *plan, const char *dir, hc_error *err)
-{
-    cJSON *root = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(root, "metadata");
-    cJSON *map = cJSON_AddObjectToObject(root, "weight_map");
-    hc_status st = HC_OK;
-    if (!meta || !cJSON_AddNumberToObject(meta, "total_size", (double)plan->bytes_out) || !map)
-        st = hc_error_set(err, HC_ERR_NOMEM, "out of memory building the shard index");
-    if (st == HC_OK) st = fill_weight_map(plan, map, err);
-    char *text = st == HC_OK ? cJSON_Print(root) : NULL;
-    if (st == HC_OK && text == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-    char path[4096];
-    if (st == HC_OK) st = hc_path_join(path, sizeof path, dir, "model.safetensors.index.json", err);
-    if (st == HC_OK) st = hc_fs_write_file(path, text, strlen(text), err);
-    free(text);
-    cJSON_Delete(root);
     return st;
 }
 
@@ -324,6 +235,6 @@ hc_status hc_conv_write_shards(const hc_convert_options *opts, const hc_conv_pla
             hc_conv_pause(opts, point);
         }
     }
-    if (plan->n_shards > 1) HC_TRY(write_index(plan, dir, err));
+    if (plan->n_shards > 1) HC_TRY(hc_conv_write_index(plan, dir, err));
     return HC_OK;
 }

@@ -1,5 +1,5 @@
 /* hc_convert_plan.c - finding quantized layers and planning their outputs. */
-#include "hc_convert_internal.h"
+#include "hc_conv_plan.h"
 
 #include "hc_ckpt.h"
 
@@ -209,9 +209,10 @@ static hc_status check_0119_layer(const hc_conv_plan *plan, const hc_conv_layer 
 }
 
 hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
-                             hc_conv_plan *plan, hc_error *err)
+                             const hc_conv_source *sources, hc_conv_plan *plan, hc_error *err)
 {
     plan->model = model;
+    plan->sources = sources;
     plan->layout = opts->layout;
     HC_TRY(plan_version(opts, plan, err));
     if (plan->kind == HC_SRC_QUANTIZED && plan->ckpt->method == HC_CKPT_CT) {
@@ -231,14 +232,10 @@ hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,
         st = hc_error_set(err, HC_ERR_NOMEM, "out of memory planning %zu tensors", count);
     for (size_t i = 0; st == HC_OK && i < count; i++) item_of[i] = -1;
     if (st == HC_OK)
-        st = plan->kind == HC_SRC_HUMMING     ? hc_conv_find_humming(opts, model, plan, item_of, err)
-             : plan->kind == HC_SRC_QUANTIZED ? hc_conv_find_quantized(opts, model, plan, item_of, err)
-                                              : hc_conv_find_float(opts, model, plan, item_of, err);
+        st = sources[plan->kind].find(opts, model, plan, item_of, err);
     for (int i = 0; st == HC_OK && i < plan->n_layers; i++) {
         hc_conv_layer *L = &plan->layers[i];
-        st = L->kind == HC_SRC_HUMMING     ? hc_conv_plan_humming_layer(opts, plan, L, err)
-             : L->kind == HC_SRC_QUANTIZED ? hc_conv_plan_quantized_layer(opts, plan, L, err)
-                                           : hc_conv_plan_float_layer(opts, plan, L, err);
+        st = sources[L->kind].plan_layer(opts, plan, L, err);
         if (st == HC_OK) st = check_0119_layer(plan, L, err);
         if (st == HC_OK) hc_conv_describe_outputs(L);
         if (st == HC_OK) st = hc_conv_plan_outputs(opts, plan, L, err);

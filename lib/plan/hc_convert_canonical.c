@@ -7,7 +7,7 @@
  * block is one FusedMoE module, and its FusedMoE loader reads experts one by
  * one ("X.experts.<e>.<proj>.<name>") with no zero points and no per-tensor
  * scales. */
-#include "hc_convert_internal.h"
+#include "hc_conv_plan.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

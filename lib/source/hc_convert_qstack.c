@@ -3,7 +3,7 @@
  * "X.experts.<i>.Y.weight". Humming's MoE tensors hold one format for the
  * whole stack, so every expert must read back with the same pre-form
  * description and shape; a mismatch is refused naming the expert. */
-#include "hc_convert_internal.h"
+#include "hc_conv_source.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -16,7 +16,6 @@
 #include "hc_crc32.h"
 #include "hc_fs.h"
 #include "hc_json.h"
-#include "hc_model_config.h"
 #include "hc_safetensors.h"
 
 static uint32_t crc_update(uint32_t crc, const void *data, uint64_t len)

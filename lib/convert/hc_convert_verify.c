@@ -489,7 +489,7 @@ hc_status hc_report_run(const hc_convert_options *opts_in, hc_convert_stats *sta
     opts.choose_ctx = targets;
     if (st == HC_OK) st = hc_st_model_open(opts.in_dir, &in_model, err);
     if (st == HC_OK) st = hc_st_model_open(opts.out_dir, &out_model, err);
-    if (st == HC_OK) st = hc_conv_plan_build(&opts, in_model, &plan, err);
+    if (st == HC_OK) st = hc_conv_plan_build(&opts, in_model, hc_conv_sources, &plan, err);
     if (st == HC_OK) st = hc_conv_verify_begin(&opts, &plan, &v, err);
     if (st == HC_OK) st = verify_existing(v, &plan, out_model, err);
     if (st == HC_OK) st = hc_conv_verify_finish(v, opts.out_dir, err);
