@@ -165,8 +165,39 @@ typedef enum {
     HC_CK_MODELOPT,    /* P.weight U8 or F8 + weight_scale (+ weight_scale_2) */
     HC_CK_FP8,         /* P.weight F8 + weight_scale_inv / weight_scale */
     HC_CK_MXFP4,       /* P_blocks + P_scales (gpt-oss expert stacks) */
-    HC_CK_QUARK        /* P.weight I32 / F8 / U8 + weight_scale (AMD Quark) */
+    HC_CK_QUARK,       /* P.weight I32 / F8 / U8 + weight_scale (AMD Quark) */
+    HC_CK_COUNT
 } hc_ckpt_kind;
+
+struct hc_ckpt_layer;
+struct hc_ckpt_read_opts;
+
+/* One reader of a quantized layer kind: a row of hc_ckpt_readers. A layer
+ * opens at a tensor named P + suffix that claims accepts (cfg: the detected
+ * checkpoint; claims NULL: any); tensors lists the suffixes of P's tensors
+ * (NULL-terminated); read decodes the layer (hc_ckpt_read's contract);
+ * source_values, where a reading can be inexact, gives the producer's own
+ * values (hc_ckpt_source_values), else NULL. */
+typedef struct {
+    hc_ckpt_kind kind;
+    const char *suffix;
+    int (*claims)(const hc_ckpt_config *cfg, const hc_st_tensor *t);
+    const char *const *tensors;
+    hc_status (*read)(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                      const char *prefix, const struct hc_ckpt_read_opts *opts,
+                      struct hc_ckpt_layer *out, hc_error *err);
+    hc_status (*source_values)(hc_st_model *model, const char *prefix, float *out,
+                               hc_error *err);
+} hc_ckpt_reader;
+
+/* The readers, in the order layers are matched (first claim wins), NULL-ended:
+ * adding a reader is its file and one row here (hc_ckpt_readers.c). */
+extern const hc_ckpt_reader *const hc_ckpt_readers[];
+/* The reader of kind, or NULL. */
+const hc_ckpt_reader *hc_ckpt_reader_of(hc_ckpt_kind kind);
+/* A 2-D tensor of 8-bit codes (U8 / I8 / F8): what the FP8 / int8 readers
+ * claim as P.weight. */
+int hc_ckpt_is_quantized_weight(const hc_st_tensor *t);
 
 /* The layer whose weight-carrying tensor is t, if any: sets *kind and the
  * layer prefix (module name, or "..._proj" for gpt-oss stacks). */
@@ -180,7 +211,7 @@ int hc_ckpt_layer_tensors(hc_st_model *model, hc_ckpt_kind kind, const char *pre
 /* The layer's bias tensor (float, (E?, N)), or NULL. */
 const hc_st_tensor *hc_ckpt_layer_bias(hc_st_model *model, hc_ckpt_kind kind, const char *prefix);
 
-typedef struct {
+typedef struct hc_ckpt_read_opts {
     hc_act_order act_order;
     hc_format_id param_format; /* F16/BF16: where fp32 scales must go, float zero points */
     int meta_only;             /* describe only: no codes (plan time) */
@@ -301,23 +332,31 @@ hc_status hc_ckpt_refuse_act_order(const char *prefix, hc_error *err);
 /* Appends a sentence to l->note. */
 void hc_ckpt_note(hc_ckpt_layer *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Per-format readers behind hc_ckpt_read. */
-hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
-hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+/* Per-format readers behind hc_ckpt_read (their rows: hc_ckpt_reader_<name>). */
+extern const hc_ckpt_reader hc_ckpt_reader_gptq, hc_ckpt_reader_awq, hc_ckpt_reader_ct_packed,
+    hc_ckpt_reader_ct_fp4, hc_ckpt_reader_ct_unpacked, hc_ckpt_reader_modelopt,
+    hc_ckpt_reader_fp8, hc_ckpt_reader_mxfp4, hc_ckpt_reader_quark;
+hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err);
+hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err);
 hc_status hc_ckpt_read_ct(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
                           const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
                           hc_error *err);
-hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model,
-                                const char *prefix, const hc_ckpt_read_opts *opts,
-                                hc_ckpt_layer *out, hc_error *err);
-hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
-hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
-hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err);
+hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err);
+hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err);
+hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err);
+hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err);
 
 /* Shared by the FP8-element readers: a float8 weight [N, K] (one byte per
  * code) with scales of one of these geometries. scale == NULL is refused.

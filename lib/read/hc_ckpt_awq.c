@@ -120,9 +120,11 @@ static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt
     return st;
 }
 
-hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err)
 {
+    (void)kind;
     awq_geom a = {0};
     HC_TRY(awq_shapes(cfg, model, prefix, &a, err));
     int64_t N = a.N, K = a.K;
@@ -152,3 +154,13 @@ hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, const 
              a.gemv ? "gemv" : "gemm", (long long)a.gs);
     return HC_OK;
 }
+
+static int awq_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    (void)t;
+    return cfg->method == HC_CKPT_AWQ;
+}
+
+static const char *const awq_tensors[] = {".qweight", ".qzeros", ".scales", ".g_idx", NULL};
+const hc_ckpt_reader hc_ckpt_reader_awq = {HC_CK_AWQ, ".qweight", awq_claims, awq_tensors,
+                                           hc_ckpt_read_awq, NULL};

@@ -427,18 +427,9 @@ hc_status hc_ckpt_read(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_ki
         own->sym = o->sym;
         cfg = own;
     }
-    switch (kind) {
-    case HC_CK_GPTQ: st = hc_ckpt_read_gptq(cfg, model, prefix, opts, out, err); break;
-    case HC_CK_AWQ: st = hc_ckpt_read_awq(cfg, model, prefix, opts, out, err); break;
-    case HC_CK_CT_PACKED: case HC_CK_CT_FP4: case HC_CK_CT_UNPACKED:
-        st = hc_ckpt_read_ct(cfg, model, kind, prefix, opts, out, err);
-        break;
-    case HC_CK_MODELOPT: st = hc_ckpt_read_modelopt(cfg, model, prefix, opts, out, err); break;
-    case HC_CK_MXFP4: st = hc_ckpt_read_mxfp4(cfg, model, prefix, opts, out, err); break;
-    case HC_CK_FP8: st = hc_ckpt_read_fp8(cfg, model, prefix, opts, out, err); break;
-    case HC_CK_QUARK: st = hc_ckpt_read_quark(cfg, model, prefix, opts, out, err); break;
-    default: st = hc_error_set(err, HC_ERR_INTERNAL, "%s: unknown layer kind", prefix);
-    }
+    const hc_ckpt_reader *r = hc_ckpt_reader_of(kind);
+    st = r ? r->read(cfg, model, kind, prefix, opts, out, err)
+           : hc_error_set(err, HC_ERR_INTERNAL, "%s: unknown layer kind", prefix);
     if (st == HC_OK) st = check_geometry(prefix, &out->q, err);
     if (st == HC_OK && o)
         hc_ckpt_note(out, "extra_config '%s': %d bits, group %lld, %s", o->key, o->bits,
@@ -457,8 +448,9 @@ hc_status hc_ckpt_source_values(const hc_ckpt_config *cfg, hc_st_model *model,
                                 hc_ckpt_kind kind, const char *prefix, float *out,
                                 hc_error *err)
 {
-    if (cfg->method == HC_CKPT_CT && kind == HC_CK_CT_FP4)
-        return hc_ckpt_ct_source_values(model, prefix, out, err);
+    (void)cfg;
+    const hc_ckpt_reader *r = hc_ckpt_reader_of(kind);
+    if (r && r->source_values) return r->source_values(model, prefix, out, err);
     HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: this reader's readings are exact; no separate "
             "source values", prefix);
 }

@@ -521,3 +521,33 @@ hc_status hc_ckpt_read_ct(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt
     default: return read_packed(cfg, model, prefix, grp, opts, out, err);
     }
 }
+
+static int ct_packed_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    (void)cfg;
+    return t->dtype != HC_DT_U8;
+}
+
+static int ct_fp4_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    (void)cfg;
+    return t->dtype == HC_DT_U8;
+}
+
+static int ct_unpacked_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    return cfg->method == HC_CKPT_CT && hc_ckpt_is_quantized_weight(t);
+}
+
+static const char *const ct_tensors[] = {".weight_packed", ".weight", ".weight_scale",
+                                         ".weight_zero_point", ".weight_g_idx", ".weight_shape",
+                                         ".weight_global_scale", NULL};
+const hc_ckpt_reader hc_ckpt_reader_ct_packed = {HC_CK_CT_PACKED, ".weight_packed",
+                                                 ct_packed_claims, ct_tensors, hc_ckpt_read_ct,
+                                                 NULL};
+const hc_ckpt_reader hc_ckpt_reader_ct_fp4 = {HC_CK_CT_FP4, ".weight_packed", ct_fp4_claims,
+                                              ct_tensors, hc_ckpt_read_ct,
+                                              hc_ckpt_ct_source_values};
+const hc_ckpt_reader hc_ckpt_reader_ct_unpacked = {HC_CK_CT_UNPACKED, ".weight",
+                                                   ct_unpacked_claims, ct_tensors,
+                                                   hc_ckpt_read_ct, NULL};

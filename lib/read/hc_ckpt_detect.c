@@ -733,91 +733,9 @@ int hc_ckpt_is_skipped(const hc_ckpt_config *cfg, const char *module)
     return 0;
 }
 
-/* ---- layers from tensors (spec 10) ---- */
-
-static int ends_with(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-static int set_prefix(const char *name, const char *suf, char *prefix, size_t len)
-{
-    size_t n = strlen(name) - strlen(suf);
-    if (n + 1 > len) return 0;
-    memcpy(prefix, name, n);
-    prefix[n] = '\0';
-    return 1;
-}
-
-int hc_ckpt_layer_of(const hc_ckpt_config *cfg, const hc_st_tensor *t, hc_ckpt_kind *kind,
-                     char *prefix, size_t prefix_len)
-{
-    const char *n = t->name;
-    *kind = HC_CK_NONE;
-    if (ends_with(n, ".qweight")) {
-        if (!set_prefix(n, ".qweight", prefix, prefix_len)) return 0;
-        *kind = cfg->method == HC_CKPT_AWQ ? HC_CK_AWQ : HC_CK_GPTQ;
-        return 1;
-    }
-    if (ends_with(n, ".weight_packed")) {
-        if (!set_prefix(n, ".weight_packed", prefix, prefix_len)) return 0;
-        *kind = t->dtype == HC_DT_U8 ? HC_CK_CT_FP4 : HC_CK_CT_PACKED;
-        return 1;
-    }
-    if (ends_with(n, "_blocks") && t->dtype == HC_DT_U8 && t->ndim >= 3) {
-        if (!set_prefix(n, "_blocks", prefix, prefix_len)) return 0;
-        *kind = HC_CK_MXFP4;
-        return 1;
-    }
-    if (cfg->method == HC_CKPT_QUARK && ends_with(n, ".weight") && t->ndim == 2 &&
-        (t->dtype == HC_DT_I32 || t->dtype == HC_DT_U8 || t->dtype == HC_DT_F8_E4M3)) {
-        if (!set_prefix(n, ".weight", prefix, prefix_len)) return 0;
-        *kind = HC_CK_QUARK;
-        return 1;
-    }
-    if (ends_with(n, ".weight") && !hc_ckpt_is_float_dtype(t->dtype) && t->ndim == 2 &&
-        (t->dtype == HC_DT_U8 || t->dtype == HC_DT_I8 || t->dtype == HC_DT_F8_E4M3 ||
-         t->dtype == HC_DT_F8_E5M2)) {
-        if (!set_prefix(n, ".weight", prefix, prefix_len)) return 0;
-        switch (cfg->method) {
-        case HC_CKPT_CT: *kind = HC_CK_CT_UNPACKED; break;
-        case HC_CKPT_MODELOPT: *kind = HC_CK_MODELOPT; break;
-        case HC_CKPT_FP8: *kind = HC_CK_FP8; break;
-        default: return 0;
-        }
-        return 1;
-    }
-    return 0;
-}
-
 const hc_st_tensor *hc_ckpt_layer_bias(hc_st_model *model, hc_ckpt_kind kind, const char *prefix)
 {
     const hc_st_tensor *b = hc_ckpt_find(model, prefix, kind == HC_CK_MXFP4 ? "_bias" : ".bias");
     return b && hc_ckpt_is_float_dtype(b->dtype) ? b : NULL;
 }
 
-int hc_ckpt_layer_tensors(hc_st_model *model, hc_ckpt_kind kind, const char *prefix,
-                          const hc_st_tensor **out, int max)
-{
-    static const char *const gptq[] = {".qweight", ".qzeros", ".scales", ".g_idx", NULL};
-    static const char *const ct[] = {".weight_packed", ".weight", ".weight_scale",
-                                     ".weight_zero_point", ".weight_g_idx", ".weight_shape",
-                                     ".weight_global_scale", NULL};
-    static const char *const mo[] = {".weight", ".weight_scale", ".weight_scale_2",
-                                     ".weight_scale_inv", NULL};
-    static const char *const mx[] = {"_blocks", "_scales", NULL};
-    static const char *const qk[] = {".weight", ".weight_scale", ".weight_zero_point",
-                                     ".input_scale", ".input_zero_point", ".output_scale",
-                                     ".output_zero_point", NULL};
-    const char *const *list = kind == HC_CK_GPTQ || kind == HC_CK_AWQ ? gptq
-                              : kind == HC_CK_QUARK ? qk
-                              : kind == HC_CK_MXFP4 ? mx
-                              : kind == HC_CK_MODELOPT || kind == HC_CK_FP8 ? mo : ct;
-    int n = 0;
-    for (int i = 0; list[i] && n < max; i++) {
-        const hc_st_tensor *t = hc_ckpt_find(model, prefix, list[i]);
-        if (t) out[n++] = t;
-    }
-    return n;
-}

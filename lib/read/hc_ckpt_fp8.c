@@ -196,9 +196,11 @@ hc_status hc_ckpt_read_float8(const hc_st_tensor *w, const hc_st_tensor *s,
     return HC_OK;
 }
 
-hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                           const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err)
 {
+    (void)kind;
     const hc_st_tensor *w = hc_ckpt_find(model, prefix, ".weight");
     const hc_st_tensor *si = hc_ckpt_find(model, prefix, ".weight_scale_inv");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
@@ -229,3 +231,13 @@ hc_status hc_ckpt_read_fp8(const hc_ckpt_config *cfg, hc_st_model *model, const 
              out->q.desc.group_size == HC_QUANT_GROUP_TENSOR ? "per-tensor" : "scaled");
     return HC_OK;
 }
+
+static int fp8_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    return cfg->method == HC_CKPT_FP8 && hc_ckpt_is_quantized_weight(t);
+}
+
+static const char *const fp8_tensors[] = {".weight", ".weight_scale", ".weight_scale_2",
+                                          ".weight_scale_inv", NULL};
+const hc_ckpt_reader hc_ckpt_reader_fp8 = {HC_CK_FP8, ".weight", fp8_claims, fp8_tensors,
+                                           hc_ckpt_read_fp8, NULL};

@@ -158,9 +158,11 @@ static hc_status put_scales(const gptq_geom *g, hc_quant_result *q, hc_error *er
     return HC_OK;
 }
 
-hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err)
 {
+    (void)kind;
     gptq_geom geo = {0};
     HC_TRY(gptq_shapes(cfg, model, prefix, &geo, err));
     HC_TRY(hc_ckpt_check_int_scales(geo.sc, out, err));
@@ -271,3 +273,13 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, const
     (void)label;
     return st;
 }
+
+static int gptq_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    (void)t;
+    return cfg->method != HC_CKPT_AWQ; /* AutoRound's auto_gptq packing included */
+}
+
+static const char *const gptq_tensors[] = {".qweight", ".qzeros", ".scales", ".g_idx", NULL};
+const hc_ckpt_reader hc_ckpt_reader_gptq = {HC_CK_GPTQ, ".qweight", gptq_claims, gptq_tensors,
+                                            hc_ckpt_read_gptq, NULL};

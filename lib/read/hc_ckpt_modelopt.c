@@ -46,10 +46,11 @@ static hc_status read_nvfp4(const hc_ckpt_config *cfg, hc_st_model *model, const
     return HC_OK;
 }
 
-hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model,
-                                const char *prefix, const hc_ckpt_read_opts *opts,
-                                hc_ckpt_layer *out, hc_error *err)
+hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err)
 {
+    (void)kind;
     const hc_st_tensor *w = hc_ckpt_find(model, prefix, ".weight");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, ".weight_scale");
     if (w->dtype == HC_DT_U8) return read_nvfp4(cfg, model, prefix, opts, out, err);
@@ -65,3 +66,13 @@ hc_status hc_ckpt_read_modelopt(const hc_ckpt_config *cfg, hc_st_model *model,
              cfg->quant_algo[0] ? cfg->quant_algo : "fp8");
     return HC_OK;
 }
+
+static int modelopt_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    return cfg->method == HC_CKPT_MODELOPT && hc_ckpt_is_quantized_weight(t);
+}
+
+static const char *const modelopt_tensors[] = {".weight", ".weight_scale", ".weight_scale_2",
+                                               ".weight_scale_inv", NULL};
+const hc_ckpt_reader hc_ckpt_reader_modelopt = {HC_CK_MODELOPT, ".weight", modelopt_claims,
+                                                modelopt_tensors, hc_ckpt_read_modelopt, NULL};

@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err)
 {
+    (void)kind;
     (void)cfg;
     const hc_st_tensor *b = hc_ckpt_find(model, prefix, "_blocks");
     const hc_st_tensor *s = hc_ckpt_find(model, prefix, "_scales");
@@ -38,3 +40,13 @@ hc_status hc_ckpt_read_mxfp4(const hc_ckpt_config *cfg, hc_st_model *model, cons
              gate_up ? ", gate/up rows interleaved (even gate, odd up)" : "");
     return HC_OK;
 }
+
+static int mxfp4_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    (void)cfg;
+    return t->dtype == HC_DT_U8 && t->ndim >= 3;
+}
+
+static const char *const mxfp4_tensors[] = {"_blocks", "_scales", NULL};
+const hc_ckpt_reader hc_ckpt_reader_mxfp4 = {HC_CK_MXFP4, "_blocks", mxfp4_claims, mxfp4_tensors,
+                                             hc_ckpt_read_mxfp4, NULL};

@@ -157,9 +157,11 @@ static hc_status read_fp8(const hc_ckpt_quark *qk, hc_st_model *model, const cha
     return HC_OK;
 }
 
-hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
-                             const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
+hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
+                  const char *prefix, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                  hc_error *err)
 {
+    (void)kind;
     const hc_ckpt_quark *qk = hc_ckpt_quark_for(cfg, prefix);
     hc_status st;
     if (!strcmp(qk->dtype, "int4") || !strcmp(qk->dtype, "uint4"))
@@ -174,3 +176,15 @@ hc_status hc_ckpt_read_quark(const hc_ckpt_config *cfg, hc_st_model *model, cons
                      "not carried: Humming computes with 16-bit activations");
     return st;
 }
+
+static int quark_claims(const hc_ckpt_config *cfg, const hc_st_tensor *t)
+{
+    return cfg->method == HC_CKPT_QUARK && t->ndim == 2 &&
+           (t->dtype == HC_DT_I32 || t->dtype == HC_DT_U8 || t->dtype == HC_DT_F8_E4M3);
+}
+
+static const char *const quark_tensors[] = {".weight", ".weight_scale", ".weight_zero_point",
+                                            ".input_scale", ".input_zero_point", ".output_scale",
+                                            ".output_zero_point", NULL};
+const hc_ckpt_reader hc_ckpt_reader_quark = {HC_CK_QUARK, ".weight", quark_claims, quark_tensors,
+                                             hc_ckpt_read_quark, NULL};
