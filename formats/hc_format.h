@@ -100,6 +100,29 @@ typedef struct {
     double min_subnormal;      /* smallest positive value (floats), 1 for ints */
 } hc_format_info;
 
+/* Roles a format takes in a layer (hc_format_role_info.roles). */
+enum {
+    HC_FROLE_WEIGHT = 1, /* weight codes: integers and signed floats of at most 8 bits */
+    HC_FROLE_SCALE = 2,  /* group / channel / block scales */
+    HC_FROLE_ACT = 4,    /* activations (16-bit, or quantized per token by the kernel) */
+    HC_FROLE_ZERO = 8    /* zero points: uint codes, or 16-bit floats */
+};
+
+/* A format's roles and the parameters of each. Activations quantized per
+ * token use the scale s = amax * act_inv_pos (floats), or
+ * max(xmax * act_inv_pos, -xmin * act_inv_neg) (integers), multiplying by a
+ * float32 reciprocal as Humming's kernels do; act_inv_pos is 0 for 16-bit
+ * activations, which are not quantized. act_bound: the relative error of one
+ * quantized activation, worst case, that verification allows for. */
+typedef struct {
+    unsigned roles;
+    float act_inv_pos, act_inv_neg;
+    double act_bound;
+} hc_format_role_info;
+
+/* Roles of id (all 0 for an id outside the table). */
+hc_format_role_info hc_format_role(hc_format_id id);
+
 /* Traits of a format; NULL for an id outside the table. Static storage. */
 const hc_format_info *hc_format_get(hc_format_id id);
 

@@ -566,11 +566,42 @@ static void test_half_arrays(void **state)
     free(got);
 }
 
+/* Roles: the sets the CLI and recipes accept, from the table alone, and the
+ * activation parameters: a token whose |x|max is amax is scaled so that amax
+ * lands on the format's largest code. */
+static void test_roles(void **state)
+{
+    (void)state;
+    unsigned act = 0, scale = 0, zero16 = 0;
+    for (int id = 0; id < HC_FMT_COUNT; id++) {
+        hc_format_role_info r = hc_format_role((hc_format_id)id);
+        const hc_format_info *f = hc_format_get((hc_format_id)id);
+        int weight = f->bits <= 8 && !(f->kind == HC_KIND_FLOAT && !f->is_signed);
+        assert_int_equal(!!(r.roles & HC_FROLE_WEIGHT), weight);
+        act += !!(r.roles & HC_FROLE_ACT);
+        scale += !!(r.roles & HC_FROLE_SCALE);
+        zero16 += (r.roles & HC_FROLE_ZERO) && f->kind == HC_KIND_FLOAT;
+        if (r.act_inv_pos != 0.0f) {
+            float amax = 3.0f, s = amax * r.act_inv_pos;
+            assert_true(fabs(amax / s - f->max_value) <= 0.5); /* ints: 127.49 / 7.49 */
+            assert_true(r.act_bound > 0.0);
+        }
+    }
+    assert_int_equal(act, 6);    /* f16 bf16 e4m3 e5m2 int8 int4 */
+    assert_int_equal(scale, 6);  /* f16 bf16 f32 e4m3 e5m2 e8m0 */
+    assert_int_equal(zero16, 2); /* float zero points in the model dtype */
+    assert_true(hc_format_role(HC_FMT_F8E4M3).roles & HC_FROLE_WEIGHT);
+    assert_false(hc_format_role(HC_FMT_F8E8M0).roles & HC_FROLE_WEIGHT);
+    assert_true(hc_format_role(HC_FMT_UINT4).roles & HC_FROLE_ZERO);
+    assert_int_equal(hc_format_role(HC_FMT_COUNT).roles, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--dump") == 0) return dump_main(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_derived_columns), cmocka_unit_test(test_exhaustive_codes),
+        cmocka_unit_test(test_roles),
         cmocka_unit_test(test_encode_rounding), cmocka_unit_test(test_float32),
         cmocka_unit_test(test_e8m0),            cmocka_unit_test(test_e4m3_examples),
         cmocka_unit_test(test_half_bf16),       cmocka_unit_test(test_parse),

@@ -58,8 +58,7 @@ static hc_status parse_weight_dtype(const char *v, hc_format_id *out, hc_error *
         HC_FAIL(err, HC_ERR_ARG,
                 "weight_dtype: unknown format '%s' (expected uintB or intB with B 1..8, or a "
                 "signed floatNeXmY such as float8e4m3, float4e2m1)", v);
-    const hc_format_info *fi = hc_format_get(f);
-    if (fi->bits > 8 || (fi->kind == HC_KIND_FLOAT && !fi->is_signed))
+    if (!(hc_format_role(f).roles & HC_FROLE_WEIGHT))
         HC_FAIL(err, HC_ERR_ARG,
                 "weight_dtype: '%s' is not a weight format (at most 8 bits; float formats must "
                 "be signed)", v);
@@ -67,22 +66,19 @@ static hc_status parse_weight_dtype(const char *v, hc_format_id *out, hc_error *
     return HC_OK;
 }
 
-/* A format name from a fixed list of allowed ids, or "param". */
-static hc_status parse_from_list(const char *key, const char *v, const hc_format_id *allowed,
-                                 int n_allowed, const char *expected, hc_format_id *out,
-                                 hc_error *err)
+/* A format name whose format has the role, or "param". */
+static hc_status parse_role(const char *key, const char *v, unsigned role, const char *expected,
+                            hc_format_id *out, hc_error *err)
 {
     if (strcmp(v, "param") == 0) {
         *out = HC_FMT_PARAM;
         return HC_OK;
     }
     hc_format_id f;
-    if (hc_format_parse(v, &f) == 0)
-        for (int i = 0; i < n_allowed; i++)
-            if (allowed[i] == f) {
-                *out = f;
-                return HC_OK;
-            }
+    if (hc_format_parse(v, &f) == 0 && (hc_format_role(f).roles & role)) {
+        *out = f;
+        return HC_OK;
+    }
     HC_FAIL(err, HC_ERR_ARG, "%s: '%s' is not allowed (expected %s)", key, v, expected);
 }
 
@@ -142,9 +138,7 @@ hc_status hc_target_set_field(hc_target *t, const char *key, const char *value, 
         break;
     }
     case HC_TF_SCALE_DTYPE: {
-        static const hc_format_id ok[] = {HC_FMT_F16, HC_FMT_BF16, HC_FMT_F8E4M3,
-                                          HC_FMT_F8E5M2, HC_FMT_F8E8M0, HC_FMT_F32};
-        HC_TRY(parse_from_list("scale_dtype", value, ok, 6,
+        HC_TRY(parse_role("scale_dtype", value, HC_FROLE_SCALE,
                                "float16, bfloat16, float8e4m3, float8e5m2, float8e8m0, float32 "
                                "or param", &n.scale_format, err));
         break;
@@ -161,9 +155,7 @@ hc_status hc_target_set_field(hc_target *t, const char *key, const char *value, 
         else HC_FAIL(err, HC_ERR_ARG, "global_scale: '%s' is not allowed (expected true or false)", value);
         break;
     case HC_TF_ACTIVATION: {
-        static const hc_format_id ok[] = {HC_FMT_F16, HC_FMT_BF16, HC_FMT_F8E4M3,
-                                          HC_FMT_F8E5M2, HC_FMT_INT8, HC_FMT_INT4};
-        HC_TRY(parse_from_list("activation", value, ok, 6,
+        HC_TRY(parse_role("activation", value, HC_FROLE_ACT,
                                "float16, bfloat16, float8e4m3, float8e5m2, int8, int4 or param",
                                &n.activation, err));
         break;

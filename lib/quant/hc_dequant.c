@@ -16,12 +16,7 @@
 
 int hc_quant_scale_bytes(hc_format_id sf)
 {
-    switch (sf) {
-    case HC_FMT_F8E4M3: case HC_FMT_F8E5M2: case HC_FMT_F8E8M0: return 1;
-    case HC_FMT_F16: case HC_FMT_BF16: return 2;
-    case HC_FMT_F32: return 4;
-    default: return 0;
-    }
+    return hc_format_role(sf).roles & HC_FROLE_SCALE ? hc_format_get(sf)->bits / 8 : 0;
 }
 
 double hc_quant_scale_value(hc_format_id sf, uint32_t bits)

@@ -124,19 +124,16 @@ static void quantize_row(hc_format_id fmt, float *x, int64_t K)
         if (x[k] > mx) mx = x[k];
         if (x[k] < mn) mn = x[k];
     }
-    float amax = mx > -mn ? mx : -mn, s;
-    switch (fmt) {
+    float amax = mx > -mn ? mx : -mn;
+    hc_format_role_info r = hc_format_role(fmt);
+    if (r.act_inv_pos == 0.0f) return; /* 16-bit activations */
     /* multiplication by the rounded reciprocal, as Humming's Triton kernel
      * does: fp8 e4m3 scales equal the golden x.scale bit for bit this way
      * (amax / 448 differs by one ulp in 13 of 16 tokens) */
-    case HC_FMT_F8E4M3: s = amax * (1.0f / 448.0f); break;
-    case HC_FMT_F8E5M2: s = amax * (1.0f / 57344.0f); break;
-    case HC_FMT_INT8: s = fmaxf(mx * (1.0f / 127.49f), -mn * (1.0f / 128.49f)); break;
-    case HC_FMT_INT4: s = fmaxf(mx * (1.0f / 7.49f), -mn * (1.0f / 8.49f)); break;
-    default: return;
-    }
-    int is_int = fmt == HC_FMT_INT8 || fmt == HC_FMT_INT4;
-    float lo = fmt == HC_FMT_INT8 ? -128.0f : -8.0f, hi = fmt == HC_FMT_INT8 ? 127.0f : 7.0f;
+    const hc_format_info *fi = hc_format_get(fmt);
+    int is_int = fi->kind != HC_KIND_FLOAT;
+    float s = is_int ? fmaxf(mx * r.act_inv_pos, -mn * r.act_inv_neg) : amax * r.act_inv_pos;
+    float hi = (float)fi->max_value, lo = -hi - 1.0f; /* two's complement range */
     for (int64_t k = 0; k < K; k++) {
         float t = x[k] / s, q;
         if (is_int) {

@@ -99,13 +99,7 @@ double hc_verify_weight_bound(hc_format_id weight_format, int lossless)
  * int4 <= 0.32). */
 double hc_verify_act_bound(hc_format_id act_format)
 {
-    switch (act_format) {
-    case HC_FMT_F8E4M3: return 0.125;
-    case HC_FMT_F8E5M2: return 0.25;
-    case HC_FMT_INT8: return 8.0 / 128.0;
-    case HC_FMT_INT4: return 0.5;
-    default: return 0.0;
-    }
+    return hc_format_role(act_format).act_bound;
 }
 
 /* Largest rounding step of one element relative to its group's amax: an
