@@ -15,6 +15,7 @@
 
 #include "hc_verify.h"
 #include "hc_parallel.h"
+#include "../kernels/hc_kernels.h" /* host/device code shared with the kernels */
 
 static int next_pow2(int b)
 {
@@ -61,66 +62,6 @@ static hc_format_id half_format(hc_dtype dt) { return dt == HC_DT_BF16 ? HC_FMT_
 static double half_value(hc_dtype dt, uint16_t raw)
 {
     return hc_format_decode(half_format(dt), raw);
-}
-
-/* Inverse of the 4.5 compaction for one slot: f[0..b-1] (final fields) ->
- * v[0..Bp-1] (the padded fields). */
-static void uncompact_slot(int b, const uint32_t *f, uint32_t *v)
-{
-    switch (b) {
-    case 3:
-        v[0] = f[0] & 7;
-        v[1] = (f[1] & 3) | ((f[0] >> 3) & 1) << 2;
-        v[2] = (f[2] & 1) | ((f[1] >> 2) & 3) << 1;
-        v[3] = (f[2] >> 1) & 7;
-        break;
-    case 5:
-        v[0] = f[0] & 31;
-        v[1] = (f[1] & 3) | ((f[0] >> 5) & 7) << 2;
-        v[2] = (f[1] >> 2) & 31;
-        v[3] = (f[2] & 15) | ((f[1] >> 7) & 1) << 4;
-        v[4] = (f[3] & 1) | ((f[2] >> 4) & 15) << 1;
-        v[5] = (f[3] >> 1) & 31;
-        v[6] = (f[4] & 7) | ((f[3] >> 6) & 3) << 3;
-        v[7] = (f[4] >> 3) & 31;
-        break;
-    case 6:
-        for (int h = 0; h < 2; h++) {
-            const uint32_t *g = f + 3 * h;
-            uint32_t *w = v + 4 * h;
-            w[0] = g[0] & 63;
-            w[1] = (g[1] & 15) | ((g[0] >> 6) & 3) << 4;
-            w[2] = (g[2] & 3) | ((g[1] >> 4) & 15) << 2;
-            w[3] = (g[2] >> 2) & 63;
-        }
-        break;
-    case 7:
-        v[0] = f[0] & 127;
-        for (int j = 1; j <= 7; j++) {
-            uint32_t lo = j < 7 ? f[j] & ((1u << (7 - j)) - 1) : 0;
-            v[j] = (lo | (f[j - 1] >> (8 - j)) << (7 - j)) & 127;
-        }
-        break;
-    default:
-        for (int i = 0; i < b; i++) v[i] = f[i];
-    }
-}
-
-/* Final words F[0..b-1] of one lane -> padded words W[0..Bp-1]. */
-static void uncompact_words(int b, int Bp, const uint32_t *F, uint32_t *W)
-{
-    if (b == Bp) {
-        memcpy(W, F, (size_t)b * sizeof *W);
-        return;
-    }
-    uint32_t smask = (1u << Bp) - 1;
-    for (int p = 0; p < Bp; p++) W[p] = 0;
-    for (int s = 0; s < 32 / Bp; s++) {
-        uint32_t f[8], v[8];
-        for (int i = 0; i < b; i++) f[i] = (F[i] >> (s * Bp)) & smask;
-        uncompact_slot(b, f, v);
-        for (int p = 0; p < Bp; p++) W[p] |= v[p] << (s * Bp);
-    }
 }
 
 /* Everything the per-element value needs, un-permuted into (E, Np, G). */
@@ -278,10 +219,10 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
                         int64_t nb, int j, int lane, float *W)
 {
     const hc_layer_meta *m = c->m;
-    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b);
+    const int a = m->act_bits, b = m->weight_bits;
     const int P = 256 / a, R = 32 / a;
     uint32_t Wd[8];
-    uncompact_words(b, Bp, F, Wd);
+    hck_uncompact(b, F, Wd); /* the kernels' own inverse of the 4.5 compaction */
     const uint32_t mask = (1u << b) - 1;
     const int64_t n0 = 64 * nb + 4 * a * j + lane / 4, k0 = (int64_t)P * kb + R * (lane % 4);
     /* 5.3 with int8 activations: the kernel multiplies fp4 values by 2 to make
