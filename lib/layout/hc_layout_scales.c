@@ -76,37 +76,20 @@ void hc_zp_pack_bytes(const uint8_t *codes, uint8_t *out, int64_t count, int b)
         out[i] = (uint8_t)((codes[2 * i] & 15) | (codes[2 * i + 1] & 15) << 4);
 }
 
-/* Exact value of an 8-bit float with e exponent bits (bias 2^(e-1)-1), m
- * mantissa bits, and `fn` (E4M3FN: only all-ones is NaN, no Inf). */
-static float fp8_value(uint8_t x, int e, int m, int fn)
-{
-    int sign = x >> 7, ex = (x >> m) & ((1 << e) - 1), man = x & ((1 << m) - 1);
-    int bias = (1 << (e - 1)) - 1, top = (1 << e) - 1;
-    float v;
-    if (fn && ex == top && man == (1 << m) - 1)
-        v = NAN;
-    else if (!fn && ex == top)
-        v = man ? NAN : INFINITY;
-    else if (ex == 0)
-        v = ldexpf((float)man, 1 - bias - m);
-    else
-        v = ldexpf((float)((1 << m) | man), ex - bias - m);
-    return sign ? -v : v;
-}
-
 float hc_scale_value(hc_format_id f, const void *data, int64_t i)
 {
+    const hc_format_info *fi = hc_format_get(f);
+    if (fi == NULL || !(hc_format_role(f).roles & HC_FROLE_SCALE)) return NAN;
     const uint8_t *b8 = data;
-    const uint16_t *b16 = data;
-    switch (f) {
-    case HC_FMT_F16: return hc_f16_to_f32(b16[i]);
-    case HC_FMT_BF16: return hc_bf16_to_f32(b16[i]);
-    case HC_FMT_F8E4M3: return fp8_value(b8[i], 4, 3, 1);
-    case HC_FMT_F8E5M2: return fp8_value(b8[i], 5, 2, 0);
-    case HC_FMT_F8E8M0: return b8[i] == 255 ? NAN : ldexpf(1.0f, (int)b8[i] - 127);
-    case HC_FMT_F32: { float v; memcpy(&v, b8 + 4 * i, 4); return v; }
-    default: return NAN;
+    uint32_t code = b8[i];
+    uint16_t half;
+    if (fi->bits == 32) {
+        memcpy(&code, b8 + 4 * i, 4);
+    } else if (fi->bits == 16) {
+        memcpy(&half, b8 + 2 * i, 2);
+        code = half;
     }
+    return (float)hc_format_decode(f, code); /* exact: every scale value fits a float */
 }
 
 void hc_scales_to_half(hc_format_id from, const void *in, hc_format_id to, uint16_t *out,
