@@ -37,9 +37,26 @@ hc_status hc_conv_quantized_ref(const hc_conv_plan *plan, const hc_conv_layer *L
 hc_status hc_conv_load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
                                  hc_layer_tensors *pre, hc_error *err);
 
-/* Per-expert quantized stacks (hc_convert_qstack.c). */
+/* Per-expert layers grouped into stacks (hc_conv_experts.c). */
+/* One expert's layer "X.experts.<i>.Y", found at model tensor `tensor`. */
+typedef struct {
+    char key[512]; /* "X.experts.Y" */
+    long index;
+    int kind;      /* quantized sources: its hc_ckpt_kind */
+    size_t tensor;
+} hc_conv_expert;
 /* "X.experts.<i>.Y" -> key "X.experts.Y" and i; 0 if prefix names no expert. */
 int hc_conv_expert_key(const char *prefix, char *key, size_t key_len, long *index);
+/* Sorts by key, then index: each stack's experts become one run. */
+void hc_conv_experts_sort(hc_conv_expert *e, size_t n);
+/* The end of the run of e[i]'s key (sorted e). */
+size_t hc_conv_experts_group_end(const hc_conv_expert *e, size_t n, size_t i);
+/* HC_ERR_FORMAT, naming the tensor, unless the n experts of one run are
+ * numbered 0..n-1; what ("" or "quantized ") goes in the message. */
+hc_status hc_conv_experts_check(hc_st_model *model, const hc_conv_expert *e, size_t n,
+                                const char *what, hc_error *err);
+
+/* Per-expert quantized stacks (hc_convert_qstack.c). */
 /* Reads L's checkpoint tensors in pre form: one checkpoint layer, or for a
  * stack every expert, checked to agree, concatenated along E (is_moe set). */
 hc_status hc_conv_read_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,

@@ -23,30 +23,15 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* "X.experts.<i>.Y.weight" -> key "X.experts.Y" and index i; 0 if no match. */
+/* "X.experts.<i>.Y.weight" -> the expert's key and index. */
 static int parse_expert_name(const char *name, char *key, size_t key_len, long *index)
 {
-    const char *p = strstr(name, ".experts.");
-    if (p == NULL || !ends_with(name, ".weight")) return 0;
-    const char *digits = p + 9, *q = digits;
-    while (isdigit((unsigned char)*q)) q++;
-    if (q == digits || *q != '.' || q - digits > 6) return 0;
-    *index = strtol(digits, NULL, 10);
-    int n = snprintf(key, key_len, "%.*s.experts.%.*s", (int)(p - name), name,
-                     (int)(strlen(q + 1) - 7), q + 1);
-    return n > 0 && (size_t)n < key_len;
-}
-
-typedef struct {
-    char key[512];
-    long index;
-    size_t tensor;  /* model index */
-} expert_entry;
-
-static int cmp_expert(const void *a, const void *b)
-{
-    const expert_entry *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : (x->index > y->index) - (x->index < y->index);
+    char prefix[4096];
+    size_t len = strlen(name);
+    if (!ends_with(name, ".weight") || len - 7 >= sizeof prefix) return 0;
+    memcpy(prefix, name, len - 7);
+    prefix[len - 7] = '\0';
+    return hc_conv_expert_key(prefix, key, key_len, index);
 }
 
 /* Asks opts->choose_target; fills L's target and reason. Returns skip flag in *skip. */
@@ -119,15 +104,13 @@ static int is_candidate(const hc_st_tensor *t)
 }
 
 /* Experts [first, last) of one sorted key must be 0..E-1, all of one shape and dtype. */
-static hc_status check_stack(hc_st_model *model, const expert_entry *e, size_t n, hc_error *err)
+static hc_status check_stack(hc_st_model *model, const hc_conv_expert *e, size_t n,
+                             hc_error *err)
 {
+    HC_TRY(hc_conv_experts_check(model, e, n, "", err));
     const hc_st_tensor *t0 = hc_st_model_tensor_at(model, e[0].tensor);
     for (size_t i = 0; i < n; i++) {
         const hc_st_tensor *t = hc_st_model_tensor_at(model, e[i].tensor);
-        if (e[i].index != (long)i)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s: expert stack %s has %s expert %ld (experts must be "
-                    "numbered 0..%zu without gaps)", t->name, e[0].key,
-                    i > 0 && e[i].index == e[i - 1].index ? "a duplicate" : "a missing", (long)i, n - 1);
         if (t->dtype != t0->dtype || t->shape[0] != t0->shape[0] || t->shape[1] != t0->shape[1])
             HC_FAIL(err, HC_ERR_FORMAT, "%s: shape or dtype differs from %s in expert stack %s",
                     t->name, t0->name, e[0].key);
@@ -136,12 +119,12 @@ static hc_status check_stack(hc_st_model *model, const expert_entry *e, size_t n
 }
 
 static hc_status add_stacks(const hc_convert_options *opts, hc_st_model *model,
-                            hc_conv_plan *plan, expert_entry *e, size_t n, int *layer_of,
+                            hc_conv_plan *plan, hc_conv_expert *e, size_t n, int *layer_of,
                             hc_error *err)
 {
-    qsort(e, n, sizeof *e, cmp_expert);
+    hc_conv_experts_sort(e, n);
     for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && strcmp(e[j].key, e[i].key) == 0; j++) {}
+        j = hc_conv_experts_group_end(e, n, i);
         HC_TRY(check_stack(model, e + i, j - i, err));
         hc_conv_layer *L = NULL;
         HC_TRY(begin_layer(plan, e[i].key, strlen(e[i].key), &L, err));
@@ -160,12 +143,12 @@ hc_status hc_conv_find_float(const hc_convert_options *opts, hc_st_model *model,
                              hc_conv_plan *plan, int *layer_of, hc_error *err)
 {
     size_t count = hc_st_model_count(model), n_experts = 0;
-    expert_entry *experts = calloc(count + 1, sizeof *experts);
+    hc_conv_expert *experts = calloc(count + 1, sizeof *experts);
     HC_CHECK_ALLOC(err, experts, "expert table");
     hc_status st = HC_OK;
     for (size_t i = 0; st == HC_OK && i < count; i++) {
         const hc_st_tensor *t = hc_st_model_tensor_at(model, i);
-        expert_entry *x = &experts[n_experts];
+        hc_conv_expert *x = &experts[n_experts];
         if (!is_candidate(t)) continue;
         if (t->ndim == 2 && parse_expert_name(t->name, x->key, sizeof x->key, &x->index)) {
             x->tensor = i;

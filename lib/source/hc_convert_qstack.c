@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int hc_conv_expert_key(const char *prefix, char *key, size_t key_len, long *index)
-{
-    const char *p = strstr(prefix, ".experts.");
-    if (p == NULL) return 0;
-    const char *digits = p + 9, *q = digits;
-    while (isdigit((unsigned char)*q)) q++;
-    if (q == digits || *q != '.' || q[1] == '\0' || q - digits > 6) return 0;
-    *index = strtol(digits, NULL, 10);
-    int n = snprintf(key, key_len, "%.*s.experts.%s", (int)(p - prefix), prefix, q + 1);
-    return n > 0 && (size_t)n < key_len;
-}
-
 /* Bytes of one expert's part of each pre-form buffer. */
 typedef struct {
     size_t codes, scales, zeros, zeros_f;

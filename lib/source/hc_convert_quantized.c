@@ -124,34 +124,14 @@ static int is_part_of_quant_layer(hc_st_model *model, const hc_ckpt_config *c,
     return hc_ckpt_find(model, prefix, ".weight_packed") != NULL;
 }
 
-/* One expert's layer "X.experts.<i>.Y" found by its weight-carrying tensor. */
-typedef struct {
-    char key[512];  /* "X.experts.Y" */
-    long index;
-    int kind;
-    size_t tensor;  /* model index of the carrier */
-} qexpert_entry;
-
-static int cmp_qexpert(const void *a, const void *b)
-{
-    const qexpert_entry *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : (x->index > y->index) - (x->index < y->index);
-}
-
 /* Experts of one key must be numbered 0..E-1 and stored as one kind (as the float path). */
-static hc_status check_qstack(const hc_conv_plan *plan, const qexpert_entry *e, size_t n,
+static hc_status check_qstack(const hc_conv_plan *plan, const hc_conv_expert *e, size_t n,
                               hc_error *err)
 {
+    HC_TRY(hc_conv_experts_check(plan->model, e, n, "quantized ", err));
     const hc_st_tensor *t0 = hc_st_model_tensor_at(plan->model, e[0].tensor);
     for (size_t i = 0; i < n; i++) {
         const hc_st_tensor *t = hc_st_model_tensor_at(plan->model, e[i].tensor);
-        if (e[i].index != (long)i)
-            HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): quantized expert stack %s has %s expert %ld "
-                    "(experts must be numbered 0..E-1 without gaps, and every expert quantized; "
-                    "found %zu, the highest %ld)", t->name, t->file, e[0].key,
-                    i > 0 && e[i].index == e[i - 1].index ? "a duplicate" : "no", (long)i, n,
-                    e[n - 1].index);
         if (e[i].kind != e[0].kind)
             HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s (in %s): expert %ld of stack %s is stored as "
                     "another kind of quantized layer than expert 0 (%s)", t->name, t->file,
@@ -161,7 +141,7 @@ static hc_status check_qstack(const hc_conv_plan *plan, const qexpert_entry *e, 
 }
 
 /* Expert i's own prefix and bias (all experts have one, or none). */
-static hc_status add_qexpert(hc_conv_plan *plan, hc_conv_layer *L, const qexpert_entry *x,
+static hc_status add_qexpert(hc_conv_plan *plan, hc_conv_layer *L, const hc_conv_expert *x,
                              int i, size_t n_src_max, hc_error *err)
 {
     hc_conv_qexpert *q = &L->qexperts[i];
@@ -185,7 +165,7 @@ static hc_status add_qexpert(hc_conv_plan *plan, hc_conv_layer *L, const qexpert
 }
 
 static hc_status add_quant_stack(const hc_convert_options *opts, hc_conv_plan *plan,
-                                 const qexpert_entry *e, size_t n, hc_error *err)
+                                 const hc_conv_expert *e, size_t n, hc_error *err)
 {
     hc_conv_layer *L = NULL;
     size_t n_src_max = 16 * n;
@@ -202,11 +182,11 @@ static hc_status add_quant_stack(const hc_convert_options *opts, hc_conv_plan *p
 }
 
 static hc_status add_quant_stacks(const hc_convert_options *opts, hc_conv_plan *plan,
-                                  qexpert_entry *e, size_t n, int *layer_of, hc_error *err)
+                                  hc_conv_expert *e, size_t n, int *layer_of, hc_error *err)
 {
-    qsort(e, n, sizeof *e, cmp_qexpert);
+    hc_conv_experts_sort(e, n);
     for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && strcmp(e[j].key, e[i].key) == 0; j++) {}
+        j = hc_conv_experts_group_end(e, n, i);
         HC_TRY(check_qstack(plan, e + i, j - i, err));
         HC_TRY(add_quant_stack(opts, plan, e + i, j - i, err));
         layer_of[e[i].tensor] = plan->n_layers - 1; /* the stack sits at expert 0 */
@@ -219,7 +199,7 @@ hc_status hc_conv_find_quantized(const hc_convert_options *opts, hc_st_model *mo
 {
     plan->model = model;
     size_t count = hc_st_model_count(model), n_ex = 0;
-    qexpert_entry *ex = calloc(count + 1, sizeof *ex);
+    hc_conv_expert *ex = calloc(count + 1, sizeof *ex);
     HC_CHECK_ALLOC(err, ex, "expert table");
     hc_status st = HC_OK;
     for (size_t i = 0; st == HC_OK && i < count; i++) {
@@ -228,7 +208,7 @@ hc_status hc_conv_find_quantized(const hc_convert_options *opts, hc_st_model *mo
         char prefix[4096];
         int kept = 0;
         if (hc_ckpt_layer_of(plan->ckpt, t, &kind, prefix, sizeof prefix)) {
-            qexpert_entry *x = &ex[n_ex];
+            hc_conv_expert *x = &ex[n_ex];
             if (hc_conv_expert_key(prefix, x->key, sizeof x->key, &x->index)) {
                 x->kind = kind;
                 x->tensor = i;
