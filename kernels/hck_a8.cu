@@ -23,6 +23,7 @@
  * shared memory with cp.async, double-buffered; weights are read in batches
  * of U k steps into registers, two batches in flight. Split K sums float
  * atomics into a workspace, then a pass adds the bias and rounds. */
+#include <algorithm>
 #include <cstdint>
 #include <cuda_fp8.h>
 
@@ -89,11 +90,16 @@ template <int F> struct Form {
 };
 
 /* Staged chunk (k steps), padded row (16-bit units: conflict-free 8-byte A
- * loads for the packed-K pattern, 2-way for flat), and batch size U. */
+ * loads for the packed-K pattern; 4-way bank conflicts for the flat one). */
 template <int MT, int TG> struct Shape {
     static constexpr int CS = MT == 1 ? 8 : (TG > 1 ? 2 : 4);
     static constexpr int XLD = 64 * CS + 16;
-    static constexpr int U = MT == 1 ? 4 : (TG > 1 ? 1 : 2);
+};
+
+/* k steps per weight batch (two batches in flight): 256 bytes a lane at 16
+ * tokens, 64 or 128 at 64 and 128 tokens. */
+template <int F, int MT> struct Batch {
+    static constexpr int U = MT == 1 ? 256 / (16 * Form<F>::NW) : 2;
 };
 
 template <int F, int MT, int TG>
@@ -101,7 +107,7 @@ __global__ void __launch_bounds__(WARPS * TG * 32)
 a8_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ xq, const float *__restrict__ tscale,
           const int64_t *__restrict__ offsets, uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
-    constexpr int CS = Shape<MT, TG>::CS, XLD = Shape<MT, TG>::XLD, U = Shape<MT, TG>::U;
+    constexpr int CS = Shape<MT, TG>::CS, XLD = Shape<MT, TG>::XLD, U = Batch<F, MT>::U;
     constexpr int NW = Form<F>::NW, NT = WARPS * TG * 32, BR = 16 * MT * TG;
     constexpr bool GROUPS = F == F_W4PK;
     const int tid = threadIdx.x, warp = (tid / 32) % WARPS, tg = tid / (32 * WARPS);
@@ -173,13 +179,21 @@ a8_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ xq, const float *
         const uint2 hi = *(const uint2 *)&xs[(xrow + 16 * mt + 8) * XLD + col];
         a[0] = lo.x, a[1] = hi.x, a[2] = lo.y, a[3] = hi.y;
     };
-    auto flush_group = [&](int st) {
+    /* the raw group scales of the lane's columns, loaded a group ahead */
+    uint16_t scr[4][2];
+    auto load_scales = [&](int st) {
         const int64_t g = (int64_t)st * 64 / d.group_size;
         const uint16_t *sp = (const uint16_t *)p.s + ((int64_t)e * d.G + g) * d.Np;
+#pragma unroll
+        for (int i = 0; i < 4; i++) scr[i][0] = __ldg(sp + soff[i][0]), scr[i][1] = __ldg(sp + soff[i][1]);
+    };
+    /* the group ending at step st: its float32 sums x scale into acc, then
+     * the next group's scales */
+    auto flush_group = [&](int st) {
         const int sbf = d.scale_kind == HCK_S_BF16;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            const float sc0 = h2f(__ldg(sp + soff[i][0]), sbf), sc1 = h2f(__ldg(sp + soff[i][1]), sbf);
+            const float sc0 = h2f(scr[i][0], sbf), sc1 = h2f(scr[i][1], sbf);
 #pragma unroll
             for (int mt = 0; mt < MT; mt++) {
                 float *pp = part[GROUPS ? mt : 0][i];
@@ -190,6 +204,7 @@ a8_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ xq, const float *
                 pp[0] = pp[1] = pp[2] = pp[3] = 0.0f;
             }
         }
+        if (st + 1 < s1) load_scales(st + 1);
     };
     /* one k step: the lane's NW words, staged step column base */
     auto compute = [&](const uint4 *w, int base) {
@@ -198,21 +213,24 @@ a8_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ xq, const float *
 #pragma unroll
             for (int kb = 0; kb < 2; kb++)
 #pragma unroll
-                for (int h = 0; h < 2; h++)
+                for (int i5 = 0; i5 < 2; i5++) {
+                    uint32_t a[MT][4];
 #pragma unroll
-                    for (int i5 = 0; i5 < 2; i5++) {
+                    for (int mt = 0; mt < MT; mt++) afrag(mt, base + 32 * kb + 16 * i5 + 4 * tq, a[mt]);
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
                         const uint32_t wd = to_offset(kb ? (i5 ? w[h].w : w[h].z) : (i5 ? w[h].y : w[h].x));
                         uint32_t l0, h0, l1, h1;
                         nib_pairs(wd, 0x4140, &l0, &h0); /* k 0, 1 */
                         nib_pairs(wd, 0x4342, &l1, &h1); /* k 2, 3 */
 #pragma unroll
                         for (int mt = 0; mt < MT; mt++) {
-                            uint32_t a[4];
-                            afrag(mt, base + 32 * kb + 16 * i5 + 4 * tq, a);
-                            mma_f16(part[GROUPS ? mt : 0][2 * h], a[0], a[1], a[2], a[3], l0, l1);
-                            mma_f16(part[GROUPS ? mt : 0][2 * h + 1], a[0], a[1], a[2], a[3], h0, h1);
+                            float(*pp)[4] = part[GROUPS ? mt : 0];
+                            mma_f16(pp[2 * h], a[mt][0], a[mt][1], a[mt][2], a[mt][3], l0, l1);
+                            mma_f16(pp[2 * h + 1], a[mt][0], a[mt][1], a[mt][2], a[mt][3], h0, h1);
                         }
                     }
+                }
         } else {
             /* w[i]: 16 consecutive k (16 tq ..) of column 8 i + gq */
 #pragma unroll
@@ -256,6 +274,7 @@ a8_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ xq, const float *
         }
     };
     uint4 wa[U][NW], wb[U][NW];
+    if (GROUPS && active && s0 < s1) load_scales(s0);
     if (s0 < s1) stage(0, 0);
     issue(wa, s0);
     for (int t = s0; t < s1; t += 2 * U) {
@@ -406,7 +425,8 @@ cudaError_t launch_a8(const hck_layer *L, const uint16_t *x, const int64_t *offs
     HCK_A8_INSTANCES(HCK_A8_CASE_)
 #undef HCK_A8_CASE_
     if ((e = cudaGetLastError()) != cudaSuccess || splits == 1) return e;
-    finish_kernel<<<1024, 256, 0, st>>>(d, L->p, ws, offsets, rows, y);
+    const int64_t fb = std::min<int64_t>(1024, (rows * d.N + 255) / 256);
+    finish_kernel<<<(unsigned)fb, 256, 0, st>>>(d, L->p, ws, offsets, rows, y);
     return cudaGetLastError();
 }
 
