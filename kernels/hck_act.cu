@@ -68,7 +68,43 @@ act_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K
     }
 }
 
+/* One block per token: fp8 codes as fp16 (exact), the row padded with zeros
+ * to Kp, for the mma.sync families. */
+__global__ void __launch_bounds__(ACT_THREADS)
+act16_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K, int64_t Kp,
+             uint16_t *__restrict__ codes, float *__restrict__ scales)
+{
+    const int64_t row = blockIdx.x;
+    const uint16_t *xr = x + row * K;
+    uint16_t *cr = codes + row * Kp;
+    __shared__ float red[64];
+    float mx = 1e-30f, mn = -1e-30f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const float v = h2f(xr[k], in_bf16);
+        mx = fmaxf(mx, v), mn = fminf(mn, v);
+    }
+    const float s = token_scale(act_quant, mx, mn, red);
+    if (threadIdx.x == 0) scales[row] = s;
+    for (int64_t k = threadIdx.x; k < Kp; k += blockDim.x) {
+        float q = 0.0f;
+        if (k < K) {
+            const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+            q = act_quant == HCK_A_E5M2 ? float(__nv_fp8_e5m2(t)) : float(__nv_fp8_e4m3(t));
+        }
+        cr[k] = __half_as_ushort(__float2half_rn(q));
+    }
+}
+
 }  // namespace
+
+cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K, int64_t Kp,
+                         uint16_t *codes, float *scales, cudaStream_t st)
+{
+    if (rows == 0) return cudaSuccess;
+    if (act_quant != HCK_A_E4M3 && act_quant != HCK_A_E5M2) return cudaErrorInvalidValue;
+    act16_kernel<<<(unsigned)rows, ACT_THREADS, 0, st>>>(act_quant, in_bf16, x, K, Kp, codes, scales);
+    return cudaGetLastError();
+}
 
 cudaError_t launch_act(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                        float *codes, float *scales, cudaStream_t st)

@@ -1,6 +1,6 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_w4a16.cu, hck_act.cu), called by the C API
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_act.cu), called by the C API
  * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
 #define HCK_INTERNAL_CUH
@@ -37,6 +37,11 @@ __device__ __forceinline__ uint16_t f2h(float v, int bf16)
 cudaError_t launch_act(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                        float *codes, float *scales, cudaStream_t st);
 
+/* The same for fp8 activations (HCK_A_E4M3 / E5M2): the codes as fp16,
+ * rows padded with zeros to Kp, for the mma.sync families. */
+cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K, int64_t Kp,
+                         uint16_t *codes, float *scales, cudaStream_t st);
+
 /* y (rows, N) 16-bit = codes . dequant(W_e)^T x token scale (+ bias) for the
  * rows of each expert (offsets[E+1] on the device, max_rows the largest
  * expert's rows); scales NULL: 1. */
@@ -51,6 +56,16 @@ cudaError_t w4a16_init();
 size_t w4a16_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                          int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
+
+/* The mma.sync fp8-activation family (hck_a8.cu): packed-K uint4 and flat
+ * fp8 weights. Whether it takes the layer, its setup, its split-K workspace,
+ * and the launch on 16-bit x (rows, K), activation quantization included
+ * (xq: rows x Kp fp16 codes, tscale: rows token scales). */
+bool a8_takes(const hck_desc &d);
+cudaError_t a8_init();
+size_t a8_ws_bytes(const hck_layer *L, int64_t rows);
+cudaError_t launch_a8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                      int64_t max_rows, uint16_t *y, uint16_t *xq, float *tscale, float *ws, cudaStream_t st);
 
 }  // namespace hck
 

@@ -383,7 +383,8 @@ int main(int argc, char **argv)
         printf("SKIP[gpu]: GPU sweep skipped: %s\n", why);
         return 77;
     }
-    printf("GPU sm%d, kernels: mma.sync uint4 x 16-bit where it applies, else the float32 verification GEMM\n", sm);
+    printf("GPU sm%d, kernels: the mma.sync families (uint4 x 16-bit, fp8 activations) where they "
+           "apply, else the float32 verification GEMM\n", sm);
     if (do_bench) {
         bench(flush);
         return 0;
