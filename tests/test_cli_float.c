@@ -3,7 +3,8 @@
  * corrupted output is caught by `report`, recipes and --dry-run explain the
  * plan, bad inputs (NaN weights, K not a multiple of the group) are
  * refused before any output exists, and a canonical output converted again
- * into tiles equals the tiles converted from the float model. */
+ * into tiles equals the tiles converted from the float model; canonical
+ * layers without 0.1.19 tiles are verified on their decoded canonical tensors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -258,6 +259,109 @@ static void test_corruption_detected(void **state)
     free(out);
 }
 
+/* The report's layers of out (owned by the returned object). */
+static cJSON *report_layers(const char *out)
+{
+    char *path = hc_test_path_join(out, "humming_report.json");
+    char *text = hc_test_read_file(path, NULL);
+    free(path);
+    assert_non_null(text);
+    cJSON *r = cJSON_Parse(text);
+    free(text);
+    assert_non_null(cJSON_GetObjectItem(r, "layers"));
+    return r;
+}
+
+static const char *layer_str(const cJSON *l, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(l, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double layer_num(const cJSON *l, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(l, key);
+    if (!cJSON_IsNumber(v)) fail_msg("%s: no %s", layer_str(l, "name"), key);
+    return v->valuedouble;
+}
+
+/* Every layer of out passed and was verified on `source`; returns the count. */
+static int expect_verified_on(const char *out, const char *source)
+{
+    cJSON *r = report_layers(out);
+    const cJSON *l;
+    int n = 0;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(r, "layers")) {
+        if (strcmp(layer_str(l, "verify_source"), source) || strcmp(layer_str(l, "status"), "pass"))
+            fail_msg("%s %s: verified on '%s', %s", out, layer_str(l, "name"),
+                     layer_str(l, "verify_source"), layer_str(l, "status"));
+        n++;
+    }
+    cJSON_Delete(r);
+    return n;
+}
+
+/* Canonical layers 0.1.19's transform does not take in our implementation
+ * (sm100, MXFP4 x fp8) are verified on the canonical tensors decoded from
+ * their meaning: the metrics equal those of the same layers verified through
+ * the 0.1.19 tiles on sm90 (an independent decoder, same activations), a
+ * lossless repack of them shows no mismatch, and a corrupted code fails. */
+static void test_canonical_decode_verified(void **state)
+{
+    fixture *f = *state;
+    char *c100 = hc_test_path_join(f->root, "cd-sm100"), *c90 = hc_test_path_join(f->root, "cd-sm90");
+    char *mx = hc_test_path_join(f->root, "cd-mxfp4-a8"), *mx2 = hc_test_path_join(f->root, "cd-mx2");
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm100 --format w4a16", cli(), f->model, c100), 0);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format w4a16", cli(), f->model, c90), 0);
+    assert_int_equal(expect_verified_on(c100, "canonical"), 14);
+    assert_int_equal(expect_verified_on(c90, "tiles-0.1.19"), 14);
+    cJSON *a = report_layers(c100), *b = report_layers(c90);
+    static const char *const keys[] = {"weight_rel_err", "gemm_rel_err", "gemm_snr_db"};
+    for (int i = 0; i < 14; i++) {
+        const cJSON *la = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "layers"), i);
+        const cJSON *lb = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "layers"), i);
+        assert_string_equal(layer_str(la, "name"), layer_str(lb, "name"));
+        assert_true(layer_num(la, "weight_rel_err") > 0.01); /* a real 4-bit error */
+        for (int k = 0; k < 3; k++)
+            if (layer_num(la, keys[k]) != layer_num(lb, keys[k]))
+                fail_msg("%s %s: canonical %.17g, 0.1.19 tiles %.17g", layer_str(la, "name"),
+                         keys[k], layer_num(la, keys[k]), layer_num(lb, keys[k]));
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    /* MXFP4 x fp8: float -> canonical, then that output repacked losslessly */
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format mxfp4-a8", cli(), f->model, mx), 0);
+    assert_int_equal(expect_verified_on(mx, "canonical"), 14);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90", cli(), mx, mx2), 0);
+    assert_int_equal(expect_verified_on(mx2, "canonical"), 14);
+    cJSON *r = report_layers(mx2);
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(r, "layers")) {
+        assert_true(layer_num(l, "weight_rel_err") == 0.0);
+        assert_true(layer_num(l, "lossless_mismatches") == 0.0);
+        assert_true(layer_num(l, "qact_gemm_rel_err") > 0.0); /* fp8 activations quantized */
+    }
+    cJSON_Delete(r);
+    /* one flipped word of sm100 codes fails exactly that layer */
+    char *path = hc_test_path_join(c100, "model.safetensors");
+    long off = data_offset(path, "model.layers.0.mlp.up_proj.weight");
+    FILE *fp = fopen(path, "r+b");
+    uint32_t word;
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    assert_int_equal(fread(&word, 4, 1, fp), 1);
+    word ^= 0x88888888u;
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    assert_int_equal(fwrite(&word, 4, 1, fp), 1);
+    fclose(fp);
+    assert_int_equal(sh("'%s' report '%s' -q", cli(), c100), 3);
+    int passed, layers;
+    report_mean(c100, "weight_snr_db", &passed, &layers);
+    assert_int_equal(passed, layers - 1);
+    printf("    sm100 w4a16 and sm90 mxfp4-a8 canonical layers verified on their canonical "
+           "tensors; sm100 metrics == sm90 0.1.19-tile metrics\n");
+    free(path), free(c100), free(c90), free(mx), free(mx2);
+}
+
 static char *run_capture(fixture *f, int *rc, const char *fmt, ...)
 {
     char args[4096];
@@ -480,6 +584,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expert_stack_forms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_input_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_canonical_to_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_canonical_decode_verified, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,9 +34,8 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     hc_tensor *post_t[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
                                         &post.global_scale, &post.bias};
     float *ref = NULL;
-    /* the canonical layout writes pre; the tiles are then built only to be
-     * verified (hc_conv_verify_layer decodes them) */
-    int tiles = plan->layout == HC_LAYOUT_TILES || hc_conv_verify_enabled(plan->verify);
+    /* the canonical layout writes pre (hc_conv_verify_layer verifies it) */
+    int tiles = plan->layout == HC_LAYOUT_TILES;
     hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_verify_enabled(plan->verify) ? &ref
                                                                                   : NULL, err);
     if (st == HC_OK && tiles) {

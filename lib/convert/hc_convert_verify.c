@@ -207,10 +207,10 @@ static void bias_to_float(const hc_tensor *b, float *out, size_t n)
         out[i] = b->dtype == HC_DT_BF16 ? hc_bf16_to_f32(h[i]) : hc_f16_to_f32(h[i]);
 }
 
-/* The tensors a canonical layer is verified through: those humming-kernels
- * 0.1.19 builds from it at load (our transform of canon, with the plan of
- * 0.1.19 for the same arch and activations). *ok = 0 where 0.1.19 does not
- * take the layer (then the a6455de tiles of the plan, CPU only). */
+/* The tiles humming-kernels 0.1.19 builds from a canonical layer at load
+ * (our transform of canon, with the plan of 0.1.19 for the same arch and
+ * activations). *ok = 0 where 0.1.19's transform does not take the layer in
+ * our implementation: then the canonical tensors are verified directly. */
 static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *canon,
                                 hc_layer_config *cfg, hc_layer_meta *m, hc_layer_tensors *post,
                                 int *ok, hc_error *err)
@@ -229,6 +229,31 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
     return HC_OK;
 }
 
+/* What a layer is verified through: post (the tiles written, canon NULL) or,
+ * for a canonical output, the 0.1.19 tiles of canon where 0.1.19 takes the
+ * layer, else canon itself, decoded from its meaning. Sets *tiles (the
+ * decoded tensors are tiles), *dec, cfg and m; t19 owns built tiles. */
+static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *post,
+                               const hc_layer_tensors *canon, hc_layer_config *cfg,
+                               hc_layer_meta *m, hc_layer_tensors *t19,
+                               const hc_layer_tensors **dec, int *tiles, hc_error *err)
+{
+    *cfg = L->cfg;
+    *m = L->meta;
+    *dec = post;
+    *tiles = 1;
+    if (canon == NULL) return HC_OK;
+    HC_TRY(canonical_0119(L, canon, cfg, m, t19, tiles, err));
+    if (*tiles) {
+        *dec = t19;
+    } else {
+        *cfg = L->cfg;
+        *m = L->meta;
+        *dec = canon;
+    }
+    return HC_OK;
+}
+
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, const float *ref, hc_error *err)
@@ -239,14 +264,15 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     const hc_layer_meta *m = &L->meta;
     double t0 = now_s();
     size_t nw = (size_t)(m->E * m->N * m->K), nb = (size_t)(m->E * m->N);
-    hc_layer_config cfg = L->cfg;
-    hc_layer_meta m19 = *m;
+    hc_layer_config cfg;
+    hc_layer_meta mv;
     hc_layer_tensors t19;
     memset(&t19, 0, sizeof t19);
-    int has19 = m->version == HC_HUMMING_0_1_19;
-    if (!has19 && canon) HC_TRY(canonical_0119(L, canon, &cfg, &m19, &t19, &has19, err));
-    if (has19 && m->version != HC_HUMMING_0_1_19) post = &t19;
-    else cfg = L->cfg, m19 = *m;
+    const hc_layer_tensors *dec = NULL;
+    int tiles = 1;
+    HC_TRY(verify_target(L, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
+    snprintf(R->verify_source, sizeof R->verify_source, "%s",
+             tiles ? "tiles-0.1.19" : "canonical");
     float *W = ref ? NULL : malloc(nw * sizeof(float));
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
@@ -259,13 +285,15 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
     if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
-        hc_verify_source src = {ref ? ref : W, bias,
-                                ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
+        /* the canonical tensors decode exactly: a repacked source must match */
+        int lossless = ref ? 0 : tiles ? hc_dequant_pre_lossless(&L->cfg, m, pre) : 1;
+        hc_verify_source src = {ref ? ref : W, bias, lossless, ref != NULL,
                                 ref && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
-                              .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && has19};
+                              .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && tiles,
+                              .canonical = !tiles};
         hc_error verr = {0};
-        hc_status vs = hc_verify_layer(&cfg, &m19, post, &src, &p, &R->m, &verr);
+        hc_status vs = hc_verify_layer(&cfg, &mv, dec, &src, &p, &R->m, &verr);
         if (vs == HC_ERR_FORMAT) { /* a malformed output tensor fails the layer */
             memset(&R->m, 0, sizeof R->m);
             size_t n = strlen(verr.msg);
@@ -286,9 +314,10 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     const hc_verify_metrics *r = &R->m;
     char gpu[64] = "";
     if (r->has_gpu) snprintf(gpu, sizeof gpu, ", GPU vs CPU rel err %.3g", r->gpu_rel_err);
-    hc_conv_log(v->opts, "verify %s: %s (weight rel err %.3g, gemm SNR %.1f dB%s%s) %s",
-                L->prefix, r->pass ? "pass" : "FAIL", r->weight_rel_err, r->gemm_snr_db,
-                r->has_qact ? ", with quantized activations" : "", gpu, r->pass ? "" : r->reason);
+    hc_conv_log(v->opts, "verify %s: %s on %s (weight rel err %.3g, gemm SNR %.1f dB%s%s) %s",
+                L->prefix, r->pass ? "pass" : "FAIL", R->verify_source, r->weight_rel_err,
+                r->gemm_snr_db, r->has_qact ? ", with quantized activations" : "", gpu,
+                r->pass ? "" : r->reason);
     return HC_OK;
 }
 
@@ -403,8 +432,8 @@ static hc_status load_written(const hc_conv_layer *L, const hc_st_model *out_mod
 }
 
 /* Verifies layer L from its written tensors, found in out_model (a finished
- * output) or else in the shard file f. Canonical tensors are verified through
- * the tiles Humming builds from them at load (our transform). */
+ * output) or else in the shard file f (canonical tensors: hc_conv_verify_layer
+ * picks what they are verified through). */
 static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, const hc_conv_layer *L,
                                 const hc_st_model *out_model, const hc_st_file *f, hc_error *err)
 {
@@ -420,9 +449,6 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
         /* not in the file: what the transform of pre decides */
         post.weight_e0m = plan->weight_e0m[L - plan->layers] =
             hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
-    } else if (st == HC_OK) {
-        st = hc_layer_transform(&L->cfg, &L->meta, &written, &post, err);
-        if (st != HC_OK) hc_error_prefix(err, "layer %s (as written): ", L->prefix);
     }
     if (st == HC_OK)
         st = hc_conv_verify_layer(v, L, &pre, &post, plan->layout == HC_LAYOUT_TILES ? NULL : &written,

@@ -5,8 +5,9 @@
  *   decisions, vLLM's padding (N to 256, K to 128) and the tensors vLLM holds
  *   after load (tiled, packed-K or flat weights). `--layout tiles` writes it.
  * - Humming commit a6455de (shared/docs/humming-layout-spec.md sections 4
- *   and 5): no longer written, and not run by our GPU kernels; canonical
- *   layers that 0.1.19 does not take are verified on the CPU through it.
+ *   and 5): no longer written, built by no run, not run by our GPU kernels;
+ *   its plan still validates canonical layers and fills their config.json
+ *   records; its transform is kept for the tests.
  * Dense layers (E = 0 in tensors: no expert dim) and MoE expert stacks
  * (leading E dim) alike. */
 #ifndef HC_LAYOUT_H
@@ -20,7 +21,7 @@
 
 /* Which Humming's transform a layer config follows. */
 typedef enum {
-    HC_HUMMING_A6455DE,  /* commit a6455de (the zero value): CPU verification only */
+    HC_HUMMING_A6455DE,  /* commit a6455de (the zero value): the canonical layout's plan */
     HC_HUMMING_0_1_19    /* humming-kernels 0.1.19 as vLLM 0.33 loads it */
 } hc_humming_version;
 

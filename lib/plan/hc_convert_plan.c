@@ -182,9 +182,9 @@ static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const int *
     return HC_OK;
 }
 
-/* The Humming of every layer's transform: the tiles are written for the
- * requested version; canonical tensors are verified through the tiles of
- * a6455de, the ones kernels/ runs. */
+/* The Humming of every layer's plan: the tiles are written for the requested
+ * version; canonical layers are validated and recorded by a6455de's plan (no
+ * tiles of it are built: hc_conv_verify_layer says what verifies them). */
 static hc_status plan_version(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
 {
     plan->version = HC_HUMMING_A6455DE;

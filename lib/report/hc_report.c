@@ -106,6 +106,7 @@ static cJSON *layer_json(const hc_report_layer *L)
     num(o, "bytes_in", (double)L->bytes_in);
     num(o, "bytes_out", (double)L->bytes_out);
     if (L->verified) {
+        str(o, "verify_source", L->verify_source);
         num(o, "weight_rel_err", m->weight_rel_err);
         num(o, "weight_snr_db", m->weight_snr_db);
         num(o, "gemm_rel_err", m->gemm_rel_err);

@@ -18,6 +18,8 @@ typedef struct {
     char format[96];              /* "uint4 g128 float16-scales" */
     int64_t bytes_in, bytes_out;
     int verified;                 /* 0: verification off */
+    char verify_source[16];       /* what was decoded: "tiles-0.1.19" (written, or built
+                                     from the canonical tensors) or "canonical" */
     hc_verify_metrics m;
     double seconds;               /* verification time */
 } hc_report_layer;

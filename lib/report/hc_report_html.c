@@ -159,7 +159,7 @@ static void table(FILE *f, const hc_report *r)
     const char *cols[] = {"#", "layer", "shape", "format", "bytes in", "bytes out",
                           "weight rel err", "weight SNR dB", "gemm rel err", "gemm SNR dB",
                           "cosine", "max abs err", "q-act rel err", "non-finite", "mismatches",
-                          "status", "reason"};
+                          "status", "reason", "verified on"};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
         fprintf(f, "<th onclick='sortBy(%zu)'>%s</th>", i, cols[i]);
     fputs("</tr></thead><tbody>\n", f);
@@ -186,6 +186,8 @@ static void table(FILE *f, const hc_report *r)
         cell_num(f, m->lossless ? (double)m->lossless_mismatches : NAN, "%.0f");
         fprintf(f, "<td>%s</td><td>", status_of(L));
         esc(f, L->verified ? m->reason : "verification off");
+        fputs("</td><td>", f);
+        esc(f, L->verify_source);
         fputs("</td></tr>\n", f);
     }
     fputs("</tbody></table>\n", f);

@@ -29,13 +29,13 @@ hc_status hc_report_write_md(const hc_report *r, const char *path, hc_error *err
             r->verify_backend, r->tokens, r->calib ? "calibration" : "random",
             (long long)r->bytes_in, (long long)r->bytes_out, r->started, r->seconds);
     fputs("| # | layer | format | weight rel err | gemm rel err | gemm SNR dB | q-act rel err | "
-          "mismatches | status | reason |\n|---|---|---|---|---|---|---|---|---|---|\n", f);
+          "mismatches | status | reason | verified on |\n|---|---|---|---|---|---|---|---|---|---|---|\n", f);
     for (int i = 0; i < r->n_layers; i++) {
         const hc_report_layer *L = &r->layers[i];
         const hc_verify_metrics *m = &L->m;
         fprintf(f, "| %d | `%s` | %s | ", i + 1, L->name, L->format);
         if (!L->verified) {
-            fputs("| | | | | skipped | verification off |\n", f);
+            fputs("| | | | | skipped | verification off | |\n", f);
             continue;
         }
         md_num(f, m->weight_rel_err, "%.3g");
@@ -45,9 +45,9 @@ hc_status hc_report_write_md(const hc_report *r, const char *path, hc_error *err
         md_num(f, m->gemm_snr_db, "%.1f");
         fputs(" | ", f);
         md_num(f, m->has_qact ? m->qact_rel_err : NAN, "%.3g");
-        fprintf(f, " | %s | %s | %s |\n",
+        fprintf(f, " | %s | %s | %s | %s |\n",
                 m->lossless ? (m->lossless_mismatches ? "≠0" : "0") : "n/a",
-                m->pass ? "pass" : "fail", m->reason);
+                m->pass ? "pass" : "fail", m->reason, L->verify_source);
     }
     fclose(f);
     hc_status st = hc_fs_write_file(path, buf, len, err);

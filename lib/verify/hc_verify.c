@@ -232,7 +232,8 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     int qact = m->act_bits < 16;
     int64_t E = m->E, N = m->N, K = m->K;
     HC_TRY(alloc_buffers(m, M, qact, b, err));
-    HC_TRY(hc_verify_decode(cfg, m, post, b->Wd, b->bd, err));
+    if (p && p->canonical) HC_TRY(hc_dequant_pre(cfg, m, post, b->Wd, b->bd, err));
+    else HC_TRY(hc_verify_decode(cfg, m, post, b->Wd, b->bd, err));
     if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
     r->tokens = M;
     r->calibrated = p && p->act != NULL;
@@ -286,7 +287,7 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
         r->nonfinite += c.nonfinite;
         r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
     }
-    if (p && p->use_gpu) { /* b->y: the CPU GEMM on the decoded weights, last activations */
+    if (p && p->use_gpu && !p->canonical) { /* b->y: the CPU GEMM on the decoded weights, last activations */
         HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, b->yref, err));
         hc_verify_compare(b->yref, b->y, E * M * N, &c);
         r->has_gpu = 1;
@@ -307,7 +308,12 @@ hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
     memset(out, 0, sizeof *out);
     buffers b;
     memset(&b, 0, sizeof b);
-    hc_status st = run(cfg, meta, post, src, params, out, &b, err);
+    hc_layer_meta unpadded = *meta; /* canonical tensors are (E, N, K): no padding */
+    if (params && params->canonical) {
+        unpadded.Np = meta->N;
+        unpadded.Kp = meta->K;
+    }
+    hc_status st = run(cfg, &unpadded, post, src, params, out, &b, err);
     buffers_free(&b);
     return st;
 }

@@ -66,9 +66,12 @@ typedef struct {
     int act_rows;          /* rows available in act; fewer than tokens are cycled */
     uint64_t seed;         /* for random activations */
     int use_gpu;           /* also run the GPU kernel (lib/verify/hc_gpu.h) and compare */
+    int canonical;         /* post holds canonical (row-packed, pre) tensors: decoded
+                              from their meaning (hc_dequant_pre), not from tiles */
 } hc_verify_params;
 
-/* Verifies one layer: decodes post, compares with the source, runs both
+/* Verifies one layer: decodes post (tiles, or canonical tensors where
+ * params->canonical), compares with the source, runs both
  * GEMMs (and the quantized-activation GEMM for 8/4-bit activations), fills
  * *out including pass/fail against the format's bound. A failed check is not
  * an error: the function returns HC_OK and out->pass == 0. Errors are for
