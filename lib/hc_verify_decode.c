@@ -245,7 +245,8 @@ static void ctx_free(decode_ctx *c)
 }
 
 /* The integer value x (before scales) of a stored code at (e, n, g). */
-static double int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+static inline __attribute__((always_inline)) double
+int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
 {
     const hc_layer_meta *m = c->m;
     int b = m->weight_bits;
@@ -262,7 +263,8 @@ static double int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n
     return (double)code - (double)(1u << (b - 1));
 }
 
-static double elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
+static inline __attribute__((always_inline)) double
+elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
 {
     const hc_layer_meta *m = c->m;
     if (c->scale == NULL) return 1.0;
