@@ -66,6 +66,8 @@ typedef struct {
     int act_rows;          /* rows available in act; fewer than tokens are cycled */
     uint64_t seed;         /* for random activations */
     int use_gpu;           /* also run the GPU kernel (lib/hc_gpu.h) and compare */
+    int whole_weight;      /* decode the whole weight at once even where panels of 64
+                              rows apply (the same metrics; tests compare the two) */
 } hc_verify_params;
 
 /* Verifies one layer: decodes post, compares with the source, runs both
@@ -85,6 +87,21 @@ hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
 hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta,
                            const hc_layer_tensors *post, float *W, float *bias,
                            hc_error *err);
+
+/* The decoder of one layer's tile weights, read panel by panel (64 rows of
+ * N at a time) so that no full float32 copy of the weights is needed. Opening
+ * checks post (hc_verify_check_post), decodes scales and zero points, and,
+ * if bias is non-NULL and post has a bias, fills bias (E, Np). Flat weights
+ * (0.1.19 use_flat_weight) are refused with HC_ERR_ARG. post must outlive
+ * the decoder; free with hc_verify_decoder_free (NULL is fine). */
+typedef struct hc_verify_decoder hc_verify_decoder;
+hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                                 const hc_layer_tensors *post, float *bias,
+                                 hc_verify_decoder **out, hc_error *err);
+/* Rows 64 nb .. 64 nb + 63 of expert e into W (64, Kp): the values
+ * hc_verify_decode puts there. Safe to call from several threads. */
+void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W);
+void hc_verify_decoder_free(hc_verify_decoder *d);
 
 /* Checks dtype and shape of every post tensor against the plan. */
 hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,
@@ -133,6 +150,19 @@ typedef struct {
 } hc_verify_cmp;
 void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out);
 
+/* hc_verify_compare in pieces: the sums of one chunk of at most 2^16
+ * elements (hc_verify_compare cuts n into such chunks from the start), and
+ * the metrics of chunk sums added in the order given. Computing every chunk
+ * with hc_verify_compare_chunk and finishing with all of them in chunk order
+ * gives hc_verify_compare's result exactly. */
+typedef struct {
+    double err2, ref2, got2, dot, maxe;
+    int64_t bad;
+} hc_verify_sums;
+#define HC_VERIFY_CHUNK ((int64_t)1 << 16)
+void hc_verify_compare_chunk(const float *got, const float *ref, int64_t n, hc_verify_sums *out);
+void hc_verify_compare_finish(const hc_verify_sums *chunks, int64_t n_chunks, hc_verify_cmp *out);
+
 /* Error bounds (docs/verification.md). */
 double hc_verify_weight_bound(hc_format_id weight_format, int lossless);
 double hc_verify_act_bound(hc_format_id act_format);
@@ -154,6 +184,27 @@ int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_met
  * NaN/Inf; portable 1 runs the plain loop, 0 the fastest (same counts). */
 void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
                          int64_t *hist);
+
+/* hc_verify_quant_check in pieces, for layers whose groups are one row high
+ * (hc_verify_group_rows_ok): the statistics of one row (W and got: K
+ * values), and the bound and violations from all rows' statistics in row
+ * order, which equal hc_verify_quant_check's. */
+typedef struct {
+    double amax_energy, energy;
+    int64_t violations;
+} hc_verify_group_sums;
+int hc_verify_group_rows_ok(const hc_layer_meta *m);
+void hc_verify_quant_row(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                         const float *got, double clip, int64_t K, hc_verify_group_sums *out);
+void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_verify_group_sums *rows, int64_t n_rows, double *bound,
+                            int64_t *violations);
+/* hc_verify_histogram in pieces: the rms of all of ref and the decade
+ * thresholds (returns rms), then the counts of any part of got / ref added
+ * to hist; the parts' counts add up to hc_verify_histogram's. */
+double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr);
+void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
+                             const double *thr, int portable, int64_t *hist);
 
 /* Both of the above in one walk over the groups: *bound and *violations. */
 void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,

@@ -277,7 +277,7 @@ elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
 
 /* One lane of one tile: b words -> 32 values placed in W. */
 static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64_t kb,
-                        int64_t nb, int j, int lane, float *W)
+                        int64_t nb, int j, int lane, int64_t row0, float *W)
 {
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b);
@@ -301,7 +301,7 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
                          : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
         if (c->global) v *= gl;
-        W[(e * m->Np + n) * m->Kp + k] = (float)v;
+        W[(e * m->Np + n - row0) * m->Kp + k] = (float)v;
     }
 }
 
@@ -323,22 +323,28 @@ static int64_t tile_word(const hc_layer_meta *m, int64_t e, int64_t kb, int64_t 
     return row * row_words + nb * 2 * P * b + (int64_t)j * 32 * b + (int64_t)lane * b + w;
 }
 
+/* Tile row kb of n tile nb of expert e into W, whose first row is row0
+ * (counted in (e, n) rows). */
+static void decode_tile(const decode_ctx *c, const void *words, int64_t e, int64_t kb,
+                        int64_t nb, int64_t row0, float *W)
+{
+    const int b = c->m->weight_bits, chunks = 16 / c->m->act_bits;
+    for (int j = 0; j < chunks; j++)
+        for (int lane = 0; lane < 32; lane++) {
+            uint32_t F[8];
+            for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(c->m, e, kb, nb, j, lane, w));
+            decode_lane(c, F, e, kb, nb, j, lane, row0, W);
+        }
+}
+
 static void decode_tiles(const decode_ctx *c, const void *words, float *W)
 {
     const hc_layer_meta *m = c->m;
-    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
-    const int64_t rows = m->Kp / P, E = m->E, tiles = m->Np / 64, chunks = 16 / a;
+    const int64_t rows = m->Kp / (256 / m->act_bits), E = m->E, tiles = m->Np / 64;
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * m->Kp * m->Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t kb = 0; kb < rows; kb++)
-            for (int64_t nb = 0; nb < tiles; nb++)
-                for (int j = 0; j < chunks; j++)
-                    for (int lane = 0; lane < 32; lane++) {
-                        uint32_t F[8];
-                        for (int w = 0; w < b; w++)
-                            F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
-                        decode_lane(c, F, e, kb, nb, j, lane, W);
-                    }
+            for (int64_t nb = 0; nb < tiles; nb++) decode_tile(c, words, e, kb, nb, 0, W);
 }
 
 /* 0.1.19 flat weights: row n's K*b/32 row-packed words, cut into 128-bit
@@ -366,37 +372,94 @@ static void decode_flat(const decode_ctx *c, const void *words, float *W)
             }
 }
 
+/* Checks the post tensors and fills c (scales, zero points, global scales
+ * un-permuted); c is freed with ctx_free, also on failure. */
+static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                          const hc_layer_tensors *post, decode_ctx *c, hc_error *err)
+{
+    memset(c, 0, sizeof *c);
+    HC_TRY(hc_verify_check_post(cfg, meta, post, err));
+    c->cfg = cfg;
+    c->m = meta;
+    c->e0m = post->weight_e0m;
+    lane_map(c);
+    HC_TRY(decode_scales(c, &post->weight_scale, err));
+    HC_TRY(decode_zero(c, &post->zero_point, err));
+    if (post->global_scale.data) {
+        c->global = malloc((size_t)meta->E * sizeof(double));
+        HC_CHECK_ALLOC(err, c->global, "decoded global scales");
+        for (int64_t e = 0; e < meta->E; e++)
+            c->global[e] = rdf32(post->global_scale.data, post->global_scale.shape[0] == 1 ? 0 : e);
+    }
+    return HC_OK;
+}
+
+/* The un-permuted bias (E, Np) of post, which has one. */
+static void decode_bias(const hc_layer_meta *meta, const hc_layer_tensors *post, float *bias)
+{
+    int inv[32];
+    inverse_perm(32, inv);
+    for (int64_t e = 0; e < meta->E; e++)
+        for (int64_t n = 0; n < meta->Np; n++)
+            bias[e * meta->Np + n] = (float)half_value(
+                post->bias.dtype, rd16(post->bias.data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
+}
+
 hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta,
                            const hc_layer_tensors *post, float *W, float *bias,
                            hc_error *err)
 {
-    HC_TRY(hc_verify_check_post(cfg, meta, post, err));
-    decode_ctx c = {.cfg = cfg, .m = meta, .e0m = post->weight_e0m};
-    lane_map(&c);
-    hc_status st = decode_scales(&c, &post->weight_scale, err);
-    if (st == HC_OK) st = decode_zero(&c, &post->zero_point, err);
-    if (st == HC_OK && post->global_scale.data) {
-        c.global = malloc((size_t)meta->E * sizeof(double));
-        if (c.global == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-        for (int64_t e = 0; st == HC_OK && e < meta->E; e++)
-            c.global[e] = rdf32(post->global_scale.data, post->global_scale.shape[0] == 1 ? 0 : e);
-    }
+    decode_ctx c;
+    hc_status st = ctx_open(cfg, meta, post, &c, err);
     if (st != HC_OK) {
         ctx_free(&c);
         return st;
     }
     if (meta->use_flat_weight) decode_flat(&c, post->weight.data, W);
     else decode_tiles(&c, post->weight.data, W);
-    if (bias && post->bias.data) {
-        int inv[32];
-        inverse_perm(32, inv);
-        for (int64_t e = 0; e < meta->E; e++)
-            for (int64_t n = 0; n < meta->Np; n++)
-                bias[e * meta->Np + n] = (float)half_value(
-                    post->bias.dtype, rd16(post->bias.data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
-    }
+    if (bias && post->bias.data) decode_bias(meta, post, bias);
     ctx_free(&c);
     return HC_OK;
+}
+
+struct hc_verify_decoder {
+    decode_ctx c;
+    const hc_layer_tensors *post;
+};
+
+hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                                 const hc_layer_tensors *post, float *bias,
+                                 hc_verify_decoder **out, hc_error *err)
+{
+    *out = NULL;
+    if (meta->use_flat_weight)
+        HC_FAIL(err, HC_ERR_ARG, "panel decoding reads tile layouts only, not flat weights");
+    hc_verify_decoder *d = malloc(sizeof *d);
+    HC_CHECK_ALLOC(err, d, "verification decoder");
+    d->post = post;
+    hc_status st = ctx_open(cfg, meta, post, &d->c, err);
+    if (st != HC_OK) {
+        hc_verify_decoder_free(d);
+        return st;
+    }
+    if (bias && post->bias.data) decode_bias(meta, post, bias);
+    *out = d;
+    return HC_OK;
+}
+
+void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
+{
+    const hc_layer_meta *m = d->c.m;
+    const int64_t rows = m->Kp / (256 / m->act_bits);
+    for (int64_t kb = 0; kb < rows; kb++)
+        decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W);
+}
+
+void hc_verify_decoder_free(hc_verify_decoder *d)
+{
+    if (d == NULL) return;
+    ctx_free(&d->c);
+    free(d);
 }
 
 /* ---- shape / dtype checks of the post tensors (spec 5.8) -------------- */

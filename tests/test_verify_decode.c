@@ -273,12 +273,66 @@ static void test_corruption_detected(void **state)
     hc_layer_tensors_free(&post);
 }
 
+/* Metrics of one layer verified in panels and as a whole weight. */
+static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
+                       const hc_layer_tensors *post, const hc_verify_source *s)
+{
+    hc_verify_params p = {.tokens = 7, .seed = 3};
+    hc_verify_metrics a, b;
+    hc_error err = {0};
+    assert_int_equal(hc_verify_layer(c, m, post, s, &p, &a, &err), HC_OK);
+    p.whole_weight = 1;
+    assert_int_equal(hc_verify_layer(c, m, post, s, &p, &b, &err), HC_OK);
+    assert_memory_equal(&a, &b, sizeof a);
+}
+
+/* Panels (K % 1024 == 0, no padding) give the whole-weight path's metrics:
+ * lossless and float sources, quantized activations, bias, experts, and a
+ * corrupted word and scale. */
+static void test_panels_equal_whole(void **state)
+{
+    (void)state;
+    static const hc_format_id fa[] = {HC_FMT_F16, HC_FMT_INT8, HC_FMT_F8E4M3};
+    for (int i = 0; i < 3; i++)
+        for (int moe = 0; moe < 2; moe++) {
+            hc_layer_config c = {.weight_format = HC_FMT_UINT4, .scale_format = HC_FMT_F16,
+                                 .act_format = fa[i], .param_format = HC_FMT_BF16,
+                                 .scale_type = HC_SCALE_GROUP, .group_size = 128, .sm = 90,
+                                 .has_zero_point = i == 1};
+            const int64_t E = moe ? 2 : 1, N = 128, K = 2048, n = E * N * K;
+            hc_layer_meta m;
+            hc_error err = {0};
+            assert_int_equal(hc_layer_plan(&c, moe, E, N, K, &m, &err), HC_OK);
+            hc_layer_tensors pre, post;
+            make_pre(&c, &m, &pre);
+            assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
+            float *src = malloc((size_t)n * sizeof(float)), *bias = calloc((size_t)(E * N), 4);
+            assert_non_null(src);
+            assert_non_null(bias);
+            assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
+            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0};
+            both_paths(&c, &m, &post, &s);
+            for (int64_t j = 0; j < n; j += 5) src[j] *= 1.001f; /* a float source */
+            s.lossless = 0;
+            s.float_source = 1;
+            both_paths(&c, &m, &post, &s);
+            ((uint32_t *)post.weight.data)[77] ^= 0xFFFFFFFFu;
+            ((uint16_t *)post.weight_scale.data)[3] = 0x7E00;
+            both_paths(&c, &m, &post, &s);
+            free(src);
+            free(bias);
+            hc_layer_tensors_free(&pre);
+            hc_layer_tensors_free(&post);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_all),
         cmocka_unit_test(test_fused_and_padding),
         cmocka_unit_test(test_corruption_detected),
+        cmocka_unit_test(test_panels_equal_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
