@@ -294,7 +294,7 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
  * pre tensors (a lossless repack). canon: the canonical tensors as written
  * (canonical layout; NULL for tiles): the layer is verified through the
  * humming-kernels 0.1.19 tensors built from them where 0.1.19 takes it, else
- * through post (CPU only). */
+ * through post (CPU only), which is built here from canon when NULL. */
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, const float *ref, hc_error *err);

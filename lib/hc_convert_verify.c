@@ -247,6 +247,17 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     if (!has19 && canon) HC_TRY(canonical_0119(L, canon, &cfg, &m19, &t19, &has19, err));
     if (has19 && m->version != HC_HUMMING_0_1_19) post = &t19;
     else cfg = L->cfg, m19 = *m;
+    if (post == NULL) { /* canonical that 0.1.19 does not take: the plan's tiles */
+        hc_layer_tensors_free(&t19);
+        memset(&t19, 0, sizeof t19);
+        hc_status ts = hc_layer_transform(&L->cfg, m, canon, &t19, err);
+        if (ts != HC_OK) {
+            hc_layer_tensors_free(&t19);
+            hc_error_prefix(err, "layer %s: ", L->prefix);
+            return ts;
+        }
+        post = &t19;
+    }
     float *W = ref ? NULL : malloc(nw * sizeof(float));
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
