@@ -447,9 +447,70 @@ hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta
     return HC_OK;
 }
 
+/* The value decode_lane gives code at (e, n) in group g, by the same
+ * operations. */
+static float code_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+{
+    const hc_layer_meta *m = c->m;
+    const uint32_t mask = (1u << m->weight_bits) - 1, mag = code & (mask >> 1);
+    const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
+    const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+                     : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+    double v = x * x2 * elem_scale(c, e, n, 0, g);
+    if (c->global) v *= c->global[e];
+    return (float)v;
+}
+
+/* Panel decoding by table: where a tile row lies in one group and scales are
+ * per (n, group), a value depends only on (row, group, code), so each of the
+ * panel's 64 rows gets a table of its 2^b values per group, and the group's
+ * tile rows are decoded by lookup (the values decode_lane computes). */
+static int table_applies(const decode_ctx *c)
+{
+    const hc_layer_meta *m = c->m;
+    const int P = 256 / m->act_bits;
+    return m->scale_type != HC_SCALE_BLOCK && m->group_size > 0 && m->group_size % P == 0 &&
+           m->weight_bits <= 8;
+}
+
+static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e, int64_t nb,
+                               float *W)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b), P = 256 / a, R = 32 / a;
+    const int codes = 1 << b, chunks = 16 / a;
+    const uint32_t mask = (1u << b) - 1;
+    const int64_t rows = m->Kp / P, n_base = 64 * nb;
+    float T[64 * 256];
+    int64_t table_g = -1;
+    for (int64_t kb = 0; kb < rows; kb++) {
+        const int64_t g = (int64_t)P * kb / m->group_size;
+        for (int r = 0; g != table_g && r < 64; r++)
+            for (int code = 0; code < codes; code++)
+                T[r * codes + code] = code_value(c, (uint32_t)code, e, n_base + r, g);
+        table_g = g;
+        for (int j = 0; j < chunks; j++)
+            for (int lane = 0; lane < 32; lane++) {
+                uint32_t F[8], Wd[8];
+                for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+                uncompact_words(b, Bp, F, Wd);
+                const int r0 = 4 * a * j + lane / 4;
+                float *out = W + (int64_t)r0 * m->Kp + (int64_t)P * kb + R * (lane % 4);
+                for (int u = 0; u < 32; u++) {
+                    const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
+                    out[c->dn[u] * m->Kp + c->dk[u]] = T[(r0 + c->dn[u]) * codes + code];
+                }
+            }
+    }
+}
+
 void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
 {
     const hc_layer_meta *m = d->c.m;
+    if (table_applies(&d->c)) {
+        decode_panel_table(&d->c, d->post->weight.data, e, nb, W);
+        return;
+    }
     const int64_t rows = m->Kp / (256 / m->act_bits);
     for (int64_t kb = 0; kb < rows; kb++)
         decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W);

@@ -292,13 +292,28 @@ static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
 static void test_panels_equal_whole(void **state)
 {
     (void)state;
-    static const hc_format_id fa[] = {HC_FMT_F16, HC_FMT_INT8, HC_FMT_F8E4M3};
-    for (int i = 0; i < 3; i++)
+    static const struct {
+        hc_format_id w, s, a;
+        hc_scale_type type;
+        int64_t gs;
+        int zp;
+    } cases[] = {
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F16, HC_SCALE_GROUP, 128, 0},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_INT8, HC_SCALE_GROUP, 128, 1},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_F16, HC_SCALE_GROUP, 128, 2},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F8E4M3, HC_SCALE_GROUP, 64, 0},
+        {HC_FMT_UINT8, HC_FMT_F16, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_F8E4M3, HC_SCALE_GROUP, 32, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_INT8, HC_SCALE_GROUP, 32, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_F16, HC_SCALE_GROUP_TENSOR, 16, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int moe = 0; moe < 2; moe++) {
-            hc_layer_config c = {.weight_format = HC_FMT_UINT4, .scale_format = HC_FMT_F16,
-                                 .act_format = fa[i], .param_format = HC_FMT_BF16,
-                                 .scale_type = HC_SCALE_GROUP, .group_size = 128, .sm = 90,
-                                 .has_zero_point = i == 1};
+            hc_layer_config c = {.weight_format = cases[i].w, .scale_format = cases[i].s,
+                                 .act_format = cases[i].a, .param_format = HC_FMT_BF16,
+                                 .scale_type = cases[i].type, .group_size = cases[i].gs,
+                                 .sm = 90, .has_zero_point = cases[i].zp > 0,
+                                 .is_fp_zero_point = cases[i].zp == 2};
             const int64_t E = moe ? 2 : 1, N = 128, K = 2048, n = E * N * K;
             hc_layer_meta m;
             hc_error err = {0};
@@ -317,7 +332,8 @@ static void test_panels_equal_whole(void **state)
             s.float_source = 1;
             both_paths(&c, &m, &post, &s);
             ((uint32_t *)post.weight.data)[77] ^= 0xFFFFFFFFu;
-            ((uint16_t *)post.weight_scale.data)[3] = 0x7E00;
+            if (post.weight_scale.dtype == HC_DT_F16 || post.weight_scale.dtype == HC_DT_BF16)
+                ((uint16_t *)post.weight_scale.data)[3] = 0x7FC0; /* NaN in both */
             both_paths(&c, &m, &post, &s);
             free(src);
             free(bias);
