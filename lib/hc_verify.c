@@ -397,22 +397,12 @@ static void panel_check(const hc_layer_config *cfg, const hc_layer_meta *m,
 }
 
 /* y (E, M, N) at rows n0.. n0 + 63 of expert e from panel P, as
- * hc_verify_gemm computes them. */
-static void panel_gemm(const hc_layer_meta *m, const float *x, int64_t M, const float *P,
-                       int64_t e, int64_t n0, const float *bias, float *y)
+ * hc_verify_gemm computes them; 0 when out of memory. */
+static int panel_gemm(const hc_layer_meta *m, const float *x, int64_t M, const float *P,
+                      int64_t e, int64_t n0, const float *bias, float *y)
 {
-    const hc_dot4_fn dot = hc_verify_dot4_impl(0);
-    const int64_t K = m->K, N = m->N;
-    for (int64_t r = 0; r < 64; r++) {
-        const int64_t n = n0 + r;
-        const double bn = bias ? bias[e * m->Np + n] : 0.0;
-        for (int64_t t0 = 0; t0 < M; t0 += 4) {
-            const int64_t rows = M - t0 < 4 ? M - t0 : 4;
-            double d[4];
-            dot(x + t0 * K, K, rows, P + r * K, d);
-            for (int64_t t = 0; t < rows; t++) y[(e * M + t0 + t) * N + n] = (float)(d[t] + bn);
-        }
-    }
+    return hc_verify_gemm_rows(x, M, m->K, P, 64, m->K, bias ? bias + e * m->Np + n0 : NULL,
+                               y + e * M * m->N + n0, m->N) == HC_OK;
 }
 
 /* Decodes and checks every panel in parallel, one panel buffer per thread. */
@@ -438,8 +428,8 @@ static hc_status check_panels(const hc_layer_config *cfg, const hc_layer_meta *m
             if (P == NULL) continue;
             hc_verify_decode_panel(dec, e, i % tiles, P);
             panel_check(cfg, m, src, P, e, n0, b, &mine);
-            panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
-            if (b->yq) panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
+            fail += !panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
+            if (b->yq) fail += !panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
         }
         free(P);
         nonfinite += mine.nonfinite;

@@ -131,6 +131,13 @@ hc_dot4_fn hc_verify_dot4_impl(int portable);
  * blocks of 64 k, double across blocks (hc_dot4_fn), OpenMP over (e, n). */
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y);
+/* The same sums for `rows` consecutive weight rows W (row stride Kw), in
+ * passes over K so that the tokens' slice stays in cache: y[t * y_stride + r]
+ * = x_t . W_r [+ bias[r]] for t < M, r < rows, equal to hc_verify_gemm's.
+ * Serial; HC_ERR_NOMEM (nothing written) when its sums cannot be allocated. */
+hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
+                              int64_t rows, int64_t Kw, const float *bias, float *y,
+                              int64_t y_stride);
 
 /* Per-token activation quantization as the kernel does (spec 6.2), in place:
  * x (M, K) becomes the dequantized quantized values. fmt: F8E4M3, F8E5M2,
