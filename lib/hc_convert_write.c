@@ -22,7 +22,7 @@ hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
     hc_status st = L->kind == HC_SRC_HUMMING     ? hc_conv_load_humming(L, pre, err)
                    : L->kind == HC_SRC_QUANTIZED ? hc_conv_load_quantized(plan, L, pre, err)
                                                  : hc_conv_load_float(plan, L, pre, ref, err);
-    if (st == HC_OK && L->kind == HC_SRC_QUANTIZED)
+    if (st == HC_OK && L->kind == HC_SRC_QUANTIZED && ref) /* NULL: not verified */
         st = hc_conv_quantized_ref(plan, L, ref, err);
     if (st != HC_OK) {
         hc_layer_tensors_free(pre);
