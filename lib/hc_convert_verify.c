@@ -258,21 +258,26 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
         }
         post = &t19;
     }
-    float *W = ref ? NULL : malloc(nw * sizeof(float));
+    /* a float source without ref: its rows, converted as the verifier reads them */
+    const int by_rows = ref == NULL && hc_conv_float_rows_ok(L), fsrc = ref != NULL || by_rows;
+    hc_conv_row_source rs;
+    if (by_rows) hc_conv_row_source_init(L, &rs);
+    float *W = fsrc ? NULL : malloc(nw * sizeof(float));
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
     int nrows = 0;
     hc_status st = HC_OK;
-    if ((W == NULL && ref == NULL) || (pre->bias.data && bias == NULL))
+    if ((W == NULL && !fsrc) || (pre->bias.data && bias == NULL))
         st = hc_error_set(err, HC_ERR_NOMEM, "out of memory verifying %s", L->prefix);
-    if (st == HC_OK && ref == NULL) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
-    if (st == HC_OK && ref != NULL && bias) bias_to_float(&pre->bias, bias, nb);
+    if (st == HC_OK && !fsrc) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
+    if (st == HC_OK && fsrc && bias) bias_to_float(&pre->bias, bias, nb);
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
     if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
         hc_verify_source src = {ref ? ref : W, bias,
-                                ref ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), ref != NULL,
-                                ref && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0};
+                                fsrc ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), fsrc,
+                                fsrc && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0,
+                                by_rows ? hc_conv_source_row : NULL, &rs};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && has19};
         hc_error verr = {0};
@@ -423,7 +428,7 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
     memset(&written, 0, sizeof written);
     memset(&post, 0, sizeof post);
     float *ref = NULL;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_float_rows_ok(L) ? NULL : &ref, err);
     if (st == HC_OK) st = load_written(L, out_model, f, &written, err);
     if (st == HC_OK && plan->layout == HC_LAYOUT_TILES) {
         post = written;

@@ -67,8 +67,9 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     /* the canonical layout writes pre; the verifier builds the tiles it
      * decodes from it (humming-kernels 0.1.19's, or else the plan's) */
     int tiles = plan->layout == HC_LAYOUT_TILES;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_verify_enabled(plan->verify) ? &ref
-                                                                                  : NULL, err);
+    /* verification reads a float source's rows itself where it can */
+    int want_ref = hc_conv_verify_enabled(plan->verify) && !hc_conv_float_rows_ok(L);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, want_ref ? &ref : NULL, err);
     if (st == HC_OK && tiles) {
         st = hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);

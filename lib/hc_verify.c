@@ -36,6 +36,7 @@ typedef struct {
     float *Wd, *bd, *Wu, *x, *xq, *yref, *y, *yq;
     hc_verify_sums *chunks;         /* panels: weight compare sums per chunk */
     hc_verify_group_sums *groups;   /* panels, float source: group sums per row */
+    int yref_done;                  /* panels: yref computed with them */
 } buffers;
 
 static void buffers_free(buffers *b)
@@ -210,16 +211,26 @@ __attribute__((target("avx2"))) static void histogram_avx2(const float *got, con
 }
 #endif
 
-double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr)
+void hc_verify_sq_add(const float *ref, int64_t n, double *r2)
 {
-    double r2[4] = {0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 4 <= n; i += 4)
         for (int j = 0; j < 4; j++) r2[j] += (double)ref[i + j] * ref[i + j];
     for (; i < n; i++) r2[0] += (double)ref[i] * ref[i];
+}
+
+double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr)
+{
     const double rms = n > 0 ? sqrt(((r2[0] + r2[1]) + (r2[2] + r2[3])) / (double)n) : 0;
     for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) thr[j] = j < 2 ? 0 : rms * pow(10.0, j - 9);
     return rms;
+}
+
+double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr)
+{
+    double r2[4] = {0, 0, 0, 0};
+    hc_verify_sq_add(ref, n, r2);
+    return hc_verify_histogram_thresholds(r2, n, thr);
 }
 
 void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
@@ -262,7 +273,7 @@ static hc_status gemm_metrics(const hc_layer_config *cfg, const hc_layer_meta *m
     const int M = r->tokens, qact = m->act_bits < 16;
     const int64_t E = m->E, N = m->N, K = m->K;
     hc_verify_cmp c;
-    hc_verify_gemm(b->x, M, K, src->weight, E, N, N, K, src->bias, N, b->yref);
+    if (!b->yref_done) hc_verify_gemm(b->x, M, K, src->weight, E, N, N, K, src->bias, N, b->yref);
     hc_verify_compare(b->y, b->yref, E * M * N, &c);
     r->gemm_rel_err = c.rel_err;
     r->gemm_snr_db = c.snr_db;
@@ -374,45 +385,78 @@ typedef struct {
     int64_t nonfinite, mism, hist[HC_VERIFY_HIST_BINS];
 } panel_counts;
 
-/* The weight checks of panel P (rows n0.. n0 + 63 of expert e). */
+/* The weight checks of panel P against its source rows S (rows n0.. n0 + 63
+ * of expert e). */
 static void panel_check(const hc_layer_config *cfg, const hc_layer_meta *m,
-                        const hc_verify_source *src, const float *P, int64_t e, int64_t n0,
-                        buffers *b, panel_counts *pc)
+                        const hc_verify_source *src, const float *P, const float *S, int64_t e,
+                        int64_t n0, buffers *b, panel_counts *pc)
 {
     const int64_t K = m->K, n = 64 * K, row0 = e * m->N + n0;
-    const float *ref = src->weight + row0 * K;
     int64_t bad = 0, mism = 0;
     for (int64_t i = 0; i < n; i++) {
         bad += !isfinite(P[i]);
-        mism += !(P[i] == ref[i]);
+        mism += !(P[i] == S[i]);
     }
     pc->nonfinite += bad;
     pc->mism += mism;
     for (int64_t c = 0; c < n / HC_VERIFY_CHUNK; c++)
-        hc_verify_compare_chunk(P + c * HC_VERIFY_CHUNK, ref + c * HC_VERIFY_CHUNK,
+        hc_verify_compare_chunk(P + c * HC_VERIFY_CHUNK, S + c * HC_VERIFY_CHUNK,
                                 HC_VERIFY_CHUNK, &b->chunks[row0 * K / HC_VERIFY_CHUNK + c]);
     for (int64_t r = 0; src->float_source && r < 64; r++)
-        hc_verify_quant_row(cfg, m, ref + r * K, P + r * K, src->clip, K, &b->groups[row0 + r]);
-    hc_verify_histogram_add(P, ref, n, pc->rms, pc->thr, 0, pc->hist);
+        hc_verify_quant_row(cfg, m, S + r * K, P + r * K, src->clip, K, &b->groups[row0 + r]);
+    hc_verify_histogram_add(P, S, n, pc->rms, pc->thr, 0, pc->hist);
 }
 
-/* y (E, M, N) at rows n0.. n0 + 63 of expert e from panel P, as
- * hc_verify_gemm computes them; 0 when out of memory. */
+/* y (E, M, N) at rows n0.. n0 + 63 of expert e from panel P (bias: the
+ * panel's 64 values, or NULL), as hc_verify_gemm computes them; 0 when out
+ * of memory. */
 static int panel_gemm(const hc_layer_meta *m, const float *x, int64_t M, const float *P,
                       int64_t e, int64_t n0, const float *bias, float *y)
 {
-    return hc_verify_gemm_rows(x, M, m->K, P, 64, m->K, bias ? bias + e * m->Np + n0 : NULL,
-                               y + e * M * m->N + n0, m->N) == HC_OK;
+    return hc_verify_gemm_rows(x, M, m->K, P, 64, m->K, bias, y + e * M * m->N + n0, m->N) ==
+           HC_OK;
 }
 
-/* Decodes and checks every panel in parallel, one panel buffer per thread. */
+/* Source rows row0.. row0 + count - 1 (K each) into buf. */
+static void source_rows(const hc_verify_source *src, int64_t row0, int64_t count, int64_t K,
+                        float *buf)
+{
+    for (int64_t r = 0; r < count; r++) {
+        const float *p = src->rows(src->rows_ctx, row0 + r, buf + r * K);
+        if (p != buf + r * K) memcpy(buf + r * K, p, (size_t)K * sizeof *buf);
+    }
+}
+
+/* One panel: decoded into P, source rows (read into S when not in memory),
+ * checks, the decoded GEMMs, and the source GEMM when its rows are read
+ * here. 0 when out of memory. */
+static int one_panel(const hc_layer_config *cfg, const hc_layer_meta *m,
+                     const hc_layer_tensors *post, const hc_verify_source *src,
+                     const hc_verify_decoder *dec, int M, buffers *b, int64_t i, float *P,
+                     float *S, panel_counts *pc)
+{
+    const int64_t tiles = m->N / 64, e = i / tiles, n0 = 64 * (i % tiles), K = m->K;
+    const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
+    hc_verify_decode_panel(dec, e, i % tiles, P);
+    const float *ref = src->weight ? src->weight + (e * m->N + n0) * K : S;
+    if (!src->weight) source_rows(src, e * m->N + n0, 64, K, S);
+    panel_check(cfg, m, src, P, ref, e, n0, b, pc);
+    int ok = panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
+    if (b->yq) ok &= panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
+    if (b->yref_done)
+        ok &= panel_gemm(m, b->x, M, ref, e, n0, src->bias ? src->bias + e * m->N + n0 : NULL,
+                         b->yref);
+    return ok;
+}
+
+/* Decodes and checks every panel in parallel, panel buffers per thread. */
 static hc_status check_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
                               const hc_layer_tensors *post, const hc_verify_source *src,
                               const hc_verify_decoder *dec, int M, buffers *b, panel_counts *pc,
                               hc_error *err)
 {
-    const int64_t tiles = m->N / 64, panels = m->E * tiles, B = HC_VERIFY_HIST_BINS;
-    const float *bias = post->bias.data ? b->bd : NULL;
+    const int64_t panels = m->E * (m->N / 64), B = HC_VERIFY_HIST_BINS;
+    const size_t panel = (size_t)(64 * m->K);
     int64_t nonfinite = 0, mism = 0, hist[HC_VERIFY_HIST_BINS] = {0};
     int fail = 0;
 #pragma omp parallel reduction(+ : nonfinite, mism, fail, hist[:B]) if (panels > 1)
@@ -420,17 +464,11 @@ static hc_status check_panels(const hc_layer_config *cfg, const hc_layer_meta *m
         panel_counts mine = *pc;
         memset(mine.hist, 0, sizeof mine.hist);
         mine.nonfinite = mine.mism = 0;
-        float *P = malloc((size_t)(64 * m->K) * sizeof(float));
+        float *P = malloc(panel * (src->weight ? 1 : 2) * sizeof(float));
         fail += P == NULL;
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < panels; i++) {
-            const int64_t e = i / tiles, n0 = 64 * (i % tiles);
-            if (P == NULL) continue;
-            hc_verify_decode_panel(dec, e, i % tiles, P);
-            panel_check(cfg, m, src, P, e, n0, b, &mine);
-            fail += !panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
-            if (b->yq) fail += !panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
-        }
+        for (int64_t i = 0; i < panels; i++)
+            if (P) fail += !one_panel(cfg, m, post, src, dec, M, b, i, P, P + panel, &mine);
         free(P);
         nonfinite += mine.nonfinite;
         mism += mine.mism;
@@ -440,6 +478,24 @@ static hc_status check_panels(const hc_layer_config *cfg, const hc_layer_meta *m
     pc->nonfinite = nonfinite;
     pc->mism = mism;
     memcpy(pc->hist, hist, sizeof hist);
+    return HC_OK;
+}
+
+/* rms of the whole source and the histogram thresholds: a serial pass in
+ * hc_verify_histogram_prepare's order (rows of K % 4 == 0 continue its sums). */
+static hc_status source_rms(const hc_verify_source *src, int64_t rows, int64_t K,
+                            panel_counts *pc, hc_error *err)
+{
+    if (src->weight) {
+        pc->rms = hc_verify_histogram_prepare(src->weight, rows * K, pc->thr);
+        return HC_OK;
+    }
+    float *buf = malloc((size_t)K * sizeof *buf);
+    HC_CHECK_ALLOC(err, buf, "a source row");
+    double r2[4] = {0, 0, 0, 0};
+    for (int64_t r = 0; r < rows; r++) hc_verify_sq_add(src->rows(src->rows_ctx, r, buf), K, r2);
+    free(buf);
+    pc->rms = hc_verify_histogram_thresholds(r2, rows * K, pc->thr);
     return HC_OK;
 }
 
@@ -456,10 +512,11 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->tokens = M;
     r->calibrated = p && p->act != NULL;
     r->lossless = src->lossless;
+    b->yref_done = 1;
     activations(cfg, m, p, M, b);
     panel_counts pc;
     memset(&pc, 0, sizeof pc);
-    pc.rms = hc_verify_histogram_prepare(src->weight, E * N * K, pc.thr);
+    HC_TRY(source_rms(src, E * N, K, &pc, err));
     HC_TRY(check_panels(cfg, m, post, src, *dec, M, b, &pc, err));
     r->nonfinite = pc.nonfinite + count_nonfinite(b->bd, E * m->Np);
     hc_verify_cmp c;
@@ -474,6 +531,20 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     return gemm_metrics(cfg, m, post, src, p, quant_bound, r, b, err);
 }
 
+/* A source given by rows, read once into a float32 copy (*W, caller frees)
+ * for the whole-weight path. */
+static hc_status materialize(const hc_layer_meta *m, hc_verify_source *src, float **W,
+                             hc_error *err)
+{
+    const int64_t rows = m->E * m->N, K = m->K;
+    *W = malloc((size_t)(rows * K) * sizeof(float) + 1);
+    HC_CHECK_ALLOC(err, *W, "the source weights");
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * K))
+    for (int64_t r = 0; r < rows; r++) source_rows(src, r, 1, K, *W + r * K);
+    src->weight = *W;
+    return HC_OK;
+}
+
 hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
                           const hc_layer_tensors *post, const hc_verify_source *src,
                           const hc_verify_params *params, hc_verify_metrics *out,
@@ -483,10 +554,15 @@ hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
     buffers b;
     memset(&b, 0, sizeof b);
     hc_verify_decoder *dec = NULL;
-    hc_status st = panels_apply(meta, src) && !(params && params->whole_weight)
-                       ? run_panels(cfg, meta, post, src, params, out, &b, &dec, err)
-                       : run(cfg, meta, post, src, params, out, &b, err);
+    hc_verify_source s = *src;
+    float *W = NULL;
+    hc_status st = HC_OK;
+    if (panels_apply(meta, src) && !(params && params->whole_weight))
+        st = run_panels(cfg, meta, post, &s, params, out, &b, &dec, err);
+    else if (s.weight != NULL || (st = materialize(meta, &s, &W, err)) == HC_OK)
+        st = run(cfg, meta, post, &s, params, out, &b, err);
     hc_verify_decoder_free(dec);
+    free(W);
     buffers_free(&b);
     return st;
 }

@@ -48,8 +48,14 @@ typedef struct {
     char reason[256];                           /* why it failed, or "ok" */
 } hc_verify_metrics;
 
+/* Row r (0 <= r < E * N) of a source (E, N, K) as K floats: in buf (K
+ * floats), or a pointer elsewhere. Called from several threads at once. */
+typedef const float *(*hc_verify_row_fn)(void *ctx, int64_t r, float *buf);
+
 /* The source a layer is compared with: W (E, N, K) float32, optional bias
- * (E, N). `lossless`: the repack must reproduce W exactly. */
+ * (E, N). `lossless`: the repack must reproduce W exactly. weight may be
+ * NULL when rows is given: then the rows are read through it, 64 at a time
+ * where panels apply, else once into a float32 copy. */
 typedef struct {
     const float *weight;
     const float *bias;
@@ -58,6 +64,8 @@ typedef struct {
                           quantization error with hc_verify_quant_bound */
     double clip;       /* float source: largest clipping, as a fraction of a group's
                           amax, the quantizer may apply (0 rtn, 0.5 mse) */
+    hc_verify_row_fn rows;  /* with weight NULL: the source rows */
+    void *rows_ctx;
 } hc_verify_source;
 
 typedef struct {
@@ -210,6 +218,10 @@ void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
  * thresholds (returns rms), then the counts of any part of got / ref added
  * to hist; the parts' counts add up to hc_verify_histogram's. */
 double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr);
+/* The same from sums of squares r2 accumulated over consecutive pieces of
+ * ref (hc_verify_sq_add; every piece but the last a multiple of 4 long). */
+void hc_verify_sq_add(const float *ref, int64_t n, double *r2);
+double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr);
 void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
                              const double *thr, int portable, int64_t *hist);
 

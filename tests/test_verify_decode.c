@@ -248,7 +248,7 @@ static void test_corruption_detected(void **state)
     assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
     float *src = malloc(128 * 256 * sizeof(float)), *bias = calloc(128, sizeof(float));
     assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0};
+    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
     hc_verify_params p = {.tokens = 8, .seed = 7};
     hc_verify_metrics r;
     assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
@@ -273,7 +273,23 @@ static void test_corruption_detected(void **state)
     hc_layer_tensors_free(&post);
 }
 
-/* Metrics of one layer verified in panels and as a whole weight. */
+/* Source rows from an array: copied into buf for even rows, pointed at for
+ * odd ones (the verifier takes both). */
+typedef struct {
+    const float *w;
+    int64_t K;
+} row_ctx;
+
+static const float *array_row(void *ctx, int64_t r, float *buf)
+{
+    const row_ctx *rc = ctx;
+    if (r % 2) return rc->w + r * rc->K;
+    memcpy(buf, rc->w + r * rc->K, (size_t)rc->K * sizeof *buf);
+    return buf;
+}
+
+/* Metrics of one layer verified in panels and as a whole weight, each with
+ * the source in memory and read by rows. */
 static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
                        const hc_layer_tensors *post, const hc_verify_source *s)
 {
@@ -281,9 +297,16 @@ static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
     hc_verify_metrics a, b;
     hc_error err = {0};
     assert_int_equal(hc_verify_layer(c, m, post, s, &p, &a, &err), HC_OK);
-    p.whole_weight = 1;
-    assert_int_equal(hc_verify_layer(c, m, post, s, &p, &b, &err), HC_OK);
-    assert_memory_equal(&a, &b, sizeof a);
+    row_ctx rc = {s->weight, m->K};
+    hc_verify_source by_rows = *s;
+    by_rows.weight = NULL;
+    by_rows.rows = array_row;
+    by_rows.rows_ctx = &rc;
+    for (int i = 0; i < 3; i++) {
+        p.whole_weight = i != 1;
+        assert_int_equal(hc_verify_layer(c, m, post, i ? &by_rows : s, &p, &b, &err), HC_OK);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
 }
 
 /* Panels (K % 1024 == 0, no padding) give the whole-weight path's metrics:
@@ -325,7 +348,7 @@ static void test_panels_equal_whole(void **state)
             assert_non_null(src);
             assert_non_null(bias);
             assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0};
+            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
             both_paths(&c, &m, &post, &s);
             for (int64_t j = 0; j < n; j += 5) src[j] *= 1.001f; /* a float source */
             s.lossless = 0;
