@@ -82,6 +82,28 @@ HC_AVX2_FMA static void add_lanes(double *dacc, __m256 a)
     _mm256_storeu_pd(dacc + 4, _mm256_add_pd(_mm256_loadu_pd(dacc + 4), hi));
 }
 
+/* Two weight rows at once (da: w0's lanes, db: w1's): eight independent
+ * FMA chains instead of four hide the FMA latency; each (row, token) sees
+ * the operations of blocks_fma. */
+HC_AVX2_FMA static void blocks2_fma(const float *const *xr, const float *w0, const float *w1,
+                                    int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
+{
+    for (; k0 < k1; k0 += HC_DOT_BLOCK) {
+        const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
+        __m256 a[4], b[4];
+        for (int t = 0; t < 4; t++) a[t] = b[t] = _mm256_setzero_ps();
+        for (int64_t k = k0; k < kend; k += 8) {
+            const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
+            for (int t = 0; t < 4; t++) {
+                const __m256 xv = _mm256_loadu_ps(xr[t] + k);
+                a[t] = _mm256_fmadd_ps(xv, v0, a[t]);
+                b[t] = _mm256_fmadd_ps(xv, v1, b[t]);
+            }
+        }
+        for (int t = 0; t < 4; t++) add_lanes(da[t], a[t]), add_lanes(db[t], b[t]);
+    }
+}
+
 HC_AVX2_FMA static void blocks_fma(const float *const *xr, const float *w, int64_t k0,
                                    int64_t k1, double (*dacc)[8])
 {
@@ -125,6 +147,20 @@ static blocks_fn blocks_impl(void)
     return blocks_generic;
 }
 
+/* The two-row form where the FMA form runs (blocks_fast names it). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define blocks_fast blocks_fma
+#define blocks2_fast blocks2_fma
+#else
+#define blocks_fast blocks_generic
+static void blocks2_fast(const float *const *xr, const float *w0, const float *w1, int64_t k0,
+                         int64_t k1, double (*da)[8], double (*db)[8])
+{
+    blocks_generic(xr, w0, k0, k1, da);
+    blocks_generic(xr, w1, k0, k1, db);
+}
+#endif
+
 /* K columns per pass of hc_verify_gemm_rows: the tokens' slice (16 tokens:
  * 64 KiB) stays in cache while every row of the panel reads it. */
 #define HC_GEMM_KC 1024
@@ -139,11 +175,16 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
     if (dacc == NULL) return HC_ERR_NOMEM;
     for (int64_t kc = 0; kc < K8; kc += HC_GEMM_KC) {
         const int64_t kend = kc + HC_GEMM_KC < K8 ? kc + HC_GEMM_KC : K8;
-        for (int64_t r = 0; r < rows; r++)
+        for (int64_t r = 0; r < rows; r += 2)
             for (int64_t q = 0; q < M4; q++) {
                 const float *xr[4];
                 token_rows(x + 4 * q * K, K, M - 4 * q, xr);
-                blocks(xr, W + r * Kw, kc, kend, dacc + (r * M4 + q) * 4);
+                if (r + 1 < rows && blocks == blocks_fast)
+                    blocks2_fast(xr, W + r * Kw, W + (r + 1) * Kw, kc, kend,
+                                 dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
+                else
+                    for (int64_t i = r; i < r + 2 && i < rows; i++)
+                        blocks(xr, W + i * Kw, kc, kend, dacc + (i * M4 + q) * 4);
             }
     }
     for (int64_t r = 0; r < rows; r++)
