@@ -229,6 +229,21 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
     return HC_OK;
 }
 
+/* Rows of the dequantized pre tensors (a quantized or Humming-format
+ * source), for hc_verify_source.rows. */
+typedef struct {
+    const hc_layer_config *cfg;
+    const hc_layer_meta *m;
+    const hc_layer_tensors *pre;
+} pre_rows;
+
+static const float *pre_row(void *ctx, int64_t r, float *buf)
+{
+    const pre_rows *p = ctx;
+    hc_dequant_pre_row(p->cfg, p->m, p->pre, r, buf);
+    return buf;
+}
+
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, const float *ref, hc_error *err)
@@ -238,7 +253,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     hc_report_layer *R = &v->report->layers[li];
     const hc_layer_meta *m = &L->meta;
     double t0 = now_s();
-    size_t nw = (size_t)(m->E * m->N * m->K), nb = (size_t)(m->E * m->N);
+    size_t nb = (size_t)(m->E * m->N);
     hc_layer_config cfg = L->cfg;
     hc_layer_meta m19 = *m;
     hc_layer_tensors t19;
@@ -258,26 +273,29 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
         }
         post = &t19;
     }
-    /* a float source without ref: its rows, converted as the verifier reads them */
+    /* without ref, the source is read by rows as the verifier needs them: a
+     * float source's rows converted, else the pre tensors' rows dequantized */
     const int by_rows = ref == NULL && hc_conv_float_rows_ok(L), fsrc = ref != NULL || by_rows;
     hc_conv_row_source rs;
+    pre_rows pr = {&L->cfg, m, pre};
     if (by_rows) hc_conv_row_source_init(L, &rs);
-    float *W = fsrc ? NULL : malloc(nw * sizeof(float));
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
     int nrows = 0;
     hc_status st = HC_OK;
-    if ((W == NULL && !fsrc) || (pre->bias.data && bias == NULL))
+    if (pre->bias.data && bias == NULL)
         st = hc_error_set(err, HC_ERR_NOMEM, "out of memory verifying %s", L->prefix);
-    if (st == HC_OK && !fsrc) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
+    if (st == HC_OK && !fsrc) st = hc_dequant_pre_check(&L->cfg, m, pre, err);
+    if (st == HC_OK && !fsrc && bias) hc_dequant_pre_bias(&L->cfg, m, pre, bias);
     if (st == HC_OK && fsrc && bias) bias_to_float(&pre->bias, bias, nb);
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
     if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
-        hc_verify_source src = {ref ? ref : W, bias,
+        hc_verify_source src = {ref, bias,
                                 fsrc ? 0 : hc_dequant_pre_lossless(&L->cfg, m, pre), fsrc,
                                 fsrc && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0,
-                                by_rows ? hc_conv_source_row : NULL, &rs};
+                                ref ? NULL : by_rows ? hc_conv_source_row : pre_row,
+                                by_rows ? (void *)&rs : (void *)&pr};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && has19};
         hc_error verr = {0};
@@ -292,7 +310,6 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
             st = hc_error_set(err, vs, "verifying %s: %s", L->prefix, verr.msg);
         }
     }
-    free(W);
     free(bias);
     free(rows);
     hc_layer_tensors_free(&t19);

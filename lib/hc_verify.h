@@ -121,6 +121,17 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
 hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *meta,
                          const hc_layer_tensors *pre, float *W, float *bias, hc_error *err);
 
+/* hc_dequant_pre in pieces: the checks of pre (HC_ERR_FORMAT as
+ * hc_dequant_pre), then row r (0 <= r < E * N) into out (K floats) on
+ * checked tensors (safe from several threads), and the bias (E, N) when pre
+ * has one. */
+hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                               const hc_layer_tensors *pre, hc_error *err);
+void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                        const hc_layer_tensors *pre, int64_t r, float *out);
+void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                         const hc_layer_tensors *pre, float *bias);
+
 /* Whether the repack of these pre tensors is lossless: everything except
  * int16 weight scales (5.7) and fused e8m0 groups that must be shifted (5.3). */
 int hc_dequant_pre_lossless(const hc_layer_config *cfg, const hc_layer_meta *meta,
