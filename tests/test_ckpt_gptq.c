@@ -15,7 +15,9 @@
 
 #include <cmocka.h>
 
+#include "hc_convert.h"
 #include "hc_format.h"
+#include "hc_report.h"
 #include "hc_test_ckpt.h"
 #include "hc_test_util.h"
 
@@ -252,6 +254,30 @@ static void test_convert_records(void **state)
     tc_free(&c);
 }
 
+/* A lossless repack with --verify off, both layouts (no source values are
+ * read for a verification that does not run). */
+static void test_convert_verify_off(void **state)
+{
+    (void)state;
+    gp_spec s = {.b = 4, .gs = 32, .sym = 1, .N = 64, .K = 128};
+    tc_ckpt c;
+    tc_init(&c, "gptq-verify-off");
+    free(build_gptq(&c, &s, NULL));
+    char *out = tc_out_dir(c.dir, "out");
+    for (int tiles = 0; tiles < 2; tiles++) {
+        hc_convert_options o = {.in_dir = c.dir, .out_dir = out, .sm = 90, .force = 1,
+                                .verify = HC_VERIFY_OFF,
+                                .layout = tiles ? HC_LAYOUT_TILES : HC_LAYOUT_CANONICAL};
+        hc_convert_stats stats;
+        hc_error err = {0};
+        if (hc_convert_run(&o, &stats, &err) != HC_OK) fail_msg("%s", err.msg);
+        hc_report_free(stats.report);
+    }
+    hc_test_rm_rf(out);
+    free(out);
+    tc_free(&c);
+}
+
 static void test_detect_side_file(void **state)
 {
     (void)state;
@@ -284,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_channel_wise),
         cmocka_unit_test(test_mislabelled_v2),        cmocka_unit_test(test_v1_all_ones_zero),
         cmocka_unit_test(test_act_order),             cmocka_unit_test(test_convert_records),
+        cmocka_unit_test(test_convert_verify_off),
         cmocka_unit_test(test_detect_side_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

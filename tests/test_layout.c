@@ -274,6 +274,39 @@ static void test_repack_vs_reference(void **state)
     assert_int_equal(combos, 2 * 2 * 2 * (8 + 8 + 4));
 }
 
+/* 4-bit codes under 16-bit activations run a byte-pair table when no zero
+ * points are given; the general path (taken with zero points, here all equal
+ * to the default 8) must give the same words for every variant and transform. */
+static void test_repack_pair_path(void **state)
+{
+    (void)state;
+    const int64_t E = 2, N = 128, K = 16 * 22; /* 22 k blocks: two blocks of 8 and a rest */
+    uint8_t *codes = random_codes(E * N * K, 4);
+    uint32_t *in = pack_rows(codes, E * N, K, 4);
+    uint8_t zp[2 * 128];
+    memset(zp, 8, sizeof zp);
+    const size_t words = (size_t)(E * N * K * 4 / 32);
+    uint32_t *fast = malloc(words * 4), *slow = malloc(words * 4);
+    assert_non_null(fast);
+    assert_non_null(slow);
+    for (int v = 0; v < 16; v++) {
+        hc_repack_params p = {.bits = 4, .act_bits = 16, .transposed = v & 1,
+                              .native = (v >> 1) & 1,
+                              .E = E, .N = N, .K = K, .code_xor = v & 4 ? 0x8 : 0,
+                              .int2fp = (v >> 3) & 1};
+        hc_error err = {0};
+        assert_int_equal(hc_repack_weight(&p, in, fast, &err), HC_OK);
+        p.zp = zp;
+        p.zp_groups = 1;
+        assert_int_equal(hc_repack_weight(&p, in, slow, &err), HC_OK);
+        assert_memory_equal(fast, slow, words * 4);
+    }
+    free(fast);
+    free(slow);
+    free(in);
+    free(codes);
+}
+
 /* ---- (b) through the layer API, with padding ------------------------------ */
 
 static hc_format_id act_for_bits(int a)
@@ -546,6 +579,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_words),
         cmocka_unit_test(test_repack_vs_reference),
+        cmocka_unit_test(test_repack_pair_path),
         cmocka_unit_test(test_layer_padded_vs_reference),
         cmocka_unit_test(test_int2fp_examples),
         cmocka_unit_test(test_int2fp_layer),

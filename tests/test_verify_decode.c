@@ -248,7 +248,7 @@ static void test_corruption_detected(void **state)
     assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
     float *src = malloc(128 * 256 * sizeof(float)), *bias = calloc(128, sizeof(float));
     assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0};
+    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
     hc_verify_params p = {.tokens = 8, .seed = 7};
     hc_verify_metrics r;
     assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
@@ -273,12 +273,105 @@ static void test_corruption_detected(void **state)
     hc_layer_tensors_free(&post);
 }
 
+/* Source rows from an array: copied into buf for even rows, pointed at for
+ * odd ones (the verifier takes both). */
+typedef struct {
+    const float *w;
+    int64_t K;
+} row_ctx;
+
+static const float *array_row(void *ctx, int64_t r, float *buf)
+{
+    const row_ctx *rc = ctx;
+    if (r % 2) return rc->w + r * rc->K;
+    memcpy(buf, rc->w + r * rc->K, (size_t)rc->K * sizeof *buf);
+    return buf;
+}
+
+/* Metrics of one layer verified in panels and as a whole weight, each with
+ * the source in memory and read by rows. */
+static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
+                       const hc_layer_tensors *post, const hc_verify_source *s)
+{
+    hc_verify_params p = {.tokens = 7, .seed = 3};
+    hc_verify_metrics a, b;
+    hc_error err = {0};
+    assert_int_equal(hc_verify_layer(c, m, post, s, &p, &a, &err), HC_OK);
+    row_ctx rc = {s->weight, m->K};
+    hc_verify_source by_rows = *s;
+    by_rows.weight = NULL;
+    by_rows.rows = array_row;
+    by_rows.rows_ctx = &rc;
+    for (int i = 0; i < 3; i++) {
+        p.whole_weight = i != 1;
+        assert_int_equal(hc_verify_layer(c, m, post, i ? &by_rows : s, &p, &b, &err), HC_OK);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+}
+
+/* Panels (K % 1024 == 0, no padding) give the whole-weight path's metrics:
+ * lossless and float sources, quantized activations, bias, experts, and a
+ * corrupted word and scale. */
+static void test_panels_equal_whole(void **state)
+{
+    (void)state;
+    static const struct {
+        hc_format_id w, s, a;
+        hc_scale_type type;
+        int64_t gs;
+        int zp;
+    } cases[] = {
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F16, HC_SCALE_GROUP, 128, 0},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_INT8, HC_SCALE_GROUP, 128, 1},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_F16, HC_SCALE_GROUP, 128, 2},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F8E4M3, HC_SCALE_GROUP, 64, 0},
+        {HC_FMT_UINT8, HC_FMT_F16, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_F8E4M3, HC_SCALE_GROUP, 32, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_INT8, HC_SCALE_GROUP, 32, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_F16, HC_SCALE_GROUP_TENSOR, 16, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int moe = 0; moe < 2; moe++) {
+            hc_layer_config c = {.weight_format = cases[i].w, .scale_format = cases[i].s,
+                                 .act_format = cases[i].a, .param_format = HC_FMT_BF16,
+                                 .scale_type = cases[i].type, .group_size = cases[i].gs,
+                                 .sm = 90, .has_zero_point = cases[i].zp > 0,
+                                 .is_fp_zero_point = cases[i].zp == 2};
+            const int64_t E = moe ? 2 : 1, N = 128, K = 2048, n = E * N * K;
+            hc_layer_meta m;
+            hc_error err = {0};
+            assert_int_equal(hc_layer_plan(&c, moe, E, N, K, &m, &err), HC_OK);
+            hc_layer_tensors pre, post;
+            make_pre(&c, &m, &pre);
+            assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
+            float *src = malloc((size_t)n * sizeof(float)), *bias = calloc((size_t)(E * N), 4);
+            assert_non_null(src);
+            assert_non_null(bias);
+            assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
+            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
+            both_paths(&c, &m, &post, &s);
+            for (int64_t j = 0; j < n; j += 5) src[j] *= 1.001f; /* a float source */
+            s.lossless = 0;
+            s.float_source = 1;
+            both_paths(&c, &m, &post, &s);
+            ((uint32_t *)post.weight.data)[77] ^= 0xFFFFFFFFu;
+            if (post.weight_scale.dtype == HC_DT_F16 || post.weight_scale.dtype == HC_DT_BF16)
+                ((uint16_t *)post.weight_scale.data)[3] = 0x7FC0; /* NaN in both */
+            both_paths(&c, &m, &post, &s);
+            free(src);
+            free(bias);
+            hc_layer_tensors_free(&pre);
+            hc_layer_tensors_free(&post);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_all),
         cmocka_unit_test(test_fused_and_padding),
         cmocka_unit_test(test_corruption_detected),
+        cmocka_unit_test(test_panels_equal_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

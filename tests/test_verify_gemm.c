@@ -114,11 +114,46 @@ static void test_histogram_forms_agree(void **state)
     }
 }
 
+/* hc_verify_gemm_rows (passes over K) gives each row's dot products: K past
+ * one pass with a tail, token counts not a multiple of 4, bias, a row stride
+ * and an output stride. */
+static void test_gemm_rows_equal_dots(void **state)
+{
+    (void)state;
+    hc_dot4_fn dot = hc_verify_dot4_impl(0);
+    static const int64_t Ms[] = {1, 4, 7, 16};
+    const int64_t K = 2 * 1024 + 67, Kw = K + 5, rows = 5, ys = 9;
+    float *x = malloc((size_t)(16 * K) * sizeof *x), *W = malloc((size_t)(rows * Kw) * sizeof *W);
+    float y[16 * 9], bias[5];
+    assert_non_null(x);
+    assert_non_null(W);
+    for (int64_t i = 0; i < 16 * K; i++) x[i] = frand();
+    for (int64_t i = 0; i < rows * Kw; i++) W[i] = frand();
+    for (int r = 0; r < rows; r++) bias[r] = frand();
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+        const int64_t M = Ms[mi];
+        assert_int_equal(hc_verify_gemm_rows(x, M, K, W, rows, Kw, bias, y, ys), HC_OK);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t m = 0; m < M; m += 4) {
+                double d[4];
+                const int64_t t_rows = M - m < 4 ? M - m : 4;
+                dot(x + m * K, K, t_rows, W + r * Kw, d);
+                for (int64_t t = 0; t < t_rows; t++) {
+                    const float want = (float)(d[t] + bias[r]);
+                    assert_memory_equal(&y[(m + t) * ys + r], &want, sizeof want);
+                }
+            }
+    }
+    free(x);
+    free(W);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms_agree_and_bound),
         cmocka_unit_test(test_histogram_forms_agree),
+        cmocka_unit_test(test_gemm_rows_equal_dots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

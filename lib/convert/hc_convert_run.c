@@ -34,10 +34,12 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     hc_tensor *post_t[HC_ROLE_COUNT] = {&post.weight, &post.weight_scale, &post.zero_point,
                                         &post.global_scale, &post.bias};
     float *ref = NULL;
-    /* the canonical layout writes pre (hc_conv_verify_layer verifies it) */
+    /* the canonical layout writes pre; the verifier builds the tiles it
+     * decodes from it (humming-kernels 0.1.19's, or else the plan's) */
     int tiles = plan->layout == HC_LAYOUT_TILES;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_verify_enabled(plan->verify) ? &ref
-                                                                                  : NULL, err);
+    /* verification reads a float source's rows itself where it can */
+    int want_ref = hc_conv_verify_enabled(plan->verify) && !hc_conv_float_rows_ok(L);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, want_ref ? &ref : NULL, err);
     if (st == HC_OK && tiles) {
         st = hc_layer_transform(&L->cfg, &L->meta, &pre, &post, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
@@ -47,8 +49,8 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     if (st == HC_OK)
         plan->weight_e0m[L - plan->layers] =
             tiles ? post.weight_e0m : hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
-    if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, &post,
-                                               plan->layout == HC_LAYOUT_TILES ? NULL : &pre, ref, err);
+    if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, &pre, tiles ? &post : NULL,
+                                               tiles ? NULL : &pre, ref, err);
     const hc_layer_tensors *src = plan->layout == HC_LAYOUT_TILES ? &post : &pre;
     for (int i = 0; st == HC_OK && i < L->n_outs; i++) {
         size_t len = 0;

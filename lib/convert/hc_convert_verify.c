@@ -254,6 +254,21 @@ static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *p
     return HC_OK;
 }
 
+/* Rows of the dequantized pre tensors (a quantized or Humming-format
+ * source), for hc_verify_source.rows. */
+typedef struct {
+    const hc_layer_config *cfg;
+    const hc_layer_meta *m;
+    const hc_layer_tensors *pre;
+} pre_rows;
+
+static const float *pre_row(void *ctx, int64_t r, float *buf)
+{
+    const pre_rows *p = ctx;
+    hc_dequant_pre_row(p->cfg, p->m, p->pre, r, buf);
+    return buf;
+}
+
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, const float *ref, hc_error *err)
@@ -263,7 +278,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     hc_report_layer *R = &v->report->layers[li];
     const hc_layer_meta *m = &L->meta;
     double t0 = now_s();
-    size_t nw = (size_t)(m->E * m->N * m->K), nb = (size_t)(m->E * m->N);
+    size_t nb = (size_t)(m->E * m->N);
     hc_layer_config cfg;
     hc_layer_meta mv;
     hc_layer_tensors t19;
@@ -273,22 +288,30 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     HC_TRY(verify_target(L, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
     snprintf(R->verify_source, sizeof R->verify_source, "%s",
              tiles ? "tiles-0.1.19" : "canonical");
-    float *W = ref ? NULL : malloc(nw * sizeof(float));
+    /* without ref, the source is read by rows as the verifier needs them: a
+     * float source's rows converted, else the pre tensors' rows dequantized */
+    const int by_rows = ref == NULL && hc_conv_float_rows_ok(L), fsrc = ref != NULL || by_rows;
+    hc_conv_row_source rs;
+    pre_rows pr = {&L->cfg, m, pre};
+    if (by_rows) hc_conv_row_source_init(L, &rs);
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
     int nrows = 0;
     hc_status st = HC_OK;
-    if ((W == NULL && ref == NULL) || (pre->bias.data && bias == NULL))
+    if (pre->bias.data && bias == NULL)
         st = hc_error_set(err, HC_ERR_NOMEM, "out of memory verifying %s", L->prefix);
-    if (st == HC_OK && ref == NULL) st = hc_dequant_pre(&L->cfg, m, pre, W, bias, err);
-    if (st == HC_OK && ref != NULL && bias) bias_to_float(&pre->bias, bias, nb);
+    if (st == HC_OK && !fsrc) st = hc_dequant_pre_check(&L->cfg, m, pre, err);
+    if (st == HC_OK && !fsrc && bias) hc_dequant_pre_bias(&L->cfg, m, pre, bias);
+    if (st == HC_OK && fsrc && bias) bias_to_float(&pre->bias, bias, nb);
     if (st == HC_OK) st = calib_rows(v, L, &rows, &nrows, err);
     if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
         /* the canonical tensors decode exactly: a repacked source must match */
-        int lossless = ref ? 0 : tiles ? hc_dequant_pre_lossless(&L->cfg, m, pre) : 1;
-        hc_verify_source src = {ref ? ref : W, bias, lossless, ref != NULL,
-                                ref && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0};
+        int lossless = fsrc ? 0 : tiles ? hc_dequant_pre_lossless(&L->cfg, m, pre) : 1;
+        hc_verify_source src = {ref, bias, lossless, fsrc,
+                                fsrc && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0,
+                                ref ? NULL : by_rows ? hc_conv_source_row : pre_row,
+                                by_rows ? (void *)&rs : (void *)&pr};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && tiles,
                               .canonical = !tiles};
@@ -304,7 +327,6 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
             st = hc_error_set(err, vs, "verifying %s: %s", L->prefix, verr.msg);
         }
     }
-    free(W);
     free(bias);
     free(rows);
     hc_layer_tensors_free(&t19);
@@ -441,7 +463,7 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
     memset(&written, 0, sizeof written);
     memset(&post, 0, sizeof post);
     float *ref = NULL;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, &ref, err);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_float_rows_ok(L) ? NULL : &ref, err);
     if (st == HC_OK) st = load_written(L, out_model, f, &written, err);
     if (st == HC_OK && plan->layout == HC_LAYOUT_TILES) {
         post = written;

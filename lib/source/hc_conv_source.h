@@ -86,6 +86,19 @@ hc_status hc_conv_load_humming(const hc_conv_layer *L, hc_layer_tensors *pre, hc
 hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
                              hc_layer_tensors *pre, float **ref, hc_error *err);
 
+/* A float layer's source rows converted to float32 on demand (row r of the
+ * E * N rows of (E, N, K), into buf of K floats; safe from several threads):
+ * where hc_conv_float_rows_ok, verification reads the source this way
+ * instead of a float32 copy of the layer. */
+typedef struct {
+    const hc_conv_layer *L;
+    int64_t N, K;
+    hc_f16_array_fn f16;
+} hc_conv_row_source;
+int hc_conv_float_rows_ok(const hc_conv_layer *L);
+void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs);
+const float *hc_conv_source_row(void *ctx, int64_t row, float *buf);
+
 /* Produces the layer's pre-repack tensors (owned) through its source. For
  * float sources *ref receives the source weights as float32 (E, N, K), for an
  * inexact quantized reading the producer's dequantization (caller frees),

@@ -373,16 +373,22 @@ hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor
     return HC_OK;
 }
 
-/* hc_quant_row_fn over a layer's float source (no transposed stacks). */
-typedef struct {
-    const hc_conv_layer *L;
-    int64_t N, K;
-    hc_f16_array_fn f16;
-} row_source;
-
-static const float *source_row(void *ctx, int64_t row, float *buf)
+int hc_conv_float_rows_ok(const hc_conv_layer *L)
 {
-    const row_source *rs = ctx;
+    return L->kind == HC_SRC_FLOAT && !L->transpose;
+}
+
+void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs)
+{
+    int64_t E;
+    float_dims(L, &E, &rs->N, &rs->K);
+    rs->L = L;
+    rs->f16 = hc_f16_to_f32_array_impl();
+}
+
+const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
+{
+    const hc_conv_row_source *rs = ctx;
     const hc_conv_layer *L = rs->L;
     int64_t e = row / rs->N, r = row % rs->N;
     if (L->experts) convert_floats(L->experts[e], (size_t)(r * rs->K), (size_t)rs->K, buf, rs->f16);
@@ -399,8 +405,9 @@ static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_re
     float_dims(L, &E, &N, &K);
     hc_quant_desc d = quant_desc(&L->target);
     if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
-        row_source rs = {L, N, K, hc_f16_to_f32_array_impl()};
-        return hc_quantize_rows(&d, source_row, &rs, E, N, K, r, err);
+        hc_conv_row_source rs;
+        hc_conv_row_source_init(L, &rs);
+        return hc_quantize_rows(&d, hc_conv_source_row, &rs, E, N, K, r, err);
     }
     float *w = NULL;
     HC_TRY(read_source(L, E, N, K, &w, err));

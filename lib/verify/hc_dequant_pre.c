@@ -45,63 +45,98 @@ static double elem_value(hc_dtype dt, hc_format_id fmt, const void *data, int64_
     }
 }
 
-hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
-                         const hc_layer_tensors *pre, float *W, float *bias, hc_error *err)
+hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *m,
+                               const hc_layer_tensors *pre, hc_error *err)
 {
-    const hc_format_info *wf = hc_format_get(cfg->weight_format);
-    int b = m->weight_bits, is_float = wf->kind == HC_KIND_FLOAT;
-    int64_t E = m->E, N = m->N, K = m->K, row_words = K * b / 32;
-    int64_t gs = cfg->group_size > 0 ? cfg->group_size : K;
-    int64_t G0 = K / gs;
-    const hc_tensor *s = &pre->weight_scale, *z = &pre->zero_point, *g = &pre->global_scale;
-    if (pre->weight.data == NULL || (int64_t)pre->weight.nbytes != E * N * row_words * 4)
+    const int64_t row_words = m->K * m->weight_bits / 32;
+    const hc_tensor *s = &pre->weight_scale, *g = &pre->global_scale;
+    (void)cfg;
+    if (pre->weight.data == NULL || (int64_t)pre->weight.nbytes != m->E * m->N * row_words * 4)
         HC_FAIL(err, HC_ERR_FORMAT, "pre weight: expected %lld int32 words",
-                (long long)(E * N * row_words));
+                (long long)(m->E * m->N * row_words));
     if (m->scale_type != HC_SCALE_TENSOR && s->data == NULL)
         HC_FAIL(err, HC_ERR_FORMAT, "pre weight_scale: missing");
     if ((m->scale_type == HC_SCALE_TENSOR || m->scale_type == HC_SCALE_GROUP_TENSOR) &&
         g->data == NULL && !m->use_fused_e8m0 && !m->use_int_weight_scale)
         HC_FAIL(err, HC_ERR_FORMAT, "pre global_scale: missing");
-    int int_zp = z->data && !cfg->is_fp_zero_point, fp_zp = z->data && cfg->is_fp_zero_point;
-    double lut[256]; /* float codes decoded once, not per element */
-    for (uint32_t c = 0; is_float && c < (1u << b); c++) lut[c] = hc_format_decode(cfg->weight_format, c);
-#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * K))
-    for (int64_t e = 0; e < E; e++)
-        for (int64_t n = 0; n < N; n++) {
-            const unsigned char *row = (const unsigned char *)pre->weight.data +
-                                       (size_t)((e * N + n) * row_words) * 4;
-            double glob = g->data ? elem_value(HC_DT_F32, HC_FMT_F32, g->data,
-                                               g->shape[0] == 1 ? 0 : e) : 1.0;
-            /* zero point and scale are constant over a group of gs along K */
-            for (int64_t k0 = 0; k0 < K; k0 += gs) {
-                int64_t gi = k0 / gs, k1 = k0 + gs < K ? k0 + gs : K;
-                double zero = 0.0, sc = 1.0;
-                if (int_zp) { /* (E, N*b/32, G0): stream along dim 1, stride G0 words */
-                    const unsigned char *zb = (const unsigned char *)z->data +
-                                              (size_t)(e * (N * b / 32) * G0 + gi) * 4;
-                    zero = (double)stream_bits(zb, G0, n * b, b);
-                } else if (fp_zp) {
-                    zero = elem_value(z->dtype, cfg->param_format, z->data, (e * N + n) * G0 + gi);
-                } else if (!is_float) {
-                    zero = (double)(1u << (b - 1));
-                }
-                if (cfg->scale_type == HC_SCALE_BLOCK) {
-                    int64_t Rb = N / cfg->group_size_n, Cb = K / cfg->group_size;
-                    sc = elem_value(HC_DT_F32, HC_FMT_F32, s->data,
-                                    (e * Rb + n / cfg->group_size_n) * Cb + k0 / cfg->group_size);
-                } else if (cfg->scale_type != HC_SCALE_TENSOR) {
-                    sc = elem_value(s->dtype, cfg->scale_format, s->data, (e * N + n) * G0 + gi);
-                }
-                for (int64_t k = k0; k < k1; k++) {
-                    uint32_t code = stream_bits(row, 1, k * b, b);
-                    double x = is_float ? lut[code] : (double)code - zero;
-                    W[(e * N + n) * K + k] = (float)(x * sc * glob);
-                }
-            }
+    return HC_OK;
+}
+
+/* Row r = e * N + n into out (K floats); lut: the float codes decoded. */
+static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
+                        const hc_layer_tensors *pre, const double *lut, int64_t r, float *out)
+{
+    const int b = m->weight_bits;
+    const int is_float = hc_format_get(cfg->weight_format)->kind == HC_KIND_FLOAT;
+    const int64_t N = m->N, K = m->K, row_words = K * b / 32, e = r / N, n = r % N;
+    const int64_t gs = cfg->group_size > 0 ? cfg->group_size : K, G0 = K / gs;
+    const hc_tensor *s = &pre->weight_scale, *z = &pre->zero_point, *g = &pre->global_scale;
+    const int int_zp = z->data && !cfg->is_fp_zero_point;
+    const int fp_zp = z->data && cfg->is_fp_zero_point;
+    const unsigned char *row =
+        (const unsigned char *)pre->weight.data + (size_t)(r * row_words) * 4;
+    double glob = g->data ? elem_value(HC_DT_F32, HC_FMT_F32, g->data, g->shape[0] == 1 ? 0 : e)
+                          : 1.0;
+    /* zero point and scale are constant over a group of gs along K */
+    for (int64_t k0 = 0; k0 < K; k0 += gs) {
+        int64_t gi = k0 / gs, k1 = k0 + gs < K ? k0 + gs : K;
+        double zero = 0.0, sc = 1.0;
+        if (int_zp) { /* (E, N*b/32, G0): stream along dim 1, stride G0 words */
+            const unsigned char *zb = (const unsigned char *)z->data +
+                                      (size_t)(e * (N * b / 32) * G0 + gi) * 4;
+            zero = (double)stream_bits(zb, G0, n * b, b);
+        } else if (fp_zp) {
+            zero = elem_value(z->dtype, cfg->param_format, z->data, (e * N + n) * G0 + gi);
+        } else if (!is_float) {
+            zero = (double)(1u << (b - 1));
         }
-    if (bias && pre->bias.data)
-        for (int64_t i = 0; i < E * N; i++)
-            bias[i] = (float)elem_value(pre->bias.dtype, cfg->param_format, pre->bias.data, i);
+        if (cfg->scale_type == HC_SCALE_BLOCK) {
+            int64_t Rb = N / cfg->group_size_n, Cb = K / cfg->group_size;
+            sc = elem_value(HC_DT_F32, HC_FMT_F32, s->data,
+                            (e * Rb + n / cfg->group_size_n) * Cb + k0 / cfg->group_size);
+        } else if (cfg->scale_type != HC_SCALE_TENSOR) {
+            sc = elem_value(s->dtype, cfg->scale_format, s->data, (e * N + n) * G0 + gi);
+        }
+        for (int64_t k = k0; k < k1; k++) {
+            uint32_t code = stream_bits(row, 1, k * b, b);
+            double x = is_float ? lut[code] : (double)code - zero;
+            out[k] = (float)(x * sc * glob);
+        }
+    }
+}
+
+static void code_table(const hc_layer_config *cfg, int b, double *lut)
+{
+    const int is_float = hc_format_get(cfg->weight_format)->kind == HC_KIND_FLOAT;
+    for (uint32_t c = 0; is_float && c < (1u << b); c++)
+        lut[c] = hc_format_decode(cfg->weight_format, c);
+}
+
+void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *m,
+                        const hc_layer_tensors *pre, int64_t r, float *out)
+{
+    double lut[256];
+    code_table(cfg, m->weight_bits, lut);
+    dequant_row(cfg, m, pre, lut, r, out);
+}
+
+void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *m,
+                         const hc_layer_tensors *pre, float *bias)
+{
+    for (int64_t i = 0; pre->bias.data && i < m->E * m->N; i++)
+        bias[i] = (float)elem_value(pre->bias.dtype, cfg->param_format, pre->bias.data, i);
+}
+
+hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
+                         const hc_layer_tensors *pre, float *W, float *bias, hc_error *err)
+{
+    HC_TRY(hc_dequant_pre_check(cfg, m, pre, err));
+    double lut[256]; /* float codes decoded once, not per element */
+    code_table(cfg, m->weight_bits, lut);
+    const int64_t rows = m->E * m->N, K = m->K;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * K))
+    for (int64_t r = 0; r < rows; r++) dequant_row(cfg, m, pre, lut, r, W + r * K);
+    if (bias) hc_dequant_pre_bias(cfg, m, pre, bias);
     return HC_OK;
 }
 

@@ -33,7 +33,10 @@ const char *hc_verify_mode_name(hc_verify_mode m)
 }
 
 typedef struct {
-    float *Wd, *bd, *Wu, *x, *xq, *yref, *y;
+    float *Wd, *bd, *Wu, *x, *xq, *yref, *y, *yq;
+    hc_verify_sums *chunks;         /* panels: weight compare sums per chunk */
+    hc_verify_group_sums *groups;   /* panels, float source: group sums per row */
+    int yref_done;                  /* panels: yref computed with them */
 } buffers;
 
 static void buffers_free(buffers *b)
@@ -45,21 +48,34 @@ static void buffers_free(buffers *b)
     free(b->xq);
     free(b->yref);
     free(b->y);
+    free(b->yq);
+    free(b->chunks);
+    free(b->groups);
 }
 
-static hc_status alloc_buffers(const hc_layer_meta *m, int M, int qact, buffers *b, hc_error *err)
+/* Panels (run_panels): no full decoded weights, sums per compare chunk and
+ * per row instead. */
+static hc_status alloc_buffers(const hc_layer_meta *m, int M, int qact, int panels,
+                               int float_source, buffers *b, hc_error *err)
 {
     size_t wd = (size_t)(m->E * m->Np * m->Kp), wu = (size_t)(m->E * m->N * m->K);
     size_t xs = (size_t)M * (size_t)m->K, ys = (size_t)(m->E * M * m->N);
-    b->Wd = malloc(wd * sizeof(float));
+    if (panels) {
+        b->chunks = malloc((wu / HC_VERIFY_CHUNK + 1) * sizeof *b->chunks);
+        b->groups = float_source ? malloc((size_t)(m->E * m->N + 1) * sizeof *b->groups) : NULL;
+    } else {
+        b->Wd = malloc(wd * sizeof(float));
+        /* unpadded: the decoded weights are already (E, N, K) */
+        b->Wu = m->Np == m->N && m->Kp == m->K ? b->Wd : malloc(wu * sizeof(float));
+    }
     b->bd = calloc((size_t)(m->E * m->Np), sizeof(float));
-    /* unpadded: the decoded weights are already (E, N, K) */
-    b->Wu = m->Np == m->N && m->Kp == m->K ? b->Wd : malloc(wu * sizeof(float));
     b->x = malloc(xs * sizeof(float));
     b->xq = qact ? malloc(xs * sizeof(float)) : NULL;
     b->yref = malloc(ys * sizeof(float));
     b->y = malloc(ys * sizeof(float));
-    if (!b->Wd || !b->bd || !b->Wu || !b->x || (qact && !b->xq) || !b->yref || !b->y)
+    b->yq = qact ? malloc(ys * sizeof(float)) : NULL;
+    if ((panels ? !b->chunks || (float_source && !b->groups) : !b->Wd || !b->Wu) || !b->bd ||
+        !b->x || (qact && (!b->xq || !b->yq)) || !b->yref || !b->y)
         HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating verification buffers");
     return HC_OK;
 }
@@ -195,17 +211,31 @@ __attribute__((target("avx2"))) static void histogram_avx2(const float *got, con
 }
 #endif
 
-void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
-                         int64_t *hist)
+void hc_verify_sq_add(const float *ref, int64_t n, double *r2)
 {
-    double r2[4] = {0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 4 <= n; i += 4)
         for (int j = 0; j < 4; j++) r2[j] += (double)ref[i + j] * ref[i + j];
     for (; i < n; i++) r2[0] += (double)ref[i] * ref[i];
+}
+
+double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr)
+{
     const double rms = n > 0 ? sqrt(((r2[0] + r2[1]) + (r2[2] + r2[3])) / (double)n) : 0;
-    double thr[HC_VERIFY_HIST_BINS] = {0};
-    for (int j = 2; j < HC_VERIFY_HIST_BINS; j++) thr[j] = rms * pow(10.0, j - 9);
+    for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) thr[j] = j < 2 ? 0 : rms * pow(10.0, j - 9);
+    return rms;
+}
+
+double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr)
+{
+    double r2[4] = {0, 0, 0, 0};
+    hc_verify_sq_add(ref, n, r2);
+    return hc_verify_histogram_thresholds(r2, n, thr);
+}
+
+void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
+                             const double *thr, int portable, int64_t *hist)
+{
 #if defined(__x86_64__) && defined(__GNUC__)
     if (!portable && __builtin_cpu_supports("avx2")) {
         histogram_avx2(got, ref, n, rms, thr, hist);
@@ -216,6 +246,14 @@ void hc_verify_histogram(const float *got, const float *ref, int64_t n, int port
     histogram_generic(got, ref, n, rms, thr, hist);
 }
 
+void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
+                         int64_t *hist)
+{
+    double thr[HC_VERIFY_HIST_BINS];
+    const double rms = hc_verify_histogram_prepare(ref, n, thr);
+    hc_verify_histogram_add(got, ref, n, rms, thr, portable, hist);
+}
+
 static void unpad(const hc_layer_meta *m, const float *Wd, float *Wu)
 {
     for (int64_t e = 0; e < m->E; e++)
@@ -224,6 +262,75 @@ static void unpad(const hc_layer_meta *m, const float *Wd, float *Wu)
                    (size_t)m->K * sizeof(float));
 }
 
+/* The GEMM metrics from b->y (16-bit activations) and b->yq (quantized
+ * activations), the bounds, the GPU comparison and the verdict. b->x and
+ * b->xq hold the activations; quant_bound is the float source's bound. */
+static hc_status gemm_metrics(const hc_layer_config *cfg, const hc_layer_meta *m,
+                              const hc_layer_tensors *post, const hc_verify_source *src,
+                              const hc_verify_params *p, double quant_bound, hc_verify_metrics *r,
+                              buffers *b, hc_error *err)
+{
+    const int M = r->tokens, qact = m->act_bits < 16;
+    const int64_t E = m->E, N = m->N, K = m->K;
+    hc_verify_cmp c;
+    if (!b->yref_done) hc_verify_gemm(b->x, M, K, src->weight, E, N, N, K, src->bias, N, b->yref);
+    hc_verify_compare(b->y, b->yref, E * M * N, &c);
+    r->gemm_rel_err = c.rel_err;
+    r->gemm_snr_db = c.snr_db;
+    r->gemm_cosine = c.cosine;
+    r->gemm_max_abs_err = c.max_abs_err;
+    r->nonfinite += c.nonfinite;
+    r->weight_bound = src->float_source ? quant_bound
+                                        : hc_verify_weight_bound(cfg->weight_format, src->lossless);
+    /* a GEMM mixes the weight errors with activations of uneven channel
+     * scale: allow twice the weight bound (plus fp16/bf16 output rounding) */
+    r->gemm_bound = src->lossless ? 1e-6 : src->float_source ? 2 * r->weight_bound + 4e-3
+                                                             : r->weight_bound;
+    if (qact) {
+        hc_verify_compare(b->yq, b->yref, E * M * N, &c);
+        r->has_qact = 1;
+        r->qact_rel_err = c.rel_err;
+        r->qact_snr_db = c.snr_db;
+        r->qact_cosine = c.cosine;
+        r->qact_max_abs_err = c.max_abs_err;
+        r->nonfinite += c.nonfinite;
+        r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
+    }
+    if (p && p->use_gpu && !p->canonical) { /* against the CPU GEMM on the decoded weights, last activations */
+        HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, b->yref, err));
+        hc_verify_compare(b->yref, qact ? b->yq : b->y, E * M * N, &c);
+        r->has_gpu = 1;
+        r->gpu_rel_err = c.rel_err;
+        r->gpu_max_abs_err = c.max_abs_err;
+        r->gpu_bound = hc_gpu_bound(cfg->param_format);
+        r->nonfinite += c.nonfinite;
+    }
+    judge(r);
+    return HC_OK;
+}
+
+/* The activations: b->x, and b->xq quantized as the kernel does. */
+static void activations(const hc_layer_config *cfg, const hc_layer_meta *m,
+                        const hc_verify_params *p, int M, buffers *b)
+{
+    fill_activations(cfg, p, M, m->K, b->x);
+    if (m->act_bits < 16) {
+        memcpy(b->xq, b->x, (size_t)M * (size_t)m->K * sizeof(float));
+        hc_verify_quantize_act(cfg->act_format, b->xq, M, m->K);
+    }
+}
+
+/* Bias mismatches against the source (the lossless check). */
+static int64_t bias_mismatches(const hc_layer_meta *m, const hc_verify_source *src,
+                               const float *bd)
+{
+    int64_t mism = 0;
+    for (int64_t e = 0; src->bias && e < m->E; e++)
+        for (int64_t n = 0; n < m->N; n++) mism += !(bd[e * m->Np + n] == src->bias[e * m->N + n]);
+    return mism;
+}
+
+/* The whole decoded weight in memory: every layout, with padding. */
 static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
                      const hc_layer_tensors *post, const hc_verify_source *src,
                      const hc_verify_params *p, hc_verify_metrics *r, buffers *b, hc_error *err)
@@ -231,7 +338,7 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     int M = p && p->tokens > 0 ? p->tokens : 16;
     int qact = m->act_bits < 16;
     int64_t E = m->E, N = m->N, K = m->K;
-    HC_TRY(alloc_buffers(m, M, qact, b, err));
+    HC_TRY(alloc_buffers(m, M, qact, 0, src->float_source, b, err));
     if (p && p->canonical) HC_TRY(hc_dequant_pre(cfg, m, post, b->Wd, b->bd, err));
     else HC_TRY(hc_verify_decode(cfg, m, post, b->Wd, b->bd, err));
     if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
@@ -248,55 +355,194 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     int64_t mism = 0;
 #pragma omp parallel for reduction(+ : mism) schedule(static) if (HC_PARALLEL(E * N * K))
     for (int64_t i = 0; i < E * N * K; i++) mism += !(b->Wu[i] == src->weight[i]);
-    for (int64_t e = 0; src->bias && e < E; e++)
-        for (int64_t n = 0; n < N; n++) mism += !(b->bd[e * m->Np + n] == src->bias[e * N + n]);
+    mism += bias_mismatches(m, src, b->bd);
     r->lossless_mismatches = src->lossless ? mism : 0;
     double quant_bound = 0.0;
     if (src->float_source) /* one walk over the groups for both */
         hc_verify_quant_check(cfg, m, src->weight, b->Wu, src->clip, E, N, K, &quant_bound,
                               &r->step_violations);
     hc_verify_histogram(b->Wu, src->weight, E * N * K, 0, r->err_hist);
+    activations(cfg, m, p, M, b);
+    const float *bias = post->bias.data ? b->bd : NULL;
+    hc_verify_gemm(b->x, M, K, b->Wd, E, N, m->Np, m->Kp, bias, m->Np, b->y);
+    if (qact) hc_verify_gemm(b->xq, M, K, b->Wd, E, N, m->Np, m->Kp, bias, m->Np, b->yq);
+    return gemm_metrics(cfg, m, post, src, p, quant_bound, r, b, err);
+}
 
-    fill_activations(cfg, p, M, K, b->x);
-    hc_verify_gemm(b->x, M, K, src->weight, E, N, N, K, src->bias, N, b->yref);
-    hc_verify_gemm(b->x, M, K, b->Wd, E, N, m->Np, m->Kp, post->bias.data ? b->bd : NULL, m->Np,
-                   b->y);
-    hc_verify_compare(b->y, b->yref, E * M * N, &c);
-    r->gemm_rel_err = c.rel_err;
-    r->gemm_snr_db = c.snr_db;
-    r->gemm_cosine = c.cosine;
-    r->gemm_max_abs_err = c.max_abs_err;
-    r->nonfinite += c.nonfinite;
-    r->weight_bound = src->float_source ? quant_bound
-                                        : hc_verify_weight_bound(cfg->weight_format, src->lossless);
-    /* a GEMM mixes the weight errors with activations of uneven channel
-     * scale: allow twice the weight bound (plus fp16/bf16 output rounding) */
-    r->gemm_bound = src->lossless ? 1e-6 : src->float_source ? 2 * r->weight_bound + 4e-3
-                                                             : r->weight_bound;
-    if (qact) {
-        memcpy(b->xq, b->x, (size_t)M * (size_t)K * sizeof(float));
-        hc_verify_quantize_act(cfg->act_format, b->xq, M, K);
-        hc_verify_gemm(b->xq, M, K, b->Wd, E, N, m->Np, m->Kp, post->bias.data ? b->bd : NULL,
-                       m->Np, b->y);
-        hc_verify_compare(b->y, b->yref, E * M * N, &c);
-        r->has_qact = 1;
-        r->qact_rel_err = c.rel_err;
-        r->qact_snr_db = c.snr_db;
-        r->qact_cosine = c.cosine;
-        r->qact_max_abs_err = c.max_abs_err;
-        r->nonfinite += c.nonfinite;
-        r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
+/* Panels of 64 weight rows are decoded and checked one at a time, without a
+ * full float32 copy of the decoded weight: tile layouts without padding
+ * whose panels hold whole compare chunks (K % 1024 == 0) and, for a float
+ * source, groups one row high. Every sum is formed as run forms it (the
+ * same chunks and rows, added in the same order), so the metrics are equal. */
+static int panels_apply(const hc_layer_meta *m, const hc_verify_source *src)
+{
+    return !m->use_flat_weight && m->Np == m->N && m->Kp == m->K && m->N % 64 == 0 &&
+           (64 * m->K) % HC_VERIFY_CHUNK == 0 &&
+           (!src->float_source || hc_verify_group_rows_ok(m));
+}
+
+typedef struct {
+    double rms, thr[HC_VERIFY_HIST_BINS];
+    int64_t nonfinite, mism, hist[HC_VERIFY_HIST_BINS];
+} panel_counts;
+
+/* The weight checks of panel P against its source rows S (rows n0.. n0 + 63
+ * of expert e). */
+static void panel_check(const hc_layer_config *cfg, const hc_layer_meta *m,
+                        const hc_verify_source *src, const float *P, const float *S, int64_t e,
+                        int64_t n0, buffers *b, panel_counts *pc)
+{
+    const int64_t K = m->K, n = 64 * K, row0 = e * m->N + n0;
+    int64_t bad = 0, mism = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bad += !isfinite(P[i]);
+        mism += !(P[i] == S[i]);
     }
-    if (p && p->use_gpu && !p->canonical) { /* b->y: the CPU GEMM on the decoded weights, last activations */
-        HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, b->yref, err));
-        hc_verify_compare(b->yref, b->y, E * M * N, &c);
-        r->has_gpu = 1;
-        r->gpu_rel_err = c.rel_err;
-        r->gpu_max_abs_err = c.max_abs_err;
-        r->gpu_bound = hc_gpu_bound(cfg->param_format);
-        r->nonfinite += c.nonfinite;
+    pc->nonfinite += bad;
+    pc->mism += mism;
+    for (int64_t c = 0; c < n / HC_VERIFY_CHUNK; c++)
+        hc_verify_compare_chunk(P + c * HC_VERIFY_CHUNK, S + c * HC_VERIFY_CHUNK,
+                                HC_VERIFY_CHUNK, &b->chunks[row0 * K / HC_VERIFY_CHUNK + c]);
+    for (int64_t r = 0; src->float_source && r < 64; r++)
+        hc_verify_quant_row(cfg, m, S + r * K, P + r * K, src->clip, K, &b->groups[row0 + r]);
+    hc_verify_histogram_add(P, S, n, pc->rms, pc->thr, 0, pc->hist);
+}
+
+/* y (E, M, N) at rows n0.. n0 + 63 of expert e from panel P (bias: the
+ * panel's 64 values, or NULL), as hc_verify_gemm computes them; 0 when out
+ * of memory. */
+static int panel_gemm(const hc_layer_meta *m, const float *x, int64_t M, const float *P,
+                      int64_t e, int64_t n0, const float *bias, float *y)
+{
+    return hc_verify_gemm_rows(x, M, m->K, P, 64, m->K, bias, y + e * M * m->N + n0, m->N) ==
+           HC_OK;
+}
+
+/* Source rows row0.. row0 + count - 1 (K each) into buf. */
+static void source_rows(const hc_verify_source *src, int64_t row0, int64_t count, int64_t K,
+                        float *buf)
+{
+    for (int64_t r = 0; r < count; r++) {
+        const float *p = src->rows(src->rows_ctx, row0 + r, buf + r * K);
+        if (p != buf + r * K) memcpy(buf + r * K, p, (size_t)K * sizeof *buf);
     }
-    judge(r);
+}
+
+/* One panel: decoded into P, source rows (read into S when not in memory),
+ * checks, the decoded GEMMs, and the source GEMM when its rows are read
+ * here. 0 when out of memory. */
+static int one_panel(const hc_layer_config *cfg, const hc_layer_meta *m,
+                     const hc_layer_tensors *post, const hc_verify_source *src,
+                     const hc_verify_decoder *dec, int M, buffers *b, int64_t i, float *P,
+                     float *S, panel_counts *pc)
+{
+    const int64_t tiles = m->N / 64, e = i / tiles, n0 = 64 * (i % tiles), K = m->K;
+    const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
+    hc_verify_decode_panel(dec, e, i % tiles, P);
+    const float *ref = src->weight ? src->weight + (e * m->N + n0) * K : S;
+    if (!src->weight) source_rows(src, e * m->N + n0, 64, K, S);
+    panel_check(cfg, m, src, P, ref, e, n0, b, pc);
+    int ok = panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
+    if (b->yq) ok &= panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
+    if (b->yref_done)
+        ok &= panel_gemm(m, b->x, M, ref, e, n0, src->bias ? src->bias + e * m->N + n0 : NULL,
+                         b->yref);
+    return ok;
+}
+
+/* Decodes and checks every panel in parallel, panel buffers per thread. */
+static hc_status check_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
+                              const hc_layer_tensors *post, const hc_verify_source *src,
+                              const hc_verify_decoder *dec, int M, buffers *b, panel_counts *pc,
+                              hc_error *err)
+{
+    const int64_t panels = m->E * (m->N / 64), B = HC_VERIFY_HIST_BINS;
+    const size_t panel = (size_t)(64 * m->K);
+    int64_t nonfinite = 0, mism = 0, hist[HC_VERIFY_HIST_BINS] = {0};
+    int fail = 0;
+#pragma omp parallel reduction(+ : nonfinite, mism, fail, hist[:B]) if (panels > 1)
+    {
+        panel_counts mine = *pc;
+        memset(mine.hist, 0, sizeof mine.hist);
+        mine.nonfinite = mine.mism = 0;
+        float *P = malloc(panel * (src->weight ? 1 : 2) * sizeof(float));
+        fail += P == NULL;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i = 0; i < panels; i++)
+            if (P) fail += !one_panel(cfg, m, post, src, dec, M, b, i, P, P + panel, &mine);
+        free(P);
+        nonfinite += mine.nonfinite;
+        mism += mine.mism;
+        for (int j = 0; j < B; j++) hist[j] += mine.hist[j];
+    }
+    if (fail) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating verification panels");
+    pc->nonfinite = nonfinite;
+    pc->mism = mism;
+    memcpy(pc->hist, hist, sizeof hist);
+    return HC_OK;
+}
+
+/* rms of the whole source and the histogram thresholds: a serial pass in
+ * hc_verify_histogram_prepare's order (rows of K % 4 == 0 continue its sums). */
+static hc_status source_rms(const hc_verify_source *src, int64_t rows, int64_t K,
+                            panel_counts *pc, hc_error *err)
+{
+    if (src->weight) {
+        pc->rms = hc_verify_histogram_prepare(src->weight, rows * K, pc->thr);
+        return HC_OK;
+    }
+    float *buf = malloc((size_t)K * sizeof *buf);
+    HC_CHECK_ALLOC(err, buf, "a source row");
+    double r2[4] = {0, 0, 0, 0};
+    for (int64_t r = 0; r < rows; r++) hc_verify_sq_add(src->rows(src->rows_ctx, r, buf), K, r2);
+    free(buf);
+    pc->rms = hc_verify_histogram_thresholds(r2, rows * K, pc->thr);
+    return HC_OK;
+}
+
+static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_layer_tensors *post, const hc_verify_source *src,
+                            const hc_verify_params *p, hc_verify_metrics *r, buffers *b,
+                            hc_verify_decoder **dec, hc_error *err)
+{
+    const int M = p && p->tokens > 0 ? p->tokens : 16;
+    const int64_t E = m->E, N = m->N, K = m->K;
+    HC_TRY(alloc_buffers(m, M, m->act_bits < 16, 1, src->float_source, b, err));
+    HC_TRY(hc_verify_decoder_open(cfg, m, post, b->bd, dec, err));
+    if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
+    r->tokens = M;
+    r->calibrated = p && p->act != NULL;
+    r->lossless = src->lossless;
+    b->yref_done = 1;
+    activations(cfg, m, p, M, b);
+    panel_counts pc;
+    memset(&pc, 0, sizeof pc);
+    HC_TRY(source_rms(src, E * N, K, &pc, err));
+    HC_TRY(check_panels(cfg, m, post, src, *dec, M, b, &pc, err));
+    r->nonfinite = pc.nonfinite + count_nonfinite(b->bd, E * m->Np);
+    hc_verify_cmp c;
+    hc_verify_compare_finish(b->chunks, E * N * K / HC_VERIFY_CHUNK, &c);
+    r->weight_rel_err = c.rel_err;
+    r->weight_snr_db = c.snr_db;
+    r->lossless_mismatches = src->lossless ? pc.mism + bias_mismatches(m, src, b->bd) : 0;
+    double quant_bound = 0.0;
+    if (src->float_source)
+        hc_verify_quant_finish(cfg, m, b->groups, E * N, &quant_bound, &r->step_violations);
+    for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) r->err_hist[j] += pc.hist[j];
+    return gemm_metrics(cfg, m, post, src, p, quant_bound, r, b, err);
+}
+
+/* A source given by rows, read once into a float32 copy (*W, caller frees)
+ * for the whole-weight path. */
+static hc_status materialize(const hc_layer_meta *m, hc_verify_source *src, float **W,
+                             hc_error *err)
+{
+    const int64_t rows = m->E * m->N, K = m->K;
+    *W = malloc((size_t)(rows * K) * sizeof(float) + 1);
+    HC_CHECK_ALLOC(err, *W, "the source weights");
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * K))
+    for (int64_t r = 0; r < rows; r++) source_rows(src, r, 1, K, *W + r * K);
+    src->weight = *W;
     return HC_OK;
 }
 
@@ -308,12 +554,23 @@ hc_status hc_verify_layer(const hc_layer_config *cfg, const hc_layer_meta *meta,
     memset(out, 0, sizeof *out);
     buffers b;
     memset(&b, 0, sizeof b);
+    hc_verify_decoder *dec = NULL;
+    hc_verify_source s = *src;
+    float *W = NULL;
+    hc_status st = HC_OK;
     hc_layer_meta unpadded = *meta; /* canonical tensors are (E, N, K): no padding */
     if (params && params->canonical) {
         unpadded.Np = meta->N;
         unpadded.Kp = meta->K;
+        meta = &unpadded;
     }
-    hc_status st = run(cfg, &unpadded, post, src, params, out, &b, err);
+    /* panels decode tiles; canonical tensors are decoded whole (hc_dequant_pre) */
+    if (panels_apply(meta, src) && !(params && (params->whole_weight || params->canonical)))
+        st = run_panels(cfg, meta, post, &s, params, out, &b, &dec, err);
+    else if (s.weight != NULL || (st = materialize(meta, &s, &W, err)) == HC_OK)
+        st = run(cfg, meta, post, &s, params, out, &b, err);
+    hc_verify_decoder_free(dec);
+    free(W);
     buffers_free(&b);
     return st;
 }

@@ -48,8 +48,14 @@ typedef struct {
     char reason[256];                           /* why it failed, or "ok" */
 } hc_verify_metrics;
 
+/* Row r (0 <= r < E * N) of a source (E, N, K) as K floats: in buf (K
+ * floats), or a pointer elsewhere. Called from several threads at once. */
+typedef const float *(*hc_verify_row_fn)(void *ctx, int64_t r, float *buf);
+
 /* The source a layer is compared with: W (E, N, K) float32, optional bias
- * (E, N). `lossless`: the repack must reproduce W exactly. */
+ * (E, N). `lossless`: the repack must reproduce W exactly. weight may be
+ * NULL when rows is given: then the rows are read through it, 64 at a time
+ * where panels apply, else once into a float32 copy. */
 typedef struct {
     const float *weight;
     const float *bias;
@@ -58,6 +64,8 @@ typedef struct {
                           quantization error with hc_verify_quant_bound */
     double clip;       /* float source: largest clipping, as a fraction of a group's
                           amax, the quantizer may apply (0 rtn, 0.5 mse) */
+    hc_verify_row_fn rows;  /* with weight NULL: the source rows */
+    void *rows_ctx;
 } hc_verify_source;
 
 typedef struct {
@@ -68,6 +76,8 @@ typedef struct {
     int use_gpu;           /* also run the GPU kernel (lib/verify/hc_gpu.h) and compare */
     int canonical;         /* post holds canonical (row-packed, pre) tensors: decoded
                               from their meaning (hc_dequant_pre), not from tiles */
+    int whole_weight;      /* decode the whole weight at once even where panels of 64
+                              rows apply (the same metrics; tests compare the two) */
 } hc_verify_params;
 
 /* Verifies one layer: decodes post (tiles, or canonical tensors where
@@ -89,6 +99,21 @@ hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta
                            const hc_layer_tensors *post, float *W, float *bias,
                            hc_error *err);
 
+/* The decoder of one layer's tile weights, read panel by panel (64 rows of
+ * N at a time) so that no full float32 copy of the weights is needed. Opening
+ * checks post (hc_verify_check_post), decodes scales and zero points, and,
+ * if bias is non-NULL and post has a bias, fills bias (E, Np). Flat weights
+ * (0.1.19 use_flat_weight) are refused with HC_ERR_ARG. post must outlive
+ * the decoder; free with hc_verify_decoder_free (NULL is fine). */
+typedef struct hc_verify_decoder hc_verify_decoder;
+hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                                 const hc_layer_tensors *post, float *bias,
+                                 hc_verify_decoder **out, hc_error *err);
+/* Rows 64 nb .. 64 nb + 63 of expert e into W (64, Kp): the values
+ * hc_verify_decode puts there. Safe to call from several threads. */
+void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W);
+void hc_verify_decoder_free(hc_verify_decoder *d);
+
 /* Checks dtype and shape of every post tensor against the plan. */
 hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,
                                const hc_layer_tensors *post, hc_error *err);
@@ -98,6 +123,17 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
  * bias, bias (E, N). */
 hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *meta,
                          const hc_layer_tensors *pre, float *W, float *bias, hc_error *err);
+
+/* hc_dequant_pre in pieces: the checks of pre (HC_ERR_FORMAT as
+ * hc_dequant_pre), then row r (0 <= r < E * N) into out (K floats) on
+ * checked tensors (safe from several threads), and the bias (E, N) when pre
+ * has one. */
+hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                               const hc_layer_tensors *pre, hc_error *err);
+void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                        const hc_layer_tensors *pre, int64_t r, float *out);
+void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                         const hc_layer_tensors *pre, float *bias);
 
 /* Whether the repack of these pre tensors is lossless: everything except
  * int16 weight scales (5.7) and fused e8m0 groups that must be shifted (5.3). */
@@ -117,6 +153,13 @@ hc_dot4_fn hc_verify_dot4_impl(int portable);
  * blocks of 64 k, double across blocks (hc_dot4_fn), OpenMP over (e, n). */
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y);
+/* The same sums for `rows` consecutive weight rows W (row stride Kw), in
+ * passes over K so that the tokens' slice stays in cache: y[t * y_stride + r]
+ * = x_t . W_r [+ bias[r]] for t < M, r < rows, equal to hc_verify_gemm's.
+ * Serial; HC_ERR_NOMEM (nothing written) when its sums cannot be allocated. */
+hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
+                              int64_t rows, int64_t Kw, const float *bias, float *y,
+                              int64_t y_stride);
 
 /* Per-token activation quantization as the kernel does (spec 6.2), in place:
  * x (M, K) becomes the dequantized quantized values. fmt: F8E4M3, F8E5M2,
@@ -135,6 +178,19 @@ typedef struct {
     int64_t nonfinite;     /* in got */
 } hc_verify_cmp;
 void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out);
+
+/* hc_verify_compare in pieces: the sums of one chunk of at most 2^16
+ * elements (hc_verify_compare cuts n into such chunks from the start), and
+ * the metrics of chunk sums added in the order given. Computing every chunk
+ * with hc_verify_compare_chunk and finishing with all of them in chunk order
+ * gives hc_verify_compare's result exactly. */
+typedef struct {
+    double err2, ref2, got2, dot, maxe;
+    int64_t bad;
+} hc_verify_sums;
+#define HC_VERIFY_CHUNK ((int64_t)1 << 16)
+void hc_verify_compare_chunk(const float *got, const float *ref, int64_t n, hc_verify_sums *out);
+void hc_verify_compare_finish(const hc_verify_sums *chunks, int64_t n_chunks, hc_verify_cmp *out);
 
 /* Error bounds (docs/verification.md). */
 double hc_verify_weight_bound(hc_format_id weight_format, int lossless);
@@ -157,6 +213,31 @@ int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_met
  * NaN/Inf; portable 1 runs the plain loop, 0 the fastest (same counts). */
 void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
                          int64_t *hist);
+
+/* hc_verify_quant_check in pieces, for layers whose groups are one row high
+ * (hc_verify_group_rows_ok): the statistics of one row (W and got: K
+ * values), and the bound and violations from all rows' statistics in row
+ * order, which equal hc_verify_quant_check's. */
+typedef struct {
+    double amax_energy, energy;
+    int64_t violations;
+} hc_verify_group_sums;
+int hc_verify_group_rows_ok(const hc_layer_meta *m);
+void hc_verify_quant_row(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                         const float *got, double clip, int64_t K, hc_verify_group_sums *out);
+void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_verify_group_sums *rows, int64_t n_rows, double *bound,
+                            int64_t *violations);
+/* hc_verify_histogram in pieces: the rms of all of ref and the decade
+ * thresholds (returns rms), then the counts of any part of got / ref added
+ * to hist; the parts' counts add up to hc_verify_histogram's. */
+double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr);
+/* The same from sums of squares r2 accumulated over consecutive pieces of
+ * ref (hc_verify_sq_add; every piece but the last a multiple of 4 long). */
+void hc_verify_sq_add(const float *ref, int64_t n, double *r2);
+double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr);
+void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
+                             const double *thr, int portable, int64_t *hist);
 
 /* Both of the above in one walk over the groups: *bound and *violations. */
 void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,

@@ -186,7 +186,8 @@ static void ctx_free(decode_ctx *c)
 }
 
 /* The integer value x (before scales) of a stored code at (e, n, g). */
-static double int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+static inline __attribute__((always_inline)) double
+int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
 {
     const hc_layer_meta *m = c->m;
     int b = m->weight_bits;
@@ -203,7 +204,8 @@ static double int_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n
     return (double)code - (double)(1u << (b - 1));
 }
 
-static double elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
+static inline __attribute__((always_inline)) double
+elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
 {
     const hc_layer_meta *m = c->m;
     if (c->scale == NULL) return 1.0;
@@ -216,7 +218,7 @@ static double elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, i
 
 /* One lane of one tile: b words -> 32 values placed in W. */
 static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64_t kb,
-                        int64_t nb, int j, int lane, float *W)
+                        int64_t nb, int j, int lane, int64_t row0, float *W)
 {
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits;
@@ -240,7 +242,7 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
                          : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
         if (c->global) v *= gl;
-        W[(e * m->Np + n) * m->Kp + k] = (float)v;
+        W[(e * m->Np + n - row0) * m->Kp + k] = (float)v;
     }
 }
 
@@ -262,22 +264,28 @@ static int64_t tile_word(const hc_layer_meta *m, int64_t e, int64_t kb, int64_t 
     return row * row_words + nb * 2 * P * b + (int64_t)j * 32 * b + (int64_t)lane * b + w;
 }
 
+/* Tile row kb of n tile nb of expert e into W, whose first row is row0
+ * (counted in (e, n) rows). */
+static void decode_tile(const decode_ctx *c, const void *words, int64_t e, int64_t kb,
+                        int64_t nb, int64_t row0, float *W)
+{
+    const int b = c->m->weight_bits, chunks = 16 / c->m->act_bits;
+    for (int j = 0; j < chunks; j++)
+        for (int lane = 0; lane < 32; lane++) {
+            uint32_t F[8];
+            for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(c->m, e, kb, nb, j, lane, w));
+            decode_lane(c, F, e, kb, nb, j, lane, row0, W);
+        }
+}
+
 static void decode_tiles(const decode_ctx *c, const void *words, float *W)
 {
     const hc_layer_meta *m = c->m;
-    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
-    const int64_t rows = m->Kp / P, E = m->E, tiles = m->Np / 64, chunks = 16 / a;
+    const int64_t rows = m->Kp / (256 / m->act_bits), E = m->E, tiles = m->Np / 64;
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * m->Kp * m->Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t kb = 0; kb < rows; kb++)
-            for (int64_t nb = 0; nb < tiles; nb++)
-                for (int j = 0; j < chunks; j++)
-                    for (int lane = 0; lane < 32; lane++) {
-                        uint32_t F[8];
-                        for (int w = 0; w < b; w++)
-                            F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
-                        decode_lane(c, F, e, kb, nb, j, lane, W);
-                    }
+            for (int64_t nb = 0; nb < tiles; nb++) decode_tile(c, words, e, kb, nb, 0, W);
 }
 
 /* 0.1.19 flat weights: row n's K*b/32 row-packed words, cut into 128-bit
@@ -305,37 +313,155 @@ static void decode_flat(const decode_ctx *c, const void *words, float *W)
             }
 }
 
+/* Checks the post tensors and fills c (scales, zero points, global scales
+ * un-permuted); c is freed with ctx_free, also on failure. */
+static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                          const hc_layer_tensors *post, decode_ctx *c, hc_error *err)
+{
+    memset(c, 0, sizeof *c);
+    HC_TRY(hc_verify_check_post(cfg, meta, post, err));
+    c->cfg = cfg;
+    c->m = meta;
+    c->e0m = post->weight_e0m;
+    lane_map(c);
+    HC_TRY(decode_scales(c, &post->weight_scale, err));
+    HC_TRY(decode_zero(c, &post->zero_point, err));
+    if (post->global_scale.data) {
+        c->global = malloc((size_t)meta->E * sizeof(double));
+        HC_CHECK_ALLOC(err, c->global, "decoded global scales");
+        for (int64_t e = 0; e < meta->E; e++)
+            c->global[e] = rdf32(post->global_scale.data, post->global_scale.shape[0] == 1 ? 0 : e);
+    }
+    return HC_OK;
+}
+
+/* The un-permuted bias (E, Np) of post, which has one. */
+static void decode_bias(const hc_layer_meta *meta, const hc_layer_tensors *post, float *bias)
+{
+    int inv[32];
+    inverse_perm(32, inv);
+    for (int64_t e = 0; e < meta->E; e++)
+        for (int64_t n = 0; n < meta->Np; n++)
+            bias[e * meta->Np + n] = (float)half_value(
+                post->bias.dtype, rd16(post->bias.data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
+}
+
 hc_status hc_verify_decode(const hc_layer_config *cfg, const hc_layer_meta *meta,
                            const hc_layer_tensors *post, float *W, float *bias,
                            hc_error *err)
 {
-    HC_TRY(hc_verify_check_post(cfg, meta, post, err));
-    decode_ctx c = {.cfg = cfg, .m = meta, .e0m = post->weight_e0m};
-    lane_map(&c);
-    hc_status st = decode_scales(&c, &post->weight_scale, err);
-    if (st == HC_OK) st = decode_zero(&c, &post->zero_point, err);
-    if (st == HC_OK && post->global_scale.data) {
-        c.global = malloc((size_t)meta->E * sizeof(double));
-        if (c.global == NULL) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
-        for (int64_t e = 0; st == HC_OK && e < meta->E; e++)
-            c.global[e] = rdf32(post->global_scale.data, post->global_scale.shape[0] == 1 ? 0 : e);
-    }
+    decode_ctx c;
+    hc_status st = ctx_open(cfg, meta, post, &c, err);
     if (st != HC_OK) {
         ctx_free(&c);
         return st;
     }
     if (meta->use_flat_weight) decode_flat(&c, post->weight.data, W);
     else decode_tiles(&c, post->weight.data, W);
-    if (bias && post->bias.data) {
-        int inv[32];
-        inverse_perm(32, inv);
-        for (int64_t e = 0; e < meta->E; e++)
-            for (int64_t n = 0; n < meta->Np; n++)
-                bias[e * meta->Np + n] = (float)half_value(
-                    post->bias.dtype, rd16(post->bias.data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
-    }
+    if (bias && post->bias.data) decode_bias(meta, post, bias);
     ctx_free(&c);
     return HC_OK;
+}
+
+struct hc_verify_decoder {
+    decode_ctx c;
+    const hc_layer_tensors *post;
+};
+
+hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                                 const hc_layer_tensors *post, float *bias,
+                                 hc_verify_decoder **out, hc_error *err)
+{
+    *out = NULL;
+    if (meta->use_flat_weight)
+        HC_FAIL(err, HC_ERR_ARG, "panel decoding reads tile layouts only, not flat weights");
+    hc_verify_decoder *d = malloc(sizeof *d);
+    HC_CHECK_ALLOC(err, d, "verification decoder");
+    d->post = post;
+    hc_status st = ctx_open(cfg, meta, post, &d->c, err);
+    if (st != HC_OK) {
+        hc_verify_decoder_free(d);
+        return st;
+    }
+    if (bias && post->bias.data) decode_bias(meta, post, bias);
+    *out = d;
+    return HC_OK;
+}
+
+/* The value decode_lane gives code at (e, n) in group g, by the same
+ * operations. */
+static float code_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+{
+    const hc_layer_meta *m = c->m;
+    const uint32_t mask = (1u << m->weight_bits) - 1, mag = code & (mask >> 1);
+    const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
+    const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+                     : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+    double v = x * x2 * elem_scale(c, e, n, 0, g);
+    if (c->global) v *= c->global[e];
+    return (float)v;
+}
+
+/* Panel decoding by table: where a tile row lies in one group and scales are
+ * per (n, group), a value depends only on (row, group, code), so each of the
+ * panel's 64 rows gets a table of its 2^b values per group, and the group's
+ * tile rows are decoded by lookup (the values decode_lane computes). */
+static int table_applies(const decode_ctx *c)
+{
+    const hc_layer_meta *m = c->m;
+    const int P = 256 / m->act_bits;
+    return m->scale_type != HC_SCALE_BLOCK && m->group_size > 0 && m->group_size % P == 0 &&
+           m->weight_bits <= 8;
+}
+
+static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e, int64_t nb,
+                               float *W)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, P = 256 / a, R = 32 / a;
+    const int codes = 1 << b, chunks = 16 / a;
+    const uint32_t mask = (1u << b) - 1;
+    const int64_t rows = m->Kp / P, n_base = 64 * nb;
+    float T[64 * 256];
+    int64_t table_g = -1;
+    for (int64_t kb = 0; kb < rows; kb++) {
+        const int64_t g = (int64_t)P * kb / m->group_size;
+        for (int r = 0; g != table_g && r < 64; r++)
+            for (int code = 0; code < codes; code++)
+                T[r * codes + code] = code_value(c, (uint32_t)code, e, n_base + r, g);
+        table_g = g;
+        for (int j = 0; j < chunks; j++)
+            for (int lane = 0; lane < 32; lane++) {
+                uint32_t F[8], Wd[8];
+                for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+                hck_uncompact(b, F, Wd);
+                const int r0 = 4 * a * j + lane / 4;
+                float *out = W + (int64_t)r0 * m->Kp + (int64_t)P * kb + R * (lane % 4);
+                for (int u = 0; u < 32; u++) {
+                    const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
+                    out[c->dn[u] * m->Kp + c->dk[u]] = T[(r0 + c->dn[u]) * codes + code];
+                }
+            }
+    }
+}
+
+void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
+{
+    const hc_layer_meta *m = d->c.m;
+    if (table_applies(&d->c)) {
+        decode_panel_table(&d->c, d->post->weight.data, e, nb, W);
+        return;
+    }
+    const int64_t rows = m->Kp / (256 / m->act_bits);
+    for (int64_t kb = 0; kb < rows; kb++)
+        decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W);
+}
+
+void hc_verify_decoder_free(hc_verify_decoder *d)
+{
+    if (d == NULL) return;
+    ctx_free(&d->c);
+    free(d);
 }
 
 /* ---- shape / dtype checks of the post tensors (spec 5.8) -------------- */

@@ -3,6 +3,7 @@
  * activations with a realistic per-channel spread. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hc_parallel.h"
@@ -22,26 +23,50 @@ static double lanes_total(const double *d, double tail)
     return (((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]))) + tail;
 }
 
-static void dot4_generic(const float *x, int64_t K, int64_t rows, const float *w, double *out)
+/* Adds the blocks of [k0, k1) (k0 a multiple of HC_DOT_BLOCK, k1 <= K / 8 * 8;
+ * the last block ends at k1) of 4 token rows xr . w to their double lanes. */
+typedef void (*blocks_fn)(const float *const *xr, const float *w, int64_t k0, int64_t k1,
+                          double (*dacc)[8]);
+
+static void blocks_generic(const float *const *xr, const float *w, int64_t k0, int64_t k1,
+                           double (*dacc)[8])
 {
-    double dacc[4][8] = {{0}};
-    const float *xr[4];
-    for (int t = 0; t < 4; t++) xr[t] = x + (t < rows ? t : 0) * K;
-    const int64_t K8 = K / 8 * 8;
-    for (int64_t k0 = 0; k0 < K8; k0 += HC_DOT_BLOCK) {
-        const int64_t k1 = k0 + HC_DOT_BLOCK < K8 ? k0 + HC_DOT_BLOCK : K8;
+    for (; k0 < k1; k0 += HC_DOT_BLOCK) {
+        const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
         for (int t = 0; t < 4; t++) {
             float acc[8] = {0};
-            for (int64_t k = k0; k < k1; k += 8)
+            for (int64_t k = k0; k < kend; k += 8)
                 for (int j = 0; j < 8; j++) acc[j] = fmaf(xr[t][k + j], w[k + j], acc[j]);
             for (int j = 0; j < 8; j++) dacc[t][j] += (double)acc[j];
         }
     }
+}
+
+/* The 4 rows' pointers (rows past `rows` repeat the first; their sums are
+ * never used). */
+static void token_rows(const float *x, int64_t K, int64_t rows, const float **xr)
+{
+    for (int t = 0; t < 4; t++) xr[t] = x + (t < rows ? t : 0) * K;
+}
+
+/* The K % 8 tail in double and the lanes in a fixed order. */
+static void dot4_finish(const float *const *xr, const float *w, int64_t K, double (*dacc)[8],
+                        double *out)
+{
     for (int t = 0; t < 4; t++) {
         double tail = 0.0;
-        for (int64_t k = K8; k < K; k++) tail += (double)xr[t][k] * (double)w[k];
+        for (int64_t k = K / 8 * 8; k < K; k++) tail += (double)xr[t][k] * (double)w[k];
         out[t] = lanes_total(dacc[t], tail);
     }
+}
+
+static void dot4_generic(const float *x, int64_t K, int64_t rows, const float *w, double *out)
+{
+    double dacc[4][8] = {{0}};
+    const float *xr[4];
+    token_rows(x, K, rows, xr);
+    blocks_generic(xr, w, 0, K / 8 * 8, dacc);
+    dot4_finish(xr, w, K, dacc, out);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -57,28 +82,51 @@ HC_AVX2_FMA static void add_lanes(double *dacc, __m256 a)
     _mm256_storeu_pd(dacc + 4, _mm256_add_pd(_mm256_loadu_pd(dacc + 4), hi));
 }
 
-HC_AVX2_FMA static void dot4_fma(const float *x, int64_t K, int64_t rows, const float *w,
-                                 double *out)
+/* Two weight rows at once (da: w0's lanes, db: w1's): eight independent
+ * FMA chains instead of four hide the FMA latency; each (row, token) sees
+ * the operations of blocks_fma. */
+HC_AVX2_FMA static void blocks2_fma(const float *const *xr, const float *w0, const float *w1,
+                                    int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
 {
-    double dacc[4][8] = {{0}};
-    const float *xr[4];
-    for (int t = 0; t < 4; t++) xr[t] = x + (t < rows ? t : 0) * K;
-    const int64_t K8 = K / 8 * 8;
-    for (int64_t k0 = 0; k0 < K8; k0 += HC_DOT_BLOCK) {
-        const int64_t k1 = k0 + HC_DOT_BLOCK < K8 ? k0 + HC_DOT_BLOCK : K8;
+    for (; k0 < k1; k0 += HC_DOT_BLOCK) {
+        const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
+        __m256 a[4], b[4];
+        for (int t = 0; t < 4; t++) a[t] = b[t] = _mm256_setzero_ps();
+        for (int64_t k = k0; k < kend; k += 8) {
+            const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
+            for (int t = 0; t < 4; t++) {
+                const __m256 xv = _mm256_loadu_ps(xr[t] + k);
+                a[t] = _mm256_fmadd_ps(xv, v0, a[t]);
+                b[t] = _mm256_fmadd_ps(xv, v1, b[t]);
+            }
+        }
+        for (int t = 0; t < 4; t++) add_lanes(da[t], a[t]), add_lanes(db[t], b[t]);
+    }
+}
+
+HC_AVX2_FMA static void blocks_fma(const float *const *xr, const float *w, int64_t k0,
+                                   int64_t k1, double (*dacc)[8])
+{
+    for (; k0 < k1; k0 += HC_DOT_BLOCK) {
+        const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                          _mm256_setzero_ps()};
-        for (int64_t k = k0; k < k1; k += 8) {
+        for (int64_t k = k0; k < kend; k += 8) {
             const __m256 wv = _mm256_loadu_ps(w + k);
             for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(_mm256_loadu_ps(xr[t] + k), wv, acc[t]);
         }
         for (int t = 0; t < 4; t++) add_lanes(dacc[t], acc[t]);
     }
-    for (int t = 0; t < 4; t++) {
-        double tail = 0.0;
-        for (int64_t k = K8; k < K; k++) tail += (double)xr[t][k] * (double)w[k];
-        out[t] = lanes_total(dacc[t], tail);
-    }
+}
+
+HC_AVX2_FMA static void dot4_fma(const float *x, int64_t K, int64_t rows, const float *w,
+                                 double *out)
+{
+    double dacc[4][8] = {{0}};
+    const float *xr[4];
+    token_rows(x, K, rows, xr);
+    blocks_fma(xr, w, 0, K / 8 * 8, dacc);
+    dot4_finish(xr, w, K, dacc, out);
 }
 #endif
 
@@ -91,20 +139,91 @@ hc_dot4_fn hc_verify_dot4_impl(int portable)
     return dot4_generic;
 }
 
+static blocks_fn blocks_impl(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (hc_verify_dot4_impl(0) == dot4_fma) return blocks_fma;
+#endif
+    return blocks_generic;
+}
+
+/* The two-row form where the FMA form runs (blocks_fast names it). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define blocks_fast blocks_fma
+#define blocks2_fast blocks2_fma
+#else
+#define blocks_fast blocks_generic
+static void blocks2_fast(const float *const *xr, const float *w0, const float *w1, int64_t k0,
+                         int64_t k1, double (*da)[8], double (*db)[8])
+{
+    blocks_generic(xr, w0, k0, k1, da);
+    blocks_generic(xr, w1, k0, k1, db);
+}
+#endif
+
+/* K columns per pass of hc_verify_gemm_rows: the tokens' slice (16 tokens:
+ * 64 KiB) stays in cache while every row of the panel reads it. */
+#define HC_GEMM_KC 1024
+
+hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
+                              int64_t rows, int64_t Kw, const float *bias, float *y,
+                              int64_t y_stride)
+{
+    const blocks_fn blocks = blocks_impl();
+    const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8;
+    double (*dacc)[8] = calloc((size_t)(rows * M4 * 4 + 1), sizeof *dacc);
+    if (dacc == NULL) return HC_ERR_NOMEM;
+    for (int64_t kc = 0; kc < K8; kc += HC_GEMM_KC) {
+        const int64_t kend = kc + HC_GEMM_KC < K8 ? kc + HC_GEMM_KC : K8;
+        for (int64_t r = 0; r < rows; r += 2)
+            for (int64_t q = 0; q < M4; q++) {
+                const float *xr[4];
+                token_rows(x + 4 * q * K, K, M - 4 * q, xr);
+                if (r + 1 < rows && blocks == blocks_fast)
+                    blocks2_fast(xr, W + r * Kw, W + (r + 1) * Kw, kc, kend,
+                                 dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
+                else
+                    for (int64_t i = r; i < r + 2 && i < rows; i++)
+                        blocks(xr, W + i * Kw, kc, kend, dacc + (i * M4 + q) * 4);
+            }
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < M4; q++) {
+            const float *xr[4];
+            double d[4];
+            const int64_t t_rows = M - 4 * q < 4 ? M - 4 * q : 4;
+            token_rows(x + 4 * q * K, K, t_rows, xr);
+            dot4_finish(xr, W + r * Kw, K, dacc + (r * M4 + q) * 4, d);
+            const double b = bias ? bias[r] : 0.0;
+            for (int64_t t = 0; t < t_rows; t++) y[(4 * q + t) * y_stride + r] = (float)(d[t] + b);
+        }
+    free(dacc);
+    return HC_OK;
+}
+
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
                     int64_t N, int64_t Nw, int64_t Kw, const float *bias, int64_t Nb, float *y)
 {
     const hc_dot4_fn dot = hc_verify_dot4_impl(0);
+    const int64_t panels = (N + 63) / 64;
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * M * K / 16))
     for (int64_t e = 0; e < E; e++)
-        for (int64_t n = 0; n < N; n++) {
-            const float *w = W + (e * Nw + n) * Kw;
-            const double b = bias ? bias[e * Nb + n] : 0.0;
-            for (int64_t m = 0; m < M; m += 4) {
-                const int64_t rows = M - m < 4 ? M - m : 4;
-                double d[4];
-                dot(x + m * K, K, rows, w, d);
-                for (int64_t t = 0; t < rows; t++) y[(e * M + m + t) * N + n] = (float)(d[t] + b);
+        for (int64_t p = 0; p < panels; p++) {
+            const int64_t n0 = 64 * p, rows = N - n0 < 64 ? N - n0 : 64;
+            if (hc_verify_gemm_rows(x, M, K, W + (e * Nw + n0) * Kw, rows, Kw,
+                                    bias ? bias + e * Nb + n0 : NULL, y + e * M * N + n0,
+                                    N) == HC_OK)
+                continue;
+            for (int64_t n = n0; n < n0 + rows; n++) { /* no memory: row by row */
+                const float *w = W + (e * Nw + n) * Kw;
+                const double b = bias ? bias[e * Nb + n] : 0.0;
+                for (int64_t m = 0; m < M; m += 4) {
+                    const int64_t t_rows = M - m < 4 ? M - m : 4;
+                    double d[4];
+                    dot(x + m * K, K, t_rows, w, d);
+                    for (int64_t t = 0; t < t_rows; t++)
+                        y[(e * M + m + t) * N + n] = (float)(d[t] + b);
+                }
             }
         }
 }

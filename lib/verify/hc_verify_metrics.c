@@ -6,10 +6,7 @@
 #include "hc_parallel.h"
 #include "hc_verify.h"
 
-typedef struct {
-    double err2, ref2, got2, dot, maxe;
-    int64_t bad;
-} cmp_sums;
+typedef hc_verify_sums cmp_sums;
 
 static cmp_sums compare_chunk(const float *got, const float *ref, int64_t n)
 {
@@ -46,7 +43,7 @@ static void add_sums(cmp_sums *t, const cmp_sums *p)
  * and one chunk (n <= 65536) is the plain serial sum. */
 static cmp_sums compare_sums(const float *got, const float *ref, int64_t n)
 {
-    const int64_t chunk = 1 << 16, nc = (n + chunk - 1) / chunk;
+    const int64_t chunk = HC_VERIFY_CHUNK, nc = (n + chunk - 1) / chunk;
     cmp_sums t = {0, 0, 0, 0, 0, 0};
     cmp_sums *part = nc > 1 ? malloc((size_t)nc * sizeof *part) : NULL;
     if (part) {
@@ -65,9 +62,27 @@ static cmp_sums compare_sums(const float *got, const float *ref, int64_t n)
     return t;
 }
 
+void hc_verify_compare_chunk(const float *got, const float *ref, int64_t n, hc_verify_sums *out)
+{
+    *out = compare_chunk(got, ref, n);
+}
+
+static void compare_metrics(const cmp_sums s, hc_verify_cmp *out);
+
+void hc_verify_compare_finish(const hc_verify_sums *chunks, int64_t n_chunks, hc_verify_cmp *out)
+{
+    cmp_sums t = {0, 0, 0, 0, 0, 0};
+    for (int64_t c = 0; c < n_chunks; c++) add_sums(&t, &chunks[c]);
+    compare_metrics(t, out);
+}
+
 void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out)
 {
-    const cmp_sums s = compare_sums(got, ref, n);
+    compare_metrics(compare_sums(got, ref, n), out);
+}
+
+static void compare_metrics(const cmp_sums s, hc_verify_cmp *out)
+{
     const double err2 = s.err2, ref2 = s.ref2, got2 = s.got2;
     out->nonfinite = s.bad;
     out->max_abs_err = s.maxe;
@@ -120,10 +135,7 @@ static double step_ratio(const hc_layer_config *cfg)
 /* Walks the scale groups of W (E, N, K): sums (elements * amax^2) and w^2,
  * and, when got is given, counts elements of got farther from W than
  * limit * amax of their group. */
-typedef struct {
-    double amax_energy, energy;
-    int64_t violations;
-} group_stats;
+typedef hc_verify_group_sums group_stats;
 
 /* Largest |w| of a group; NaN entries are skipped, as fmax would (a plain
  * comparison: the libm call was 4% of a verified run). */
@@ -162,12 +174,19 @@ static group_stats group_row(const float *We, const float *Ge, double limit, int
  * that is then added in row order, so the result does not depend on the
  * number of threads (the serial fallback, without memory, adds in the same
  * order). */
+/* Columns per group along K (gk) and rows per group along N (gn). */
+static void group_shape(const hc_layer_meta *m, int64_t N, int64_t K, int64_t *gk, int64_t *gn)
+{
+    *gk = m->scale_type == HC_SCALE_TENSOR ? K
+          : m->group_size > 0 && m->group_size < K ? m->group_size : K;
+    *gn = m->scale_type == HC_SCALE_TENSOR ? N : m->group_size_n > 1 ? m->group_size_n : 1;
+}
+
 static group_stats walk_groups(const hc_layer_meta *m, const float *W, const float *got,
                                double limit, int64_t E, int64_t N, int64_t K)
 {
-    const int64_t gk = m->scale_type == HC_SCALE_TENSOR ? K
-                       : m->group_size > 0 && m->group_size < K ? m->group_size : K;
-    const int64_t gn = m->scale_type == HC_SCALE_TENSOR ? N : m->group_size_n > 1 ? m->group_size_n : 1;
+    int64_t gk, gn;
+    group_shape(m, N, K, &gk, &gn);
     const int64_t nb = (N + gn - 1) / gn, rows = E * nb;
     group_stats g = {0, 0, 0};
     group_stats *part = rows > 0 ? malloc((size_t)rows * sizeof *part) : NULL;
@@ -223,6 +242,33 @@ void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, c
                            double *bound, int64_t *violations)
 {
     group_stats g = walk_groups(m, W, got, step_limit(cfg, m, clip), E, N, K);
+    *bound = bound_of(cfg, m, g);
+    *violations = g.violations;
+}
+
+int hc_verify_group_rows_ok(const hc_layer_meta *m)
+{
+    return m->scale_type != HC_SCALE_TENSOR && !(m->group_size_n > 1);
+}
+
+void hc_verify_quant_row(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                         const float *got, double clip, int64_t K, hc_verify_group_sums *out)
+{
+    int64_t gk, gn;
+    group_shape(m, 1, K, &gk, &gn);
+    *out = group_row(W, got, step_limit(cfg, m, clip), 1, K, 0, 1, gk);
+}
+
+void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
+                            const hc_verify_group_sums *rows, int64_t n_rows, double *bound,
+                            int64_t *violations)
+{
+    group_stats g = {0, 0, 0};
+    for (int64_t r = 0; r < n_rows; r++) {
+        g.amax_energy += rows[r].amax_energy;
+        g.energy += rows[r].energy;
+        g.violations += rows[r].violations;
+    }
     *bound = bound_of(cfg, m, g);
     *violations = g.violations;
 }
