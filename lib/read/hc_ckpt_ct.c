@@ -252,6 +252,28 @@ static hc_status put_int_codes(const hc_st_tensor *w, int b, const int32_t *perm
     return st;
 }
 
+/* What every integer layer shares once its geometry is known: act order
+ * (*ao), the scale values, the pre-form description and buffers, the scales. */
+static hc_status int_layer_begin(hc_st_model *model, const char *prefix, const hc_st_tensor *s,
+                                 const hc_ckpt_ct_group *grp, int b, int zp, int64_t N, int64_t K,
+                                 int64_t G, const hc_ckpt_read_opts *opts, hc_ckpt_layer *out,
+                                 int *ao, hc_error *err)
+{
+    *ao = ct_act_order(model, prefix, K, G, opts, out, err);
+    if (*ao < 0) return err ? err->status : HC_ERR_FORMAT;
+    HC_TRY(hc_ckpt_check_int_scales(s, out, err));
+    hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
+                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
+                       .group_size = strcmp(grp->strategy, "group") == 0
+                                         ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
+                       .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};
+    if (d.scale_format == HC_FMT_COUNT)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
+                "requantize with --format", prefix);
+    HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
+    return put_int_scales(s, &out->q, err);
+}
+
 /* int / float 8-bit unpacked (int-quantized, naive-quantized, float-quantized). */
 static hc_status read_unpacked(const hc_ckpt_config *cfg, hc_st_model *model, const char *prefix,
                                const hc_ckpt_ct_group *grp, const hc_ckpt_read_opts *opts,
@@ -281,19 +303,8 @@ static hc_status read_unpacked(const hc_ckpt_config *cfg, hc_st_model *model, co
     if (zp && N * b % 32)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for N-packed zero "
                 "points", prefix, b);
-    int ao = ct_act_order(model, prefix, K, G, opts, out, err);
-    if (ao < 0) return err ? err->status : HC_ERR_FORMAT;
-    HC_TRY(hc_ckpt_check_int_scales(s, out, err));
-    hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
-                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
-                       .group_size = strcmp(grp->strategy, "group") == 0
-                                         ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
-                       .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};
-    if (d.scale_format == HC_FMT_COUNT)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
-                "requantize with --format", prefix);
-    HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    HC_TRY(put_int_scales(s, &out->q, err));
+    int ao = 0;
+    HC_TRY(int_layer_begin(model, prefix, s, grp, b, zp != NULL, N, K, G, opts, out, &ao, err));
     if (zp) HC_TRY(put_int_zeros(zp, s, b, &out->q, err));
     if (!opts->meta_only) HC_TRY(put_int_codes(w, b, out->perm, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "compressed-tensors %s int%d %s%s%s",
@@ -487,19 +498,8 @@ static hc_status read_packed(const hc_ckpt_config *cfg, hc_st_model *model, cons
     if (K * b % 32)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: Humming row-packs %d-bit codes along K and needs "
                 "K*%d to be a multiple of 32 (K=%lld)", prefix, b, b, (long long)K);
-    int ao = ct_act_order(model, prefix, K, G, opts, out, err);
-    if (ao < 0) return err ? err->status : HC_ERR_FORMAT;
-    HC_TRY(hc_ckpt_check_int_scales(s, out, err));
-    hc_quant_desc d = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
-                       .scale_format = hc_ckpt_scale_format(s->dtype, s, opts),
-                       .group_size = strcmp(grp->strategy, "group") == 0
-                                         ? (int)grp->group_size : HC_QUANT_GROUP_CHANNEL,
-                       .zero_point = zp ? HC_ZP_INT : HC_ZP_NONE};
-    if (d.scale_format == HC_FMT_COUNT)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
-                "requantize with --format", prefix);
-    HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    HC_TRY(put_int_scales(s, &out->q, err));
+    int ao = 0;
+    HC_TRY(int_layer_begin(model, prefix, s, grp, b, zp != NULL, N, K, G, opts, out, &ao, err));
     if (zp) HC_TRY(put_packed_zeros(zp, &pk, &out->q, err));
     if (!opts->meta_only) HC_TRY(put_packed_codes(w, &pk, out->perm, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format,
