@@ -201,21 +201,30 @@ HCK_HD void hck_uncompact(int b, const uint32_t *F, uint32_t *W)
 }
 
 /* Index of word w of (expert e, tile row kb, n tile nb, chunk j, lane) in the
- * tiled weight tensor (E?, Kp/P, Np*P*b/32); packed-K: (E?, Kp/64,
- * Np*64*b/32), tile rows 2r and 2r+1 in row r, each lane's words split in two
- * halves of b/2 that sit side by side. */
-HCK_HD int64_t hck_tile_word(const hck_desc *d, int64_t e, int64_t kb, int64_t nb, int j, int lane,
-                             int w)
+ * tiled weight tensor (E?, Kp/P, Np*P*b/32) of b-bit weights and a-bit
+ * activations (P = 256/a); packed-K: (E?, Kp/64, Np*64*b/32), tile rows 2r and
+ * 2r+1 in row r, each lane's words split in two halves of b/2 that sit side by
+ * side. The CPU decoder (lib/verify/hc_verify_decode.c) indexes with it too. */
+HCK_HD int64_t hck_tile_word_at(int b, int a, int packed_k, int64_t Np, int64_t Kp, int64_t e,
+                                int64_t kb, int64_t nb, int j, int lane, int w)
 {
-    const int b = d->wbits, P = 256 / d->abits;
-    if (d->layout == HCK_L_PACKED_K) {
+    const int P = 256 / a;
+    if (packed_k) {
         const int hb = b / 2;
-        const int64_t row = e * (d->Kp / 64) + kb / 2, row_words = 2 * d->Np * b;
+        const int64_t row = e * (Kp / 64) + kb / 2, row_words = 2 * Np * b;
         return row * row_words + (nb * 4 + j * 2 + w / hb) * 32 * b + (int64_t)lane * b +
                (kb % 2) * hb + w % hb;
     }
-    const int64_t row = e * (d->Kp / P) + kb, row_words = d->Np * P * b / 32;
+    const int64_t row = e * (Kp / P) + kb, row_words = Np * P * b / 32;
     return row * row_words + nb * 2 * P * b + (int64_t)j * 32 * b + (int64_t)lane * b + w;
+}
+
+/* hck_tile_word_at for the layer d. */
+HCK_HD int64_t hck_tile_word(const hck_desc *d, int64_t e, int64_t kb, int64_t nb, int j, int lane,
+                             int w)
+{
+    return hck_tile_word_at(d->wbits, d->abits, d->layout == HCK_L_PACKED_K, d->Np, d->Kp, e, kb,
+                            nb, j, lane, w);
 }
 
 /* Index of the word holding code (e, n, k) of the flat layout: row-packed

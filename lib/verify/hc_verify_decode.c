@@ -247,21 +247,12 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
 }
 
 /* Index of word w of (expert e, tile row kb, n tile nb, chunk j, lane) in
- * the weight tensor. The packed-K layout (0.1.19) keeps one row per 64 k:
- * rows 2r and 2r+1 of the tiles share row r, each lane's b words split into
- * two halves of b/2 words, and the halves of the two rows sit side by side. */
+ * the weight tensor: the kernels' own index (kernels/hc_kernels.h). */
 static int64_t tile_word(const hc_layer_meta *m, int64_t e, int64_t kb, int64_t nb, int j,
                          int lane, int w)
 {
-    const int b = m->weight_bits, P = 256 / m->act_bits;
-    if (m->use_packed_k_layout) {
-        const int hb = b / 2;
-        const int64_t row = e * (m->Kp / 64) + kb / 2, row_words = 2 * m->Np * b;
-        return row * row_words + (nb * 4 + j * 2 + w / hb) * 32 * b + (int64_t)lane * b +
-               (kb % 2) * hb + w % hb;
-    }
-    const int64_t row = e * (m->Kp / P) + kb, row_words = m->Np * P * b / 32;
-    return row * row_words + nb * 2 * P * b + (int64_t)j * 32 * b + (int64_t)lane * b + w;
+    return hck_tile_word_at(m->weight_bits, m->act_bits, m->use_packed_k_layout, m->Np, m->Kp, e,
+                            kb, nb, j, lane, w);
 }
 
 /* Tile row kb of n tile nb of expert e into W, whose first row is row0
