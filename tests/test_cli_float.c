@@ -82,6 +82,27 @@ static double report_mean(const char *out, const char *key, int *passed, int *la
     return *layers ? sum / *layers : -1;
 }
 
+/* Kernel-level keys belong to tiles records only: a canonical output leaves
+ * the layout to Humming at load. */
+static void check_kernel_keys(const char *out, int tiles)
+{
+    char *p = hc_test_path_join(out, "config.json");
+    size_t len;
+    char *text = hc_test_read_file(p, &len);
+    assert_non_null(text);
+    cJSON *c = cJSON_Parse(text), *l;
+    const cJSON *L = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "quantization_config"), "layers");
+    assert_non_null(L);
+    cJSON_ArrayForEach(l, L) {
+        assert_int_equal(cJSON_HasObjectItem(l, "layout_variant"), tiles);
+        assert_int_equal(cJSON_HasObjectItem(l, "padded_n"), tiles);
+        assert_int_equal(cJSON_HasObjectItem(l, "layer_config"), tiles);
+    }
+    cJSON_Delete(c);
+    free(text);
+    free(p);
+}
+
 static double convert_snr_at(fixture *f, const char *name, const char *where, const char *flags)
 {
     char *out = hc_test_path_join(f->root, name);
@@ -91,6 +112,7 @@ static double convert_snr_at(fixture *f, const char *name, const char *where, co
     double snr = report_mean(out, "weight_snr_db", &passed, &layers);
     assert_int_equal(layers, 14);
     assert_int_equal(passed, layers);
+    check_kernel_keys(out, strstr(where, "--layout tiles") != NULL);
     printf("    %-40s weight SNR %6.2f dB, %d/%d layers pass (%s)\n", flags, snr, passed, layers,
            where);
     free(out);
@@ -313,6 +335,8 @@ static void test_canonical_decode_verified(void **state)
     char *mx = hc_test_path_join(f->root, "cd-mxfp4-a8"), *mx2 = hc_test_path_join(f->root, "cd-mx2");
     assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm100 --format w4a16", cli(), f->model, c100), 0);
     assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format w4a16", cli(), f->model, c90), 0);
+    check_kernel_keys(c100, 0);
+    check_kernel_keys(c90, 0);
     assert_int_equal(expect_verified_on(c100, "canonical"), 14);
     assert_int_equal(expect_verified_on(c90, "tiles-0.1.19"), 14);
     cJSON *a = report_layers(c100), *b = report_layers(c90);

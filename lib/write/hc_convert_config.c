@@ -19,6 +19,21 @@
 
 static const char *fmt_name(hc_format_id f) { return hc_format_get(f)->name; }
 
+/* The kernel-level keys of a tiles record: how humming-kernels 0.1.19 laid
+ * the tensors out. A canonical output has none: Humming decides them at load. */
+static void kernel_keys(cJSON *o, const hc_layer_meta *m)
+{
+    cJSON_AddNumberToObject(o, "padded_n", (double)m->Np);
+    cJSON_AddNumberToObject(o, "padded_k", (double)m->Kp);
+    cJSON_AddStringToObject(o, "mma_type", m->use_wgmma ? "wgmma" : "mma");
+    cJSON_AddStringToObject(o, "layout_variant", hc_layout_variant_name(m));
+    cJSON_AddBoolToObject(o, "kernel_weight_signed", m->kernel_weight_signed);
+    cJSON_AddBoolToObject(o, "use_fused_e8m0_scale", m->use_fused_e8m0);
+    cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
+    cJSON_AddBoolToObject(o, "scale_applied_on_c", m->to_apply_on_c);
+    cJSON_AddBoolToObject(o, "int_to_fp_preprocessed", m->preprocess_int2fp);
+}
+
 /* The per-layer record of the output quantization_config (docs/output-format.md). */
 static cJSON *layer_record(const hc_conv_plan *plan, const hc_conv_layer *L)
 {
@@ -39,18 +54,10 @@ static cJSON *layer_record(const hc_conv_plan *plan, const hc_conv_layer *L)
     cJSON_AddNumberToObject(o, "num_experts", m->is_moe ? (double)m->E : 0);
     cJSON_AddNumberToObject(o, "shape_n", (double)m->N);
     cJSON_AddNumberToObject(o, "shape_k", (double)m->K);
-    cJSON_AddNumberToObject(o, "padded_n", (double)m->Np);
-    cJSON_AddNumberToObject(o, "padded_k", (double)m->Kp);
     char arch[16];
     snprintf(arch, sizeof arch, "sm%d", c->sm);
     cJSON_AddStringToObject(o, "arch", arch);
-    cJSON_AddStringToObject(o, "mma_type", m->use_wgmma ? "wgmma" : "mma");
-    cJSON_AddStringToObject(o, "layout_variant", hc_layout_variant_name(m));
-    cJSON_AddBoolToObject(o, "kernel_weight_signed", m->kernel_weight_signed);
-    cJSON_AddBoolToObject(o, "use_fused_e8m0_scale", m->use_fused_e8m0);
-    cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
-    cJSON_AddBoolToObject(o, "scale_applied_on_c", m->to_apply_on_c);
-    cJSON_AddBoolToObject(o, "int_to_fp_preprocessed", m->preprocess_int2fp);
+    if (plan->layout == HC_LAYOUT_TILES) kernel_keys(o, m);
     char *lc = hc_layer_config_json(c, m, L->has_bias,
                                     L->has_global && c->scale_type != HC_SCALE_TENSOR,
                                     plan->weight_e0m[L - plan->layers]);
