@@ -72,6 +72,7 @@ static void test_awq_gemm_interleave(void **state)
     hc_error err;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, 64 * 128), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     /* trap: a reader that does not undo the interleave gets other values */
     assert_true(tc_diff(natural, got, 64 * 128) > 64 * 128 / 2);
     hc_ckpt_layer_free(&l);
@@ -130,8 +131,32 @@ static void test_awq_gemv(void **state)
     float *got = NULL;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, N * K), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     hc_ckpt_layer_free(&l);
     free(want); free(got);
+    tc_free(&c);
+}
+
+/* The GEMM word path (8 x 8 nibble transposes in blocks of 16 words) against
+ * the element path and the format's meaning, on a shape whose last block is
+ * partial (K/8 = 36) and whose word columns are not a power of two (N/8 = 25). */
+static void test_awq_gemm_words(void **state)
+{
+    (void)state;
+    int N = 200, K = 288;
+    tc_ckpt c;
+    tc_init(&c, "awq-words");
+    float *natural = NULL, *want = build_awq_gemm(&c, N, K, 32, &natural), *got = NULL;
+    tc_write(&c, "{\"torch_dtype\": \"float16\", \"quantization_config\": {\"quant_method\": "
+                 "\"awq\", \"bits\": 4, \"group_size\": 32, \"zero_point\": true, \"version\": "
+                 "\"gemm\"}}", NULL, NULL);
+    hc_ckpt_layer l;
+    hc_error err;
+    if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_int_equal(tc_diff(want, got, N * K), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+    hc_ckpt_layer_free(&l);
+    free(want); free(natural); free(got);
     tc_free(&c);
 }
 
@@ -217,6 +242,7 @@ static void run_ct_packed(int b, int N, int K, int gs, int asym, const char *cfg
     hc_ckpt_layer l;
     hc_error err;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     assert_int_equal(tc_diff(want, got, (int64_t)N * K), 0);
     assert_true(l.lossless);
     hc_ckpt_layer_free(&l);
@@ -284,6 +310,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_awq_gemm_interleave), cmocka_unit_test(test_awq_gemv),
+        cmocka_unit_test(test_awq_gemm_words),
         cmocka_unit_test(test_refusals),            cmocka_unit_test(test_ct_pack_int4_group),
         cmocka_unit_test(test_ct_pack_int3_channel_asym), cmocka_unit_test(test_ct_int8),
     };
