@@ -160,6 +160,59 @@ static void test_awq_gemm_words(void **state)
     tc_free(&c);
 }
 
+/* Raw 16-bit scales: every finite F16 / BF16 pattern is stored as its own
+ * bits by the element path (hc_ckpt_put_scale), so copying bits is the same. */
+static void test_raw16_scales_exact(void **state)
+{
+    (void)state;
+    uint8_t buf[2];
+    hc_quant_result q = {.scales = buf, .scale_bytes = 2};
+    for (int f = 0; f < 2; f++) {
+        q.desc.scale_format = f ? HC_FMT_BF16 : HC_FMT_F16;
+        for (uint32_t b = 0; b < 65536; b++) {
+            double v = f ? hc_bf16_to_f32((uint16_t)b) : hc_f16_to_f32((uint16_t)b);
+            if (v != v || v - v != 0) continue;
+            assert_int_equal(hc_ckpt_put_scale(&q, 0, v), 0);
+            assert_int_equal(buf[0] | buf[1] << 8, b);
+        }
+    }
+}
+
+/* A non-finite scale leaves the raw path to the element path's refusal
+ * (same element, same words); a zero scale is counted by both. */
+static void test_awq_scale_refusal(void **state)
+{
+    (void)state;
+    int N = 64, K = 64, G = 2;
+    for (int bad = 0; bad < 2; bad++) {
+        tc_ckpt c;
+        tc_init(&c, "awq-inf");
+        uint32_t *qw = tc_add(&c, P ".qweight", HC_DT_I32, 2, (int64_t[2]){K, N / 8});
+        tc_add(&c, P ".qzeros", HC_DT_I32, 2, (int64_t[2]){G, N / 8});
+        uint16_t *sc = tc_add(&c, P ".scales", HC_DT_F16, 2, (int64_t[2]){G, N});
+        for (int i = 0; i < K * N / 8; i++) qw[i] = tc_rand();
+        for (int i = 0; i < G * N; i++) sc[i] = hc_f32_to_f16(0.01f);
+        sc[5] = 0;
+        if (bad) sc[N + 3] = 0x7C00; /* g 1, n 3 */
+        tc_write(&c, "{\"torch_dtype\": \"float16\", \"quantization_config\": {\"quant_method\": "
+                     "\"awq\", \"bits\": 4, \"group_size\": 32, \"zero_point\": true, "
+                     "\"version\": \"gemm\"}}", NULL, NULL);
+        hc_ckpt_layer l;
+        hc_error err;
+        hc_status st = tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, NULL, &err);
+        if (bad) {
+            assert_int_equal(st, HC_ERR_FORMAT);
+            assert_non_null(strstr(err.msg, "scale inf at element 67 is not finite"));
+        } else {
+            assert_int_equal(st, HC_OK);
+            assert_non_null(strstr(l.note, "1 scale(s) are 0"));
+            assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+            hc_ckpt_layer_free(&l);
+        }
+        tc_free(&c);
+    }
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -310,7 +363,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_awq_gemm_interleave), cmocka_unit_test(test_awq_gemv),
-        cmocka_unit_test(test_awq_gemm_words),
+        cmocka_unit_test(test_awq_gemm_words), cmocka_unit_test(test_raw16_scales_exact),
+        cmocka_unit_test(test_awq_scale_refusal),
         cmocka_unit_test(test_refusals),            cmocka_unit_test(test_ct_pack_int4_group),
         cmocka_unit_test(test_ct_pack_int3_channel_asym), cmocka_unit_test(test_ct_int8),
     };

@@ -18,7 +18,9 @@ static const int awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* inverse of awq_rev 
 
 static uint32_t nib(const hc_st_tensor *t, int64_t idx, int which)
 {
-    return (uint32_t)(hc_ckpt_uint_at(t, idx) >> (4 * which)) & 15u;
+    uint32_t w; /* qweight and qzeros are checked I32 */
+    memcpy(&w, (const unsigned char *)t->data + 4 * (size_t)idx, 4);
+    return (w >> (4 * which)) & 15u;
 }
 
 typedef struct {
@@ -93,20 +95,50 @@ static hc_status awq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const
     return g->gemv ? gemv_shapes(g, err) : gemm_shapes(g, err);
 }
 
-/* Zero points and scales of every (n, g); scales checked (gemv: padding columns skipped). */
-static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt_layer *out,
-                                  hc_error *err)
+/* Scales of every (n, g) as raw 16-bit words, where the storage format is the
+ * source's (F16 -> F16, BF16 -> BF16: every finite value is exact, so its bits
+ * are what hc_ckpt_put_scale stores). Returns 0 and counts *zeros, or 1 (nothing
+ * decided) for another storage format or a NaN / Inf, which the element path
+ * then reports. */
+static int awq_raw16_scales(const awq_geom *a, hc_quant_result *q, int64_t *zeros)
+{
+    int f16 = a->sc->dtype == HC_DT_F16 && q->desc.scale_format == HC_FMT_F16;
+    int bf16 = a->sc->dtype == HC_DT_BF16 && q->desc.scale_format == HC_FMT_BF16;
+    if ((!f16 && !bf16) || q->scale_bytes != 2) return 1;
+    uint16_t inf = f16 ? 0x7C00u : 0x7F80u, *dst = (uint16_t *)(void *)q->scales;
+    const unsigned char *src = a->sc->data;
+    int64_t N = a->N, G = a->G, z = 0;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t n = 0; n < N; n++) {
+            int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
+            uint16_t b;
+            memcpy(&b, src + 2 * (size_t)si, 2);
+            if ((b & inf) == inf) return 1;
+            z += (b & 0x7FFFu) == 0;
+            dst[n * G + g] = b;
+        }
+    *zeros = z;
+    return 0;
+}
+
+/* Zero points and scales of every (n, g); scales checked (gemv: padding columns
+ * skipped). general: the element path only (the tests compare the two). */
+static hc_status awq_zeros_scales(const awq_geom *a, int general, hc_quant_result *q,
+                                  hc_ckpt_layer *out, hc_error *err)
 {
     int64_t N = a->N, G = a->G, zeros = 0;
     uint8_t *z = malloc((size_t)(N * G) + 1);
     HC_CHECK_ALLOC(err, z, "AWQ zeros");
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++)
+            z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
+                                             : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
     hc_status st = HC_OK;
-    for (int64_t n = 0; st == HC_OK && n < N; n++)
+    int raw = !general && awq_raw16_scales(a, q, &zeros) == 0;
+    for (int64_t n = 0; !raw && st == HC_OK && n < N; n++)
         for (int64_t g = 0; st == HC_OK && g < G; g++) {
             int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
             double s = hc_ckpt_float_at(a->sc, si);
-            z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
-                                             : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
             if (!isfinite(s)) /* negative: kept, as for every integer format */
                 st = hc_error_set(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is "
                                   "not finite; refused", a->sc->name, a->sc->file, s,
@@ -208,7 +240,7 @@ hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckp
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.scales: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, a.G, !opts->meta_only, err));
-    HC_TRY(awq_zeros_scales(&a, &out->q, out, err));
+    HC_TRY(awq_zeros_scales(&a, opts->general_codes, &out->q, out, err));
     if (!opts->meta_only) HC_TRY(awq_codes(&a, opts->general_codes, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "awq %s uint4 g%lld zero-point",
              a.gemv ? "gemv" : "gemm", (long long)a.gs);

@@ -142,8 +142,13 @@ int64_t tc_codes_paths_differ(const char *dir, const char *prefix, hc_act_order 
     int64_t words = a.q.experts * a.q.n * a.q.k * a.q.bits / 32, d = -1;
     if (a.q.codes && b.q.codes && a.q.experts == b.q.experts && a.q.n == b.q.n &&
         a.q.k == b.q.k && a.q.bits == b.q.bits) {
+        int64_t sb = a.q.scales ? a.q.experts * a.q.group_rows * a.q.groups * a.q.scale_bytes : 0;
+        int64_t zw = a.q.zero_points ? a.q.experts * a.q.group_rows * a.q.bits / 32 * a.q.groups : 0;
         d = 0;
         for (int64_t i = 0; i < words; i++) d += a.q.codes[i] != b.q.codes[i];
+        for (int64_t i = 0; i < sb; i++) d += !b.q.scales || a.q.scales[i] != b.q.scales[i];
+        for (int64_t i = 0; i < zw; i++)
+            d += !b.q.zero_points || a.q.zero_points[i] != b.q.zero_points[i];
     }
     hc_ckpt_layer_free(&a);
     hc_ckpt_layer_free(&b);

@@ -38,8 +38,8 @@ hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc
                         float **values, hc_error *err);
 /* Reads layer `prefix` twice, through the readers' word-level code paths and
  * through their element-by-element ones (general_codes), and returns how many
- * code words differ (0: bit-identical), or -1 if a read fails or the shapes
- * differ. */
+ * code words, scale bytes and zero-point words differ (0: bit-identical), or -1
+ * if a read fails or the shapes differ. */
 int64_t tc_codes_paths_differ(const char *dir, const char *prefix, hc_act_order ao);
 /* Detection only. */
 hc_status tc_detect(const char *dir, hc_ckpt_config *cfg, hc_error *err);
