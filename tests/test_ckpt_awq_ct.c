@@ -178,6 +178,30 @@ static void test_raw16_scales_exact(void **state)
     }
 }
 
+/* Scale checks on F16 / BF16 bits: -0 is a zero and not a negative, a
+ * negative subnormal is negative; a NaN is refused at its element. */
+static void test_int_scales_bits(void **state)
+{
+    (void)state;
+    uint16_t h[6] = {0x8000, 0x0000, 0xBC00, 0x8001, 0x3C00, 0x3C00};
+    uint16_t bf[6] = {0x8000, 0x0000, 0xBF80, 0x8001, 0x3F80, 0x3F80};
+    for (int f = 0; f < 2; f++) {
+        uint16_t *v = f ? bf : h;
+        hc_st_tensor t = {.name = "s", .file = "f", .dtype = f ? HC_DT_BF16 : HC_DT_F16,
+                          .ndim = 1, .shape = {6}, .data = v, .nbytes = 12};
+        hc_ckpt_layer l;
+        memset(&l, 0, sizeof l);
+        hc_error err;
+        assert_int_equal(hc_ckpt_check_int_scales(&t, &l, &err), HC_OK);
+        assert_non_null(strstr(l.note, "2 scale(s) are 0"));
+        assert_non_null(strstr(l.note, "2 scale(s) are negative"));
+        v[5] = f ? 0x7FC0 : 0x7E00;
+        memset(&l, 0, sizeof l);
+        assert_int_equal(hc_ckpt_check_int_scales(&t, &l, &err), HC_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "element 5 is not finite"));
+    }
+}
+
 /* A non-finite scale leaves the raw path to the element path's refusal
  * (same element, same words); a zero scale is counted by both. */
 static void test_awq_scale_refusal(void **state)
@@ -193,6 +217,7 @@ static void test_awq_scale_refusal(void **state)
         for (int i = 0; i < K * N / 8; i++) qw[i] = tc_rand();
         for (int i = 0; i < G * N; i++) sc[i] = hc_f32_to_f16(0.01f);
         sc[5] = 0;
+        sc[6] = 0x8000; /* -0: a zero too */
         if (bad) sc[N + 3] = 0x7C00; /* g 1, n 3 */
         tc_write(&c, "{\"torch_dtype\": \"float16\", \"quantization_config\": {\"quant_method\": "
                      "\"awq\", \"bits\": 4, \"group_size\": 32, \"zero_point\": true, "
@@ -205,7 +230,7 @@ static void test_awq_scale_refusal(void **state)
             assert_non_null(strstr(err.msg, "scale inf at element 67 is not finite"));
         } else {
             assert_int_equal(st, HC_OK);
-            assert_non_null(strstr(l.note, "1 scale(s) are 0"));
+            assert_non_null(strstr(l.note, "2 scale(s) are 0"));
             assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
             hc_ckpt_layer_free(&l);
         }
@@ -364,7 +389,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_awq_gemm_interleave), cmocka_unit_test(test_awq_gemv),
         cmocka_unit_test(test_awq_gemm_words), cmocka_unit_test(test_raw16_scales_exact),
-        cmocka_unit_test(test_awq_scale_refusal),
+        cmocka_unit_test(test_awq_scale_refusal), cmocka_unit_test(test_int_scales_bits),
         cmocka_unit_test(test_refusals),            cmocka_unit_test(test_ct_pack_int4_group),
         cmocka_unit_test(test_ct_pack_int3_channel_asym), cmocka_unit_test(test_ct_int8),
     };

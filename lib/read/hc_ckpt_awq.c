@@ -102,10 +102,9 @@ static hc_status awq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const
  * then reports. */
 static int awq_raw16_scales(const awq_geom *a, hc_quant_result *q, int64_t *zeros)
 {
-    int f16 = a->sc->dtype == HC_DT_F16 && q->desc.scale_format == HC_FMT_F16;
-    int bf16 = a->sc->dtype == HC_DT_BF16 && q->desc.scale_format == HC_FMT_BF16;
-    if ((!f16 && !bf16) || q->scale_bytes != 2) return 1;
-    uint16_t inf = f16 ? 0x7C00u : 0x7F80u, *dst = (uint16_t *)(void *)q->scales;
+    if (!hc_ckpt_raw16_scales(a->sc, q)) return 1;
+    uint16_t inf = a->sc->dtype == HC_DT_F16 ? 0x7C00u : 0x7F80u;
+    uint16_t *dst = (uint16_t *)(void *)q->scales;
     const unsigned char *src = a->sc->data;
     int64_t N = a->N, G = a->G, z = 0;
     for (int64_t g = 0; g < G; g++)

@@ -177,10 +177,17 @@ static hc_status int_scale_shape(const hc_st_tensor *s, const hc_ckpt_ct_group *
 }
 
 
-/* Scales of an integer layer into q (one value repeated for a tensor scale). */
-static hc_status put_int_scales(const hc_st_tensor *s, hc_quant_result *q, hc_error *err)
+/* Scales of an integer layer into q (one value repeated for a tensor scale);
+ * checked finite before. [N, G] in the storage format's own 16 bits: a copy
+ * (unless general, the tests' element path). */
+static hc_status put_int_scales(const hc_st_tensor *s, int general, hc_quant_result *q,
+                                hc_error *err)
 {
     int64_t ns = hc_shape_numel(s->ndim, s->shape), N = q->n, G = q->groups;
+    if (!general && ns == N * G && hc_ckpt_raw16_scales(s, q)) {
+        memcpy(q->scales, s->data, (size_t)(N * G) * 2);
+        return HC_OK;
+    }
     for (int64_t i = 0; i < N * G; i++)
         if (hc_ckpt_put_scale(q, i, hc_ckpt_float_at(s, ns == 1 ? 0 : i)) != 0)
             HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage format",
@@ -271,7 +278,7 @@ static hc_status int_layer_begin(hc_st_model *model, const char *prefix, const h
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    return put_int_scales(s, &out->q, err);
+    return put_int_scales(s, opts->general_codes, &out->q, err);
 }
 
 /* int / float 8-bit unpacked (int-quantized, naive-quantized, float-quantized). */
