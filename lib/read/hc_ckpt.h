@@ -217,8 +217,8 @@ typedef struct hc_ckpt_read_opts {
     int meta_only;             /* describe only: no codes (plan time) */
     int float32_scales;        /* float32 scales no 16-bit dtype holds are read as F32, not
                                   refused: a target was given, they are requantized */
-    int general_codes;         /* 1: codes (and AWQ's scales) element by element even where
-                                  a word-level path exists (tests compare the two bit for bit) */
+    int general_codes;         /* 1: codes and scales element by element even where a
+                                  word-level path exists (tests compare the two bit for bit) */
 } hc_ckpt_read_opts;
 
 /* One layer in Humming's pre form. */
