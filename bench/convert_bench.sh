@@ -113,6 +113,12 @@ gptq_suite() { # in_dir largest_bytes
     conv "GPTQ repack, default verification" "$in" "$largest" --
 }
 
+repack_suite() { # label in_dir largest_bytes: AWQ / compressed-tensors lossless repacks
+    local label=$1 in=$2 largest=$3
+    conv "$label repack, --verify off" "$in" "$largest" -- --verify off
+    conv "$label repack, --verify off, 1 core" "$in" "$largest" OMP_NUM_THREADS=1 -- --verify off
+}
+
 echo "bench: $bin, min of $repeat runs, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -z "$only" ] || [ "$only" = 512mib ]; then
     gen "$dir/f16-512mib" python3 bench/gen_bench_ckpt.py "$dir/f16-512mib" float16 4 4096 16384
@@ -126,6 +132,15 @@ if [ -z "$only" ] || [ "$only" = 512mib ]; then
     echo "== the same shapes as GPTQ uint4 g128 sym (lossless repack; largest input tensor qweight 32 MiB, output row 128 MiB fp16-equivalent)"
     header
     gptq_suite "$dir/gptq-512mib" "$largest"
+    gen "$dir/awq-512mib" python3 bench/gen_bench_ckpt.py "$dir/awq-512mib" awq 4 4096 16384
+    gen "$dir/ct-512mib" python3 bench/gen_bench_ckpt.py "$dir/ct-512mib" ct 4 4096 16384
+    for f in awq ct; do
+        echo
+        echo "== the same shapes as $f uint4 g128 (lossless repack)"
+        header
+        cat_row "$dir/$f-512mib/model.safetensors" "$largest"
+        repack_suite "$f" "$dir/$f-512mib" "$largest"
+    done
 fi
 if [ -z "$only" ] || [ "$only" = 7b ]; then
     gen "$dir/f16-7b" python3 bench/gen_bench_ckpt.py "$dir/f16-7b" llama7b "$layers" 0 0

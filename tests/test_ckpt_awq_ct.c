@@ -72,6 +72,7 @@ static void test_awq_gemm_interleave(void **state)
     hc_error err;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, 64 * 128), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     /* trap: a reader that does not undo the interleave gets other values */
     assert_true(tc_diff(natural, got, 64 * 128) > 64 * 128 / 2);
     hc_ckpt_layer_free(&l);
@@ -130,9 +131,111 @@ static void test_awq_gemv(void **state)
     float *got = NULL;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, N * K), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     hc_ckpt_layer_free(&l);
     free(want); free(got);
     tc_free(&c);
+}
+
+/* The GEMM word path (8 x 8 nibble transposes in blocks of 16 words) against
+ * the element path and the format's meaning, on a shape whose last block is
+ * partial (K/8 = 36) and whose word columns are not a power of two (N/8 = 25). */
+static void test_awq_gemm_words(void **state)
+{
+    (void)state;
+    int N = 200, K = 288;
+    tc_ckpt c;
+    tc_init(&c, "awq-words");
+    float *natural = NULL, *want = build_awq_gemm(&c, N, K, 32, &natural), *got = NULL;
+    tc_write(&c, "{\"torch_dtype\": \"float16\", \"quantization_config\": {\"quant_method\": "
+                 "\"awq\", \"bits\": 4, \"group_size\": 32, \"zero_point\": true, \"version\": "
+                 "\"gemm\"}}", NULL, NULL);
+    hc_ckpt_layer l;
+    hc_error err;
+    if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_int_equal(tc_diff(want, got, N * K), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+    hc_ckpt_layer_free(&l);
+    free(want); free(natural); free(got);
+    tc_free(&c);
+}
+
+/* Raw 16-bit scales: every finite F16 / BF16 pattern is stored as its own
+ * bits by the element path (hc_ckpt_put_scale), so copying bits is the same. */
+static void test_raw16_scales_exact(void **state)
+{
+    (void)state;
+    uint8_t buf[2];
+    hc_quant_result q = {.scales = buf, .scale_bytes = 2};
+    for (int f = 0; f < 2; f++) {
+        q.desc.scale_format = f ? HC_FMT_BF16 : HC_FMT_F16;
+        for (uint32_t b = 0; b < 65536; b++) {
+            double v = f ? hc_bf16_to_f32((uint16_t)b) : hc_f16_to_f32((uint16_t)b);
+            if (v != v || v - v != 0) continue;
+            assert_int_equal(hc_ckpt_put_scale(&q, 0, v), 0);
+            assert_int_equal(buf[0] | buf[1] << 8, b);
+        }
+    }
+}
+
+/* Scale checks on F16 / BF16 bits: -0 is a zero and not a negative, a
+ * negative subnormal is negative; a NaN is refused at its element. */
+static void test_int_scales_bits(void **state)
+{
+    (void)state;
+    uint16_t h[6] = {0x8000, 0x0000, 0xBC00, 0x8001, 0x3C00, 0x3C00};
+    uint16_t bf[6] = {0x8000, 0x0000, 0xBF80, 0x8001, 0x3F80, 0x3F80};
+    for (int f = 0; f < 2; f++) {
+        uint16_t *v = f ? bf : h;
+        hc_st_tensor t = {.name = "s", .file = "f", .dtype = f ? HC_DT_BF16 : HC_DT_F16,
+                          .ndim = 1, .shape = {6}, .data = v, .nbytes = 12};
+        hc_ckpt_layer l;
+        memset(&l, 0, sizeof l);
+        hc_error err;
+        assert_int_equal(hc_ckpt_check_int_scales(&t, &l, &err), HC_OK);
+        assert_non_null(strstr(l.note, "2 scale(s) are 0"));
+        assert_non_null(strstr(l.note, "2 scale(s) are negative"));
+        v[5] = f ? 0x7FC0 : 0x7E00;
+        memset(&l, 0, sizeof l);
+        assert_int_equal(hc_ckpt_check_int_scales(&t, &l, &err), HC_ERR_FORMAT);
+        assert_non_null(strstr(err.msg, "element 5 is not finite"));
+    }
+}
+
+/* A non-finite scale leaves the raw path to the element path's refusal
+ * (same element, same words); a zero scale is counted by both. */
+static void test_awq_scale_refusal(void **state)
+{
+    (void)state;
+    int N = 64, K = 64, G = 2;
+    for (int bad = 0; bad < 2; bad++) {
+        tc_ckpt c;
+        tc_init(&c, "awq-inf");
+        uint32_t *qw = tc_add(&c, P ".qweight", HC_DT_I32, 2, (int64_t[2]){K, N / 8});
+        tc_add(&c, P ".qzeros", HC_DT_I32, 2, (int64_t[2]){G, N / 8});
+        uint16_t *sc = tc_add(&c, P ".scales", HC_DT_F16, 2, (int64_t[2]){G, N});
+        for (int i = 0; i < K * N / 8; i++) qw[i] = tc_rand();
+        for (int i = 0; i < G * N; i++) sc[i] = hc_f32_to_f16(0.01f);
+        sc[5] = 0;
+        sc[6] = 0x8000; /* -0: a zero too */
+        if (bad) sc[N + 3] = 0x7C00; /* g 1, n 3 */
+        tc_write(&c, "{\"torch_dtype\": \"float16\", \"quantization_config\": {\"quant_method\": "
+                     "\"awq\", \"bits\": 4, \"group_size\": 32, \"zero_point\": true, "
+                     "\"version\": \"gemm\"}}", NULL, NULL);
+        hc_ckpt_layer l;
+        hc_error err;
+        hc_status st = tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, NULL, &err);
+        if (bad) {
+            assert_int_equal(st, HC_ERR_FORMAT);
+            assert_non_null(strstr(err.msg, "scale inf at element 67 is not finite"));
+        } else {
+            assert_int_equal(st, HC_OK);
+            assert_non_null(strstr(l.note, "2 scale(s) are 0"));
+            assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+            hc_ckpt_layer_free(&l);
+        }
+        tc_free(&c);
+    }
 }
 
 static void test_refusals(void **state)
@@ -217,6 +320,7 @@ static void run_ct_packed(int b, int N, int K, int gs, int asym, const char *cfg
     hc_ckpt_layer l;
     hc_error err;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     assert_int_equal(tc_diff(want, got, (int64_t)N * K), 0);
     assert_true(l.lossless);
     hc_ckpt_layer_free(&l);
@@ -284,6 +388,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_awq_gemm_interleave), cmocka_unit_test(test_awq_gemv),
+        cmocka_unit_test(test_awq_gemm_words), cmocka_unit_test(test_raw16_scales_exact),
+        cmocka_unit_test(test_awq_scale_refusal), cmocka_unit_test(test_int_scales_bits),
         cmocka_unit_test(test_refusals),            cmocka_unit_test(test_ct_pack_int4_group),
         cmocka_unit_test(test_ct_pack_int3_channel_asym), cmocka_unit_test(test_ct_int8),
     };

@@ -99,6 +99,8 @@ static void check_lossless(const gp_spec *s, const char *expect_note)
                                  &got, &err);
     if (st != HC_OK) fail_msg("b=%d sym=%d: %s", s->b, s->sym, err.msg);
     assert_int_equal(tc_diff(want, got, (int64_t)s->N * s->K), 0);
+    assert_int_equal(tc_codes_paths_differ(c.dir, "model.layers.0.mlp.up_proj",
+                                           HC_ACT_ORDER_REFUSE), 0);
     assert_true(l.lossless);
     if (expect_note) assert_non_null(strstr(l.note, expect_note));
     else assert_string_equal(l.note, "");

@@ -217,6 +217,8 @@ typedef struct hc_ckpt_read_opts {
     int meta_only;             /* describe only: no codes (plan time) */
     int float32_scales;        /* float32 scales no 16-bit dtype holds are read as F32, not
                                   refused: a target was given, they are requantized */
+    int general_codes;         /* 1: codes and scales element by element even where a
+                                  word-level path exists (tests compare the two bit for bit) */
 } hc_ckpt_read_opts;
 
 /* One layer in Humming's pre form. */
@@ -308,6 +310,10 @@ hc_status hc_ckpt_alloc(hc_quant_result *q, const hc_quant_desc *d, int64_t E, i
 /* Stores a float scale value (exactly representable in fmt) as raw bits at
  * scale index idx of q. Returns 0, or -1 when v is not exact in q's format. */
 int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v);
+/* 1 if q stores scales in s's own 16-bit format (F16 -> F16, BF16 -> BF16):
+ * hc_ckpt_put_scale then stores every finite value as its source bits, so a
+ * copy of the checked bits is the same. */
+int hc_ckpt_raw16_scales(const hc_st_tensor *s, const hc_quant_result *q);
 /* Picks the storage format for float scales of source dtype src: F16/BF16/
  * E4M3/E8M0 as is; F32 -> opts->param_format if every value in t is exact in
  * it, else the other 16-bit format, else F32 when opts->float32_scales (a

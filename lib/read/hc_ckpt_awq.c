@@ -6,6 +6,7 @@
  * cropped; every shape checked exactly). 4-bit only (AutoAWQ's only width; the 8-bit interleave is not
  * confirmed); zero_point false is refused (layout not confirmed). */
 #include "hc_ckpt.h"
+#include "hc_parallel.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,10 +14,13 @@
 #include <string.h>
 
 static const int awq_rev[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+static const int awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* inverse of awq_rev */
 
 static uint32_t nib(const hc_st_tensor *t, int64_t idx, int which)
 {
-    return (uint32_t)(hc_ckpt_uint_at(t, idx) >> (4 * which)) & 15u;
+    uint32_t w; /* qweight and qzeros are checked I32 */
+    memcpy(&w, (const unsigned char *)t->data + 4 * (size_t)idx, 4);
+    return (w >> (4 * which)) & 15u;
 }
 
 typedef struct {
@@ -91,20 +95,49 @@ static hc_status awq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const
     return g->gemv ? gemv_shapes(g, err) : gemm_shapes(g, err);
 }
 
-/* Zero points and scales of every (n, g); scales checked (gemv: padding columns skipped). */
-static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt_layer *out,
-                                  hc_error *err)
+/* Scales of every (n, g) as raw 16-bit words, where the storage format is the
+ * source's (F16 -> F16, BF16 -> BF16: every finite value is exact, so its bits
+ * are what hc_ckpt_put_scale stores). Returns 0 and counts *zeros, or 1 (nothing
+ * decided) for another storage format or a NaN / Inf, which the element path
+ * then reports. */
+static int awq_raw16_scales(const awq_geom *a, hc_quant_result *q, int64_t *zeros)
+{
+    if (!hc_ckpt_raw16_scales(a->sc, q)) return 1;
+    uint16_t inf = a->sc->dtype == HC_DT_F16 ? 0x7C00u : 0x7F80u;
+    uint16_t *dst = (uint16_t *)(void *)q->scales;
+    const unsigned char *src = a->sc->data;
+    int64_t N = a->N, G = a->G, z = 0;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t n = 0; n < N; n++) {
+            int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
+            uint16_t b;
+            memcpy(&b, src + 2 * (size_t)si, 2);
+            if ((b & inf) == inf) return 1;
+            z += (b & 0x7FFFu) == 0;
+            dst[n * G + g] = b;
+        }
+    *zeros = z;
+    return 0;
+}
+
+/* Zero points and scales of every (n, g); scales checked (gemv: padding columns
+ * skipped). general: the element path only (the tests compare the two). */
+static hc_status awq_zeros_scales(const awq_geom *a, int general, hc_quant_result *q,
+                                  hc_ckpt_layer *out, hc_error *err)
 {
     int64_t N = a->N, G = a->G, zeros = 0;
     uint8_t *z = malloc((size_t)(N * G) + 1);
     HC_CHECK_ALLOC(err, z, "AWQ zeros");
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t g = 0; g < G; g++)
+            z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
+                                             : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
     hc_status st = HC_OK;
-    for (int64_t n = 0; st == HC_OK && n < N; n++)
+    int raw = !general && awq_raw16_scales(a, q, &zeros) == 0;
+    for (int64_t n = 0; !raw && st == HC_OK && n < N; n++)
         for (int64_t g = 0; st == HC_OK && g < G; g++) {
             int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
             double s = hc_ckpt_float_at(a->sc, si);
-            z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
-                                             : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
             if (!isfinite(s)) /* negative: kept, as for every integer format */
                 st = hc_error_set(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is "
                                   "not finite; refused", a->sc->name, a->sc->file, s,
@@ -118,6 +151,74 @@ static hc_status awq_zeros_scales(const awq_geom *a, hc_quant_result *q, hc_ckpt
     free(z);
     hc_ckpt_note_zero_scales(out, a->sc, zeros);
     return st;
+}
+
+/* Transposes the 8 x 8 nibble matrix a (nibble p of a[i] -> nibble i of a[p])
+ * in three rounds of swaps: 4 x 4 blocks, 2 x 2, single nibbles. */
+static void nibble_transpose8(uint32_t a[8])
+{
+    for (int i = 0; i < 4; i++) {
+        uint32_t t = ((a[i] >> 16) ^ a[i + 4]) & 0x0000FFFFu;
+        a[i] ^= t << 16;
+        a[i + 4] ^= t;
+    }
+    for (int i = 0; i < 8; i += (i & 1) ? 3 : 1) { /* 0, 1, 4, 5 */
+        uint32_t t = ((a[i] >> 8) ^ a[i + 2]) & 0x00FF00FFu;
+        a[i] ^= t << 8;
+        a[i + 2] ^= t;
+    }
+    for (int i = 0; i < 8; i += 2) {
+        uint32_t t = ((a[i] >> 4) ^ a[i + 1]) & 0x0F0F0F0Fu;
+        a[i] ^= t << 4;
+        a[i + 1] ^= t;
+    }
+}
+
+/* GEMM codes as words: input words k = 8w..8w+7 of word column j hold output
+ * word w of rows n = 8j..8j+7, one nibble each; after the transpose word p is
+ * column 8j + awq_order[p]'s. Blocks of 16 w (one output cache line per row)
+ * keep the writes local; the 128 input rows of a block stay in cache. */
+static void awq_gemm_words(const void *src, int64_t N, int64_t K, uint32_t *dst)
+{
+    enum { WB = 16 };
+    const unsigned char *s = src;
+    int64_t J = N / 8, W = K / 8, blocks = (W + WB - 1) / WB;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(N * K))
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t w1 = (b + 1) * WB < W ? (b + 1) * WB : W;
+        for (int64_t j = 0; j < J; j++)
+            for (int64_t w = b * WB; w < w1; w++) {
+                uint32_t a[8];
+                for (int i = 0; i < 8; i++) memcpy(&a[i], s + 4 * (size_t)((8 * w + i) * J + j), 4);
+                nibble_transpose8(a);
+                for (int p = 0; p < 8; p++) dst[(8 * j + awq_order[p]) * W + w] = a[p];
+            }
+    }
+}
+
+/* Codes [N, K] packed along K: GEMV's qweight already is (a copy), GEMM's by
+ * awq_gemm_words (whole words: K a multiple of 8); otherwise, or with general
+ * (the tests), element by element. */
+static hc_status awq_codes(const awq_geom *a, int general, hc_quant_result *q, hc_error *err)
+{
+    int64_t N = a->N, K = a->K;
+    if (!general && a->gemv) {
+        memcpy(q->codes, a->qw->data, (size_t)(N * K / 2));
+        return HC_OK;
+    }
+    if (!general && K % 8 == 0) {
+        awq_gemm_words(a->qw->data, N, K, q->codes);
+        return HC_OK;
+    }
+    uint8_t *codes = malloc((size_t)(N * K) + 1);
+    HC_CHECK_ALLOC(err, codes, "AWQ codes");
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            codes[n * K + k] = (uint8_t)(a->gemv ? nib(a->qw, n * (K / 8) + k / 8, (int)(k % 8))
+                                                 : nib(a->qw, k * (N / 8) + n / 8, awq_rev[n % 8]));
+    hc_ckpt_pack_codes(q, codes);
+    free(codes);
+    return HC_OK;
 }
 
 hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckpt_kind kind,
@@ -138,18 +239,8 @@ hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckp
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.scales: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, a.G, !opts->meta_only, err));
-    HC_TRY(awq_zeros_scales(&a, &out->q, out, err));
-    if (!opts->meta_only) {
-        const hc_st_tensor *qw = a.qw;
-        uint8_t *codes = malloc((size_t)(N * K) + 1);
-        HC_CHECK_ALLOC(err, codes, "AWQ codes");
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t k = 0; k < K; k++)
-                codes[n * K + k] = (uint8_t)(a.gemv ? nib(qw, n * (K / 8) + k / 8, (int)(k % 8))
-                                                    : nib(qw, k * (N / 8) + n / 8, awq_rev[n % 8]));
-        hc_ckpt_pack_codes(&out->q, codes);
-        free(codes);
-    }
+    HC_TRY(awq_zeros_scales(&a, opts->general_codes, &out->q, out, err));
+    if (!opts->meta_only) HC_TRY(awq_codes(&a, opts->general_codes, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "awq %s uint4 g%lld zero-point",
              a.gemv ? "gemv" : "gemm", (long long)a.gs);
     return HC_OK;

@@ -131,10 +131,32 @@ hc_status hc_ckpt_scalar_scale(const hc_st_tensor *t, int divisor, double *out, 
     return HC_OK;
 }
 
+/* Counts zeros and negatives of F16 / BF16 scales on their bits (-0 is a zero,
+ * not a negative). Returns 1 (nothing counted) for other dtypes or on a NaN /
+ * Inf, which the element loop then reports. */
+static int count_raw16_scales(const hc_st_tensor *s, int64_t n, int64_t *zeros, int64_t *neg)
+{
+    if (s->dtype != HC_DT_F16 && s->dtype != HC_DT_BF16) return 1;
+    uint16_t inf = s->dtype == HC_DT_F16 ? 0x7C00u : 0x7F80u;
+    const unsigned char *p = s->data;
+    int64_t z = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t b;
+        memcpy(&b, p + 2 * (size_t)i, 2);
+        if ((b & inf) == inf) return 1;
+        z += (b & 0x7FFFu) == 0;
+        m += (b & 0x8000u) && (b & 0x7FFFu);
+    }
+    *zeros = z;
+    *neg = m;
+    return 0;
+}
+
 hc_status hc_ckpt_check_int_scales(const hc_st_tensor *s, hc_ckpt_layer *l, hc_error *err)
 {
     int64_t n = hc_shape_numel(s->ndim, s->shape), zeros = 0, neg = 0;
-    for (int64_t i = 0; i < n; i++) {
+    int raw = count_raw16_scales(s, n, &zeros, &neg) == 0;
+    for (int64_t i = 0; !raw && i < n; i++) {
         double v = hc_ckpt_float_at(s, i);
         if (!isfinite(v))
             HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): scale %g at element %lld is not finite; "
@@ -212,6 +234,13 @@ static int64_t encode_exact(hc_format_id f, double v)
         bits = hc_format_encode(f, x);
         return hc_format_decode(f, bits) == v ? (int64_t)bits : -1;
     }
+}
+
+int hc_ckpt_raw16_scales(const hc_st_tensor *s, const hc_quant_result *q)
+{
+    return q->scale_bytes == 2 &&
+           ((s->dtype == HC_DT_F16 && q->desc.scale_format == HC_FMT_F16) ||
+            (s->dtype == HC_DT_BF16 && q->desc.scale_format == HC_FMT_BF16));
 }
 
 int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v)

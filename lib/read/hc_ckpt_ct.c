@@ -177,10 +177,17 @@ static hc_status int_scale_shape(const hc_st_tensor *s, const hc_ckpt_ct_group *
 }
 
 
-/* Scales of an integer layer into q (one value repeated for a tensor scale). */
-static hc_status put_int_scales(const hc_st_tensor *s, hc_quant_result *q, hc_error *err)
+/* Scales of an integer layer into q (one value repeated for a tensor scale);
+ * checked finite before. [N, G] in the storage format's own 16 bits: a copy
+ * (unless general, the tests' element path). */
+static hc_status put_int_scales(const hc_st_tensor *s, int general, hc_quant_result *q,
+                                hc_error *err)
 {
     int64_t ns = hc_shape_numel(s->ndim, s->shape), N = q->n, G = q->groups;
+    if (!general && ns == N * G && hc_ckpt_raw16_scales(s, q)) {
+        memcpy(q->scales, s->data, (size_t)(N * G) * 2);
+        return HC_OK;
+    }
     for (int64_t i = 0; i < N * G; i++)
         if (hc_ckpt_put_scale(q, i, hc_ckpt_float_at(s, ns == 1 ? 0 : i)) != 0)
             HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage format",
@@ -271,7 +278,7 @@ static hc_status int_layer_begin(hc_st_model *model, const char *prefix, const h
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s.weight_scale: float32 scales not exact in 16 bits; "
                 "requantize with --format", prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    return put_int_scales(s, &out->q, err);
+    return put_int_scales(s, opts->general_codes, &out->q, err);
 }
 
 /* int / float 8-bit unpacked (int-quantized, naive-quantized, float-quantized). */
@@ -431,11 +438,19 @@ static hc_status put_packed_zeros(const hc_st_tensor *zp, const ct_pack *p, hc_q
     return st;
 }
 
-/* Codes of I32 weight_packed [N, words(K)], in either layout. */
+/* Codes of I32 weight_packed [N, words(K)], in either layout. Rows of whole
+ * words in one bit stream (dense, or 32 / b values per word with b dividing
+ * 32) are already Humming's rows: without act order (and unless general, the
+ * tests' element path) a copy. */
 static hc_status put_packed_codes(const hc_st_tensor *w, const ct_pack *p, const int32_t *perm,
-                                  hc_quant_result *q, hc_error *err)
+                                  int general, hc_quant_result *q, hc_error *err)
 {
     int64_t N = q->n, K = q->k, wc = w->shape[1];
+    if (!general && !perm && q->bits == p->b && (p->dense || 32 % p->b == 0) &&
+        K * p->b == wc * 32) {
+        memcpy(q->codes, w->data, (size_t)(N * wc) * 4);
+        return HC_OK;
+    }
     uint8_t *codes = malloc((size_t)(N * K) + 1);
     HC_CHECK_ALLOC(err, codes, "codes");
     for (int64_t n = 0; n < N; n++)
@@ -501,7 +516,8 @@ static hc_status read_packed(const hc_ckpt_config *cfg, hc_st_model *model, cons
     int ao = 0;
     HC_TRY(int_layer_begin(model, prefix, s, grp, b, zp != NULL, N, K, G, opts, out, &ao, err));
     if (zp) HC_TRY(put_packed_zeros(zp, &pk, &out->q, err));
-    if (!opts->meta_only) HC_TRY(put_packed_codes(w, &pk, out->perm, &out->q, err));
+    if (!opts->meta_only) HC_TRY(put_packed_codes(w, &pk, out->perm, opts->general_codes, &out->q,
+                                                      err));
     snprintf(out->source_format, sizeof out->source_format,
              "compressed-tensors pack-quantized int%d %s%s%s%s", b, grp->strategy,
              zp ? " asym" : " sym", 32 % b ? (pk.dense ? " dense" : " padded") : "",

@@ -248,7 +248,8 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ck
         free(zt);
     }
     free(zs);
-    if (st == HC_OK && !opts->meta_only && perm == NULL && hc_dtype_bits(qw->dtype) == 32) {
+    if (st == HC_OK && !opts->meta_only && perm == NULL && hc_dtype_bits(qw->dtype) == 32 &&
+        !opts->general_codes) {
         words_transpose(qw->data, K * b / 32, N, q->codes);
     } else if (st == HC_OK && !opts->meta_only) {
         uint8_t *codes = malloc((size_t)(N * K) + 1);

@@ -93,8 +93,8 @@ hc_status tc_detect(const char *dir, hc_ckpt_config *cfg, hc_error *err)
     return st;
 }
 
-hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc_ckpt_layer *out,
-                        float **values, hc_error *err)
+static hc_status read_layer(const char *dir, const char *prefix, hc_act_order ao, int general,
+                            hc_ckpt_layer *out, float **values, hc_error *err)
 {
     hc_ckpt_config cfg;
     memset(out, 0, sizeof *out);
@@ -110,7 +110,8 @@ hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc
         if (!hc_ckpt_layer_of(&cfg, hc_st_model_tensor_at(m, i), &kind, pre, sizeof pre) ||
             strcmp(pre, prefix) != 0)
             continue;
-        hc_ckpt_read_opts ro = {.act_order = ao, .param_format = HC_FMT_BF16, .meta_only = 0};
+        hc_ckpt_read_opts ro = {.act_order = ao, .param_format = HC_FMT_BF16, .meta_only = 0,
+                                .general_codes = general};
         st = hc_ckpt_read(&cfg, m, kind, prefix, &ro, out, err);
         break;
     }
@@ -121,6 +122,37 @@ hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc
     }
     hc_st_model_close(m);
     return st;
+}
+
+hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc_ckpt_layer *out,
+                        float **values, hc_error *err)
+{
+    return read_layer(dir, prefix, ao, 0, out, values, err);
+}
+
+int64_t tc_codes_paths_differ(const char *dir, const char *prefix, hc_act_order ao)
+{
+    hc_ckpt_layer a, b;
+    hc_error err;
+    if (read_layer(dir, prefix, ao, 0, &a, NULL, &err) != HC_OK) return -1;
+    if (read_layer(dir, prefix, ao, 1, &b, NULL, &err) != HC_OK) {
+        hc_ckpt_layer_free(&a);
+        return -1;
+    }
+    int64_t words = a.q.experts * a.q.n * a.q.k * a.q.bits / 32, d = -1;
+    if (a.q.codes && b.q.codes && a.q.experts == b.q.experts && a.q.n == b.q.n &&
+        a.q.k == b.q.k && a.q.bits == b.q.bits) {
+        int64_t sb = a.q.scales ? a.q.experts * a.q.group_rows * a.q.groups * a.q.scale_bytes : 0;
+        int64_t zw = a.q.zero_points ? a.q.experts * a.q.group_rows * a.q.bits / 32 * a.q.groups : 0;
+        d = 0;
+        for (int64_t i = 0; i < words; i++) d += a.q.codes[i] != b.q.codes[i];
+        for (int64_t i = 0; i < sb; i++) d += !b.q.scales || a.q.scales[i] != b.q.scales[i];
+        for (int64_t i = 0; i < zw; i++)
+            d += !b.q.zero_points || a.q.zero_points[i] != b.q.zero_points[i];
+    }
+    hc_ckpt_layer_free(&a);
+    hc_ckpt_layer_free(&b);
+    return d;
 }
 
 int64_t tc_diff(const float *a, const float *b, int64_t n)
