@@ -300,12 +300,7 @@ static void test_fp8_block_partial_edges(void **state)
     assert_int_equal(l.q.desc.group_size_n, 64);
     assert_int_equal(l.q.desc.group_size, 64);
     hc_ckpt_layer_free(&l);
-    char *out = NULL;
-    if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
-    char *v = tc_layer_field(out, "model.layers.0.self_attn.kv_a_proj_with_mqa", "scale_type");
-    assert_string_equal(v, "\"block\"");
-    free(v);
-    free(out);
+    tc_expect_converted_field(c.dir, "model.layers.0.self_attn.kv_a_proj_with_mqa", "scale_type", "\"block\"");
     free(want); free(got);
     tc_free(&c);
 }
@@ -341,12 +336,7 @@ static void test_ct_fp8_block_partial(void **state)
     assert_true(l.lossless);
     assert_int_equal(tc_diff(want, got, N * K), 0);
     hc_ckpt_layer_free(&l);
-    char *out = NULL;
-    if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
-    char *v = tc_layer_field(out, P, "lossless");
-    assert_string_equal(v, "true");
-    free(v);
-    free(out);
+    tc_expect_converted_field(c.dir, P, "lossless", "true");
     free(want); free(got);
     tc_free(&c);
 }
@@ -389,12 +379,7 @@ static void test_modelopt_fp8_tensor(void **state)
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, N * K), 0);
     hc_ckpt_layer_free(&l);
-    char *out = NULL;
-    if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
-    char *v = tc_layer_field(out, P, "scale_type");
-    assert_string_equal(v, "\"tensor\"");
-    free(v);
-    free(out);
+    tc_expect_converted_field(c.dir, P, "scale_type", "\"tensor\"");
     free(want); free(got);
     tc_free(&c);
 }

@@ -106,12 +106,7 @@ static void run_int4(const char *dt, int sym, int reorder)
     tc_write(&c, cfg, NULL, NULL);
     expect_layer(c.dir, P, want, "quark");
     hc_error err;
-    char *out = NULL;
-    if (tc_convert(c.dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
-    char *v = tc_layer_field(out, P, "lossless");
-    assert_string_equal(v, "true");
-    free(v);
-    free(out);
+    tc_expect_converted_field(c.dir, P, "lossless", "true");
     hc_ckpt_config dc;
     assert_int_equal(tc_detect(c.dir, &dc, &err), HC_OK);
     assert_true(hc_ckpt_is_skipped(&dc, "lm_head"));

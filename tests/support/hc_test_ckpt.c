@@ -342,3 +342,16 @@ void tc_put_bits(uint32_t *words, int64_t pos, int bits, uint32_t v)
         else words[p / 32] &= ~(1u << (p % 32));
     }
 }
+
+void tc_expect_converted_field(const char *dir, const char *layer, const char *key,
+                               const char *want)
+{
+    char *out = NULL;
+    hc_error err;
+    if (tc_convert(dir, NULL, 0, &out, &err) != HC_OK) fail_msg("%s", err.msg);
+    char *v = tc_layer_field(out, layer, key);
+    assert_non_null(v);
+    assert_string_equal(v, want);
+    free(v);
+    free(out);
+}

@@ -61,6 +61,10 @@ hc_status tc_convert_keep(const char *dir, const char *format, int act_order, ch
                           hc_error *err);
 /* Field of the output layer record, as JSON text ("true", "\"...\"", "64"), malloc'ed, or NULL. */
 char *tc_layer_field(const char *config, const char *layer, const char *key);
+/* Converts dir (no target) and asserts that layer's record has key == want
+ * (the JSON text, e.g. "true" or "\"tensor\""); fails the test otherwise. */
+void tc_expect_converted_field(const char *dir, const char *layer, const char *key,
+                               const char *want);
 
 /* Bit stream writer: sets `bits` bits of value v at bit position pos of words. */
 void tc_put_bits(uint32_t *words, int64_t pos, int bits, uint32_t v);

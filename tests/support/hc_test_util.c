@@ -140,3 +140,12 @@ int hc_test_each_safetensors(const char *dir, hc_test_file_fn fn, void *ctx, int
     closedir(d);
     return failed;
 }
+
+int hc_test_golden_walk(const char *dir, hc_test_file_fn fn, const char *label, int *compared)
+{
+    int files = 0;
+    int failed = hc_test_each_safetensors(dir, fn, NULL, &files, compared);
+    printf("  %s: %d files, %d references compared, %d failed\n", label, files, *compared,
+           failed);
+    return failed;
+}

@@ -48,5 +48,8 @@ void hc_test_skip_notice(const char *kind, const char *fmt, ...)
 typedef int (*hc_test_file_fn)(const char *path, const char *name, int *compared, void *ctx);
 int hc_test_each_safetensors(const char *dir, hc_test_file_fn fn, void *ctx, int *files,
                              int *compared);
+/* hc_test_each_safetensors over dir, then one summary line "  LABEL: N files,
+ * N references compared, N failed". Returns the failed count (-1: no dir). */
+int hc_test_golden_walk(const char *dir, hc_test_file_fn fn, const char *label, int *compared);
 
 #endif
