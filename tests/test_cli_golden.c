@@ -1,7 +1,8 @@
 /* test_cli_golden - the shared golden vectors of Humming a6455de, end to end
- * through the CLI's canonical layout (their post.* tiles are a6455de's, which
- * the CLI no longer writes: tests/test_layout_golden.c checks those in the
- * library, tests/test_layout_golden0119.c the 0.1.19 tiles).
+ * through the CLI's canonical layout: only their pre.* (the canonical form,
+ * which a6455de and 0.1.19 share) and src.weight are used; their post.*
+ * tiles are of a layout no released engine runs (tests/test_layout_golden0119.c
+ * checks the 0.1.19 tiles).
  *
  * For each file in $HC_SHARED_DIR/golden: a Humming-format checkpoint of its
  * pre.* tensors and weight config (a6455de's key names: dtype, group_size),

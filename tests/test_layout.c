@@ -1,6 +1,8 @@
 /* test_layout.c - the weight repack (spec 3, 4): golden words of 4.9 and an
  * independent element-by-element reference (4.3 forward mapping, 4.4 closed
- * forms, 4.5 explicit compaction formulas) on random codes. */
+ * forms, 4.5 explicit compaction formulas) on random codes; the 0.1.19
+ * layers whose weights are tiles (padding, int->fp transform, zero points)
+ * against that reference. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -342,18 +344,23 @@ static void tensor_of(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int64_t d0,
     t->data = data;
 }
 
-static void layer_case(int b, int a, int sm, int64_t E, int64_t N, int64_t K, int compat)
+/* A channel-scale layer of b-bit codes with a-bit activations on sm, tiled
+ * by 0.1.19 (flat layouts are test_layout_0119's): post.weight against the
+ * reference repack of the zero-padded codes (N to 256, K to 128). */
+static void layer_case(int b, int a, int sm, int64_t E, int64_t N, int64_t K)
 {
     int moe = E > 1;
     hc_layer_config cfg = {.weight_format = (hc_format_id)(HC_FMT_UINT1 + b - 1),
                            .scale_format = HC_FMT_F16, .act_format = act_for_bits(a),
                            .param_format = HC_FMT_F16, .scale_type = HC_SCALE_CHANNEL,
-                           .sm = sm, .humming_bug_compat = compat};
+                           .sm = sm, .version = HC_HUMMING_0_1_19};
     hc_layer_meta m;
     hc_error err = {0};
     assert_int_equal(hc_layer_plan(&cfg, moe, E, N, K, &m, &err), HC_OK);
-    assert_int_equal(m.Np % 64, 0);
-    assert_int_equal(m.Kp % (512 / a), 0);
+    if (m.use_flat_weight) return;
+    assert_int_equal(m.Np, (N + 255) / 256 * 256);
+    assert_int_equal(m.Kp, (K + 127) / 128 * 128);
+    assert_false(m.transposed_mini_block); /* channel scales: never packed-K */
     uint8_t *codes = random_codes(E * N * K, b);
     uint32_t *packed = pack_rows(codes, E * N, K, b);
     uint16_t *scales = calloc((size_t)(E * N), 2);
@@ -364,9 +371,7 @@ static void layer_case(int b, int a, int sm, int64_t E, int64_t N, int64_t K, in
     tensor_of(&pre.weight_scale, HC_DT_F16, moe, E, N, 1, scales);
     assert_int_equal(hc_layer_transform(&cfg, &m, &pre, &post, &err), HC_OK);
     uint8_t *pc = pad_codes(codes, E, N, K, m.Np, m.Kp);
-    uint32_t x = m.int8_byte_flip ? 0x80u : (a == 4 && b == 4 && !compat) ? 0x8u : 0u;
-    for (int64_t i = 0; i < E * m.Np * m.Kp; i++) pc[i] ^= (uint8_t)x;
-    uint32_t *want = ref_repack(pc, b, a, sm == 90, E, m.Np, m.Kp);
+    uint32_t *want = ref_repack(pc, b, a, 0, E, m.Np, m.Kp);
     assert_int_equal(post.weight.nbytes, (size_t)(E * m.Np * m.Kp * b / 8));
     assert_memory_equal(post.weight.data, want, post.weight.nbytes);
     assert_int_equal(post.weight.ndim, moe ? 3 : 2);
@@ -387,12 +392,11 @@ static void test_layer_padded_vs_reference(void **state)
         for (int b = 1; b <= 8; b++)
             for (int sm = 80; sm <= 90; sm += 10)
                 for (int64_t E = 1; E <= 2; E++) {
-                    if (ref_bp(b) > acts[ai]) continue;
-                    layer_case(b, acts[ai], sm, E, 80, 96, 0);
-                    layer_case(b, acts[ai], sm, E, 64, 160, 0);
+                    /* 0.1.19 runs int4 activations below sm90 only */
+                    if (ref_bp(b) > acts[ai] || (acts[ai] == 4 && sm == 90)) continue;
+                    layer_case(b, acts[ai], sm, E, 80, 96);
+                    layer_case(b, acts[ai], sm, E, 300, 160);
                 }
-    layer_case(4, 4, 80, 1, 64, 128, 1);  /* W4A4 as Humming: no nibble flip */
-    layer_case(4, 4, 90, 2, 70, 96, 1);
 }
 
 /* ---- (c) weight transforms: int->fp, zero points, int8 flip, W4A4 ---------- */
@@ -423,13 +427,14 @@ static uint32_t *pack_zp(const uint8_t *z, int64_t E, int64_t N, int64_t G, int 
 }
 
 typedef struct {
-    int b, a_fmt, sm, compat, zp;  /* zp: integer zero point */
+    int b, a_fmt, sm, zp;  /* zp: integer zero point */
     int64_t E, N, K, gs;
 } xform_case;
 
-/* Runs the layer on random codes/zero points and checks post.weight against
- * the reference with the 4.7 transform applied by hand; returns how many
- * codes differ between the true and the truncated zero point. */
+/* Runs the layer (0.1.19, unpadded shapes) on random codes/zero points and
+ * checks post.weight against the reference with the 4.7 transform applied
+ * by hand with the true zero points; returns how many codes a zero point
+ * truncated to its first word would change (what the whole read guards). */
 static int run_xform_case(const xform_case *c)
 {
     int moe = c->E > 1, b = c->b;
@@ -438,7 +443,7 @@ static int run_xform_case(const xform_case *c)
                            .scale_format = HC_FMT_BF16, .act_format = (hc_format_id)c->a_fmt,
                            .param_format = HC_FMT_BF16, .scale_type = HC_SCALE_GROUP,
                            .group_size = c->gs, .has_zero_point = c->zp, .sm = c->sm,
-                           .humming_bug_compat = c->compat};
+                           .version = HC_HUMMING_0_1_19};
     hc_layer_meta m;
     hc_error err = {0};
     if (hc_layer_plan(&cfg, moe, c->E, c->N, c->K, &m, &err) != HC_OK) fail_msg("%s", err.msg);
@@ -469,8 +474,8 @@ static int run_xform_case(const xform_case *c)
                          ((1u << b) - 1);
                 }
                 uint8_t *v = &codes[(e * c->N + n) * c->K + k];
-                uint32_t t = hc_int2fp_code(*v, c->compat ? zt : z, b);
-                straddled += t != hc_int2fp_code(*v, z, b);
+                uint32_t t = hc_int2fp_code(*v, z, b);
+                straddled += t != hc_int2fp_code(*v, zt, b);
                 *v = (uint8_t)t;
             }
     uint32_t *want = ref_repack(codes, b, m.act_bits, m.transposed_mini_block, c->E, c->N, c->K);
@@ -485,21 +490,17 @@ static void test_int2fp_layer(void **state)
     (void)state;
     /* no zero point: fp8 activations (always), bf16 only for uint8 */
     for (int b = 1; b <= 5; b++)
-        run_xform_case(&(xform_case){b, HC_FMT_F8E4M3, 90, 0, 0, 1, 128, 256, 64});
+        run_xform_case(&(xform_case){b, HC_FMT_F8E4M3, 90, 0, 1, 256, 256, 64});
     for (int b = 1; b <= 4; b++)
-        run_xform_case(&(xform_case){b, HC_FMT_F8E5M2, 89, 0, 0, 2, 64, 128, 128});
-    run_xform_case(&(xform_case){8, HC_FMT_BF16, 90, 0, 0, 1, 64, 128, 32});
+        run_xform_case(&(xform_case){b, HC_FMT_F8E5M2, 89, 0, 2, 256, 128, 128});
+    run_xform_case(&(xform_case){8, HC_FMT_BF16, 90, 0, 1, 256, 128, 32});
     /* integer zero points: uint1..4 with e4m3, MoE, group 64 */
     for (int b = 1; b <= 4; b++)
-        run_xform_case(&(xform_case){b, HC_FMT_F8E4M3, b % 2 ? 90 : 89, 0, 1, 2, 128, 256,
-                                     64});
-    /* straddling widths: our fix uses the true zero point, compat truncates */
-    assert_int_equal(run_xform_case(&(xform_case){3, HC_FMT_F8E4M3, 90, 0, 1, 2, 128, 256,
-                                                  64}), 0);
-    assert_true(run_xform_case(&(xform_case){3, HC_FMT_F8E4M3, 90, 1, 1, 2, 128, 256, 64}) > 0);
-    assert_true(run_xform_case(&(xform_case){7, HC_FMT_BF16, 90, 1, 1, 1, 64, 256, 128}) > 0);
-    assert_int_equal(run_xform_case(&(xform_case){7, HC_FMT_BF16, 80, 0, 1, 1, 64, 256, 128}),
-                     0);
+        run_xform_case(&(xform_case){b, HC_FMT_F8E4M3, b % 2 ? 90 : 89, 1, 2, 256, 256, 64});
+    /* straddling widths: the whole zero point is used, where reading only
+     * its first word would change codes */
+    assert_true(run_xform_case(&(xform_case){3, HC_FMT_F8E4M3, 90, 1, 2, 256, 256, 64}) > 0);
+    assert_true(run_xform_case(&(xform_case){7, HC_FMT_BF16, 80, 1, 1, 256, 256, 128}) > 0);
 }
 
 /* Every word of post.weight for an all-zero-code 64 x K layer must be equal;
@@ -532,7 +533,8 @@ static void test_int8_flip_and_w4a4(void **state)
     (void)state;
     hc_layer_config cfg = {.weight_format = HC_FMT_UINT8, .scale_format = HC_FMT_F16,
                            .act_format = HC_FMT_INT8, .param_format = HC_FMT_F16,
-                           .scale_type = HC_SCALE_CHANNEL, .sm = 80};
+                           .scale_type = HC_SCALE_CHANNEL, .sm = 80,
+                           .version = HC_HUMMING_0_1_19};
     hc_layer_meta m;
     hc_error err = {0};
     assert_int_equal(hc_layer_plan(&cfg, 0, 1, 64, 64, &m, &err), HC_OK);
@@ -541,36 +543,44 @@ static void test_int8_flip_and_w4a4(void **state)
     cfg.act_format = HC_FMT_INT4;
     assert_int_equal(hc_layer_plan(&cfg, 0, 1, 64, 128, &m, &err), HC_OK);
     assert_true(m.int4_nibble_flip && m.kernel_weight_signed && !m.int8_byte_flip);
-    cfg.humming_bug_compat = 1;
-    assert_int_equal(hc_layer_plan(&cfg, 0, 1, 64, 128, &m, &err), HC_OK);
-    assert_false(m.int4_nibble_flip);
-    /* offset-binary code 0 (= -8) becomes two's-complement nibble 0x8; as Humming
-     * (compat) it stays 0 */
-    assert_int_equal(first_word_of_zeros(&cfg, 128), 0x00000000u);
-    cfg.humming_bug_compat = 0;
+    /* offset-binary code 0 (= -8) becomes two's-complement nibble 0x8 */
     assert_int_equal(first_word_of_zeros(&cfg, 128), 0x88888888u);
     cfg.weight_format = HC_FMT_UINT8;
     cfg.act_format = HC_FMT_INT8;
     assert_int_equal(first_word_of_zeros(&cfg, 64), 0x80808080u);
-    layer_case(4, 4, 80, 1, 64, 128, 0);
-    layer_case(8, 8, 90, 2, 64, 64, 0);
 }
 
 /* Regression: block scales with integer activations used to reach a division
- * by zero in the tensor check; the planner must refuse them up front. */
-static void test_block_scales_int_act_refused(void **state)
+ * by zero in the tensor check. 0.1.19 takes them (int4 activations only
+ * below sm90): planned and transformed, scales transposed. */
+static void test_block_scales_int_act(void **state)
 {
     (void)state;
     const hc_format_id acts[2] = {HC_FMT_INT8, HC_FMT_INT4};
     for (int i = 0; i < 2; i++) {
-        hc_layer_config c = {.weight_format = HC_FMT_UINT4, .scale_format = HC_FMT_F32,
+        hc_layer_config c = {.weight_format = HC_FMT_UINT2, .scale_format = HC_FMT_F32,
                              .act_format = acts[i], .param_format = HC_FMT_F16,
                              .scale_type = HC_SCALE_BLOCK, .group_size = 128,
-                             .group_size_n = 128, .sm = 90};
+                             .group_size_n = 128, .sm = 89, .version = HC_HUMMING_0_1_19};
         hc_layer_meta m;
         hc_error err = {0};
-        assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 256, &m, &err), HC_ERR_UNSUPPORTED);
-        assert_non_null(strstr(err.msg, "block scales"));
+        assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 256, &m, &err), HC_OK);
+        uint32_t *w = calloc(256 * 256 * 2 / 32, 4);
+        float *s = calloc(4, sizeof *s);
+        assert_non_null(w);
+        assert_non_null(s);
+        hc_layer_tensors pre = {0}, post;
+        tensor_of(&pre.weight, HC_DT_I32, 0, 1, 256, 256 * 2 / 32, w);
+        tensor_of(&pre.weight_scale, HC_DT_F32, 0, 1, 2, 2, s);
+        assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
+        assert_int_equal(post.weight_scale.shape[0], 2);
+        assert_int_equal(post.weight_scale.shape[1], 2);
+        hc_layer_tensors_free(&post);
+        free(w);
+        free(s);
+        c.sm = 90;
+        assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 256, &m, &err),
+                         i == 0 ? HC_OK : HC_ERR_UNSUPPORTED);
     }
 }
 
@@ -584,7 +594,7 @@ int main(void)
         cmocka_unit_test(test_int2fp_examples),
         cmocka_unit_test(test_int2fp_layer),
         cmocka_unit_test(test_int8_flip_and_w4a4),
-        cmocka_unit_test(test_block_scales_int_act_refused),
+        cmocka_unit_test(test_block_scales_int_act),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,11 @@
 /* test_layout_0119.c - the humming-kernels 0.1.19 paths no golden-0119 vector
- * covers, each checked against a path that is verified (a golden vector or
- * a6455de's golden tiles) and the 0.1.19 source's own formula for the step
- * between them:
- * - packed-K: a6455de's sm90 transposed tiles, re-stored with the packed-K
- *   store of weight_repack_nk (process.cuh), written here as the kernel loops;
+ * covers, each checked against a path that is verified (a golden vector, or
+ * the repack that test_layout.c checks against spec 4.9's golden words and
+ * an independent reference) and the 0.1.19 source's own formula for the
+ * step between them:
+ * - packed-K: the transposed-mini-block tiles of the repack, re-stored with
+ *   the packed-K store of weight_repack_nk (process.cuh), written here as the
+ *   kernel loops;
  * - flat int8 x int8 / W4A4: the flat fp8 order with each code's top bit flipped;
  * - native dequant (sm89 fp16 x fp8): the tiled words with the byte slots in order;
  * - e8m0 scales with fp16 output: the bf16 layout's bytes through
@@ -109,23 +111,26 @@ static void transform_ok(const layer *L, hc_layer_meta *m, hc_layer_tensors *pos
     if (transform(L, m, post, &err) != HC_OK) fail_msg("%s", err.msg);
 }
 
-/* packed-K: the a6455de sm90 transposed tiles (golden-verified) stored the
- * way weight_repack_nk's kUsePackedKLayout branch stores them. */
+/* packed-K: the transposed-mini-block tiles of the row-packed codes (no
+ * padding, no code transform in these cases) stored the way
+ * weight_repack_nk's kUsePackedKLayout branch stores them. */
 static void check_packed_k(hc_format_id w, hc_format_id a, int zp)
 {
     layer L = {.cfg = base_cfg(w, a, HC_FMT_BF16, 128), .E = 1, .N = 256, .K = 512};
     L.cfg.has_zero_point = zp;
     make_layer(&L, 0, 0);
-    hc_layer_meta m, m6;
-    hc_layer_tensors post, old;
+    hc_layer_meta m;
+    hc_layer_tensors post;
     transform_ok(&L, &m, &post);
     assert_true(m.use_packed_k_layout && m.transposed_mini_block && !m.use_flat_weight);
-    layer L6 = L;
-    L6.cfg.version = HC_HUMMING_A6455DE;
-    transform_ok(&L6, &m6, &old);
-    assert_true(m6.transposed_mini_block && m6.Np == 256 && m6.Kp == 512);
+    assert_true(!m.preprocess_int2fp && !m.int8_byte_flip && m.Np == 256 && m.Kp == 512);
     int b = m.weight_bits, hb = b / 2, rows_per_k64 = 2, ints_per_row = 16 * b / 8;
-    const uint32_t *T = old.weight.data, *got = post.weight.data;
+    uint32_t *T = malloc(L.pre.weight.nbytes);
+    assert_non_null(T);
+    hc_repack_params rp = {.bits = b, .act_bits = 8, .transposed = 1, .E = 1, .N = 256, .K = 512};
+    hc_error err = {0};
+    assert_int_equal(hc_repack_weight(&rp, L.pre.weight.data, T, &err), HC_OK);
+    const uint32_t *got = post.weight.data;
     int64_t tiled_row = 32 * 256 * b / 32, packed_row = 64 * 256 * b / 32, bad = 0;
     assert_int_equal(post.weight.shape[0], 512 / 64);
     assert_int_equal(post.weight.shape[1], packed_row);
@@ -148,7 +153,7 @@ static void check_packed_k(hc_format_id w, hc_format_id a, int zp)
             }
     assert_int_equal(bad, 0);
     hc_layer_tensors_free(&post);
-    hc_layer_tensors_free(&old);
+    free(T);
     hc_layer_tensors_free(&L.pre);
 }
 

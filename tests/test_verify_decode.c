@@ -1,8 +1,8 @@
 /* test_verify_decode.c - the reference decoder against the forward transform
- * on random data: decode(transform(pre)) == dequant(pre), element by element,
- * for every (b, a, variant, zero point, scale type, scale format) the planner
- * accepts; the int16-weight-scale path within its rounding bound; corrupted
- * words detected. */
+ * (humming-kernels 0.1.19's tensors) on random data: decode(transform(pre))
+ * == dequant(pre), element by element, for every (b, a, arrangement, zero
+ * point, scale type, scale format) the planner accepts; corrupted words
+ * detected. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,8 +81,9 @@ static void make_pre(const hc_layer_config *c, const hc_layer_meta *m, hc_layer_
         uint32_t *z = pre->zero_point.data;
         for (size_t i = 0; i < pre->zero_point.nbytes / 4; i++) z[i] = rnd() ^ (rnd() << 16);
     }
+    /* a second scale goes with group or channel scales only */
     if (c->scale_type == HC_SCALE_TENSOR || c->scale_type == HC_SCALE_GROUP_TENSOR ||
-        rnd() % 3 == 0) {
+        (c->scale_type != HC_SCALE_BLOCK && rnd() % 3 == 0)) {
         int64_t ge = moe ? E : 1;
         assert_int_equal(hc_tensor_alloc(&pre->global_scale, HC_DT_F32, 1, &ge, NULL), HC_OK);
         for (int64_t e = 0; e < ge; e++) ((float *)pre->global_scale.data)[e] = frnd(0.5f, 3.0f);
@@ -98,7 +99,7 @@ static void make_pre(const hc_layer_config *c, const hc_layer_meta *m, hc_layer_
 static int same(float a, float b) { return a == b || (isnan(a) && isnan(b)); }
 
 typedef struct {
-    int combos, exact_checked, lossy_checked;
+    int combos, exact_checked;
 } tally;
 
 static void run_one(const hc_layer_config *c, int moe, int64_t E, int64_t N, int64_t K,
@@ -120,7 +121,6 @@ static void run_one(const hc_layer_config *c, int moe, int64_t E, int64_t N, int
     if (hc_verify_decode(c, &m, &post, dec, db, &err) != HC_OK) fail_msg("decode: %s", err.msg);
     int lossless = hc_dequant_pre_lossless(c, &m, &pre);
     int64_t bad = 0, first = -1;
-    double e2 = 0, r2 = 0;
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < N; n++)
             for (int64_t k = 0; k < K; k++) {
@@ -129,11 +129,11 @@ static void run_one(const hc_layer_config *c, int moe, int64_t E, int64_t N, int
                     if (first < 0) first = (e * N + n) * K + k;
                     bad++;
                 }
-                if (isfinite(s) && isfinite(d)) e2 += (double)(s - d) * (s - d), r2 += (double)s * s;
             }
     for (int64_t e = 0; pre.bias.data && e < E; e++)
         for (int64_t n = 0; n < N; n++) bad += !same(sb[e * N + n], db[e * m.Np + n]);
-    if (lossless) {
+    assert_true(lossless); /* no lossy 0.1.19 arrangement is implemented */
+    {
         if (bad)
             fail_msg("%s x %s sm%d %s %s zp=%d fp=%d moe=%d: %lld mismatches (first flat %lld: "
                      "src %g dec %g)", hc_format_get(c->weight_format)->name,
@@ -143,11 +143,6 @@ static void run_one(const hc_layer_config *c, int moe, int64_t E, int64_t N, int
                      (long long)first, src[first], dec[(first / K / N) * m.Np * m.Kp +
                      (first / K % N) * m.Kp + first % K]);
         t->exact_checked++;
-    } else {
-        /* int16 weight scales: |q*f - s| <= f/2 with f = max|s|/1024 */
-        double rel = r2 > 0 ? sqrt(e2 / r2) : 0;
-        if (rel > 2e-3) fail_msg("lossy path rel err %g", rel);
-        t->lossy_checked++;
     }
     t->combos++;
     free(src);
@@ -185,7 +180,7 @@ static void test_roundtrip_all(void **state)
     tally t = {0};
     for (size_t wi = 0; wi < sizeof weights / sizeof weights[0]; wi++)
         for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++)
-            for (int smi = 0; smi < 2; smi++)
+            for (int smi = 0; smi < 3; smi++)
                 for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++)
                     for (int zp = 0; zp < 3; zp++) {
                         hc_layer_config c;
@@ -193,7 +188,7 @@ static void test_roundtrip_all(void **state)
                         c.weight_format = weights[wi];
                         c.act_format = acts[ai];
                         c.param_format = (wi + si) % 2 ? HC_FMT_BF16 : HC_FMT_F16;
-                        c.sm = smi ? 90 : 89;
+                        c.sm = smi == 2 ? 80 : smi ? 90 : 89;
                         c.scale_type = scales[si].type;
                         c.scale_format = scales[si].fmt;
                         c.group_size = scales[si].gs;
@@ -206,19 +201,19 @@ static void test_roundtrip_all(void **state)
                         int64_t N = c.scale_type == HC_SCALE_BLOCK ? 128 : 96;
                         run_one(&c, moe, moe ? 2 : 1, N, 256, &t);
                     }
-    printf("decoder round trip: %d combinations (%d exact, %d int16-scale within bound)\n",
-           t.combos, t.exact_checked, t.lossy_checked);
+    printf("decoder round trip: %d combinations, all exact\n", t.combos);
     assert_true(t.combos > 300);
-    assert_true(t.lossy_checked > 0);
 }
 
-/* Padded shapes (N, K not multiples of the tile) and MXFP4 x fp8/int8 fused. */
+/* Padded shapes (N, K not multiples of vLLM's 256 / 128): MXFP4 (e8m0
+ * padding is 1.0), uint3 with zero points; MXFP4 x fp8 / int8 (the
+ * fused-e8m0 path) is refused by the plan, so it is not counted. */
 static void test_fused_and_padding(void **state)
 {
     (void)state;
     tally t = {0};
-    hc_format_id fa[] = {HC_FMT_F8E4M3, HC_FMT_INT8};
-    for (int i = 0; i < 2; i++)
+    hc_format_id fa[] = {HC_FMT_F8E4M3, HC_FMT_INT8, HC_FMT_BF16};
+    for (int i = 0; i < 3; i++)
         for (int moe = 0; moe < 2; moe++) {
             hc_layer_config c = {.weight_format = HC_FMT_F4E2M1, .scale_format = HC_FMT_F8E8M0,
                                  .act_format = fa[i], .param_format = HC_FMT_BF16,
@@ -230,7 +225,7 @@ static void test_fused_and_padding(void **state)
                          .scale_type = HC_SCALE_GROUP, .group_size = 32, .sm = 89,
                          .has_zero_point = 1};
     run_one(&c, 0, 1, 160, 96, &t);
-    assert_int_equal(t.combos, 5);
+    assert_int_equal(t.combos, 3);
 }
 
 /* One flipped word in the tile layout is found by hc_verify_layer. */
@@ -321,14 +316,14 @@ static void test_panels_equal_whole(void **state)
         int64_t gs;
         int zp;
     } cases[] = {
-        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F16, HC_SCALE_GROUP, 128, 0},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_BF16, HC_SCALE_GROUP, 128, 0},
         {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_INT8, HC_SCALE_GROUP, 128, 1},
-        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_F16, HC_SCALE_GROUP, 128, 2},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_BF16, HC_SCALE_GROUP, 128, 2},
         {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F8E4M3, HC_SCALE_GROUP, 64, 0},
-        {HC_FMT_UINT8, HC_FMT_F16, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0},
-        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_F8E4M3, HC_SCALE_GROUP, 32, 0},
-        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_INT8, HC_SCALE_GROUP, 32, 0},
-        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_F16, HC_SCALE_GROUP_TENSOR, 16, 0},
+        {HC_FMT_UINT8, HC_FMT_BF16, HC_FMT_BF16, HC_SCALE_CHANNEL, 0, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E8M0, HC_FMT_BF16, HC_SCALE_GROUP, 32, 0},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_INT8, HC_SCALE_GROUP, 128, 0}, /* flat */
+        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_BF16, HC_SCALE_GROUP_TENSOR, 16, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int moe = 0; moe < 2; moe++) {

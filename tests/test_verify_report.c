@@ -143,7 +143,7 @@ static void test_report_files_and_keys(void **state)
     free(out);
 }
 
-/* Flips one 32-bit word inside the tile layout of one layer's weight. */
+/* Flips one 32-bit word of one output tensor. */
 static void flip_word(const char *out, const char *tensor, int64_t word)
 {
     char *p = hc_test_path_join(out, "model.safetensors");
@@ -188,6 +188,34 @@ static void test_corruption_fails_report(void **state)
     snprintf(args, sizeof args, "report '%s' --allow-degraded", out);
     assert_int_equal(cli(f, args), 0);
     free(out);
+}
+
+/* A canonical layer that 0.1.19's tiles do not take in our implementation
+ * (MXFP4 x fp8, the fused-e8m0 path) is verified on its own tensors, decoded
+ * from their meaning: a corrupted scale there fails the report too. */
+static void test_canonical_layer_corruption_fails(void **state)
+{
+    fixture *f = *state;
+    char *out = out_dir(f, "canon"), *in = out_dir(f, "float-in"), args[4096];
+    assert_int_equal(hc_test_gen_model(in, "--format float16"), 0);
+    snprintf(args, sizeof args, "'%s' '%s' --arch sm90 --format mxfp4-a8", in, out);
+    assert_int_equal(cli(f, args), 0);
+    snprintf(args, sizeof args, "report '%s'", out);
+    assert_int_equal(cli(f, args), 0);
+    cJSON *r = load_report(out);
+    const cJSON *L = layer_named(r, "model.layers.0.mlp.down_proj");
+    assert_non_null(L);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(L, "verify_source")->valuestring,
+                        "canonical");
+    cJSON_Delete(r);
+    flip_word(out, "model.layers.0.mlp.down_proj.weight_scale", 5);
+    assert_int_equal(cli(f, args), 3);
+    r = load_report(out);
+    L = layer_named(r, "model.layers.0.mlp.down_proj");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(L, "status")->valuestring, "fail");
+    cJSON_Delete(r);
+    free(out);
+    free(in);
 }
 
 static void test_quantized_activations_and_modes(void **state)
@@ -302,6 +330,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_files_and_keys),
         cmocka_unit_test(test_corruption_fails_report),
+        cmocka_unit_test(test_canonical_layer_corruption_fails),
         cmocka_unit_test(test_quantized_activations_and_modes),
         cmocka_unit_test(test_calibration_rows),
         cmocka_unit_test(test_html_screenshot),

@@ -1,6 +1,6 @@
 /* cli_list.c - --list-formats: the presets, and which weight x activation
- * combinations the kernels support on an arch (asked of hc_layer_plan, so the
- * list cannot drift from what the converter accepts). */
+ * combinations the canonical layout (the default) takes for an arch (asked of
+ * hc_layer_plan, so the list cannot drift from what the converter accepts). */
 #include <string.h>
 
 #include "cli.h"
@@ -13,7 +13,8 @@ static const hc_format_id activations[] = {HC_FMT_F16, HC_FMT_BF16, HC_FMT_F8E4M
 static int supported(hc_format_id w, hc_format_id act, int sm)
 {
     hc_layer_config cfg = {.weight_format = w, .scale_format = HC_FMT_BF16, .act_format = act,
-                           .param_format = HC_FMT_BF16, .scale_type = HC_SCALE_CHANNEL, .sm = sm};
+                           .param_format = HC_FMT_BF16, .scale_type = HC_SCALE_CHANNEL, .sm = sm,
+                           .version = HC_HUMMING_CANONICAL};
     if (act == HC_FMT_F16) cfg.scale_format = cfg.param_format = HC_FMT_F16;
     hc_layer_meta meta;
     return hc_layer_plan(&cfg, 0, 1, 256, 1024, &meta, NULL) == HC_OK;

@@ -307,7 +307,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     if (st == HC_OK) st = hc_st_check(v->calib, err);
     if (st == HC_OK) {
         /* the canonical tensors decode exactly: a repacked source must match */
-        int lossless = fsrc ? 0 : tiles ? hc_dequant_pre_lossless(&L->cfg, m, pre) : 1;
+        int lossless = fsrc ? 0 : tiles ? hc_dequant_pre_lossless(&cfg, &mv, pre) : 1;
         hc_verify_source src = {ref, bias, lossless, fsrc,
                                 fsrc && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0,
                                 ref ? NULL : by_rows ? hc_conv_source_row : pre_row,
@@ -368,8 +368,8 @@ int hc_conv_verify_failed(const hc_conv_verify *v)
 
 /* Arch, activation and layout recorded in OUT_DIR/config.json (outputs from
  * before the canonical layout record none: tiles). */
-/* The Humming version a tiles output was written for (absent: a6455de's
- * tiles, from before 0.1.19 was implemented: no longer read). */
+/* The Humming version a tiles output was written for (absent: tiles of a
+ * layout this version does not read). */
 static hc_status output_version(const cJSON *q, const char *path, hc_convert_options *opts,
                                 hc_error *err)
 {
@@ -377,7 +377,7 @@ static hc_status output_version(const cJSON *q, const char *path, hc_convert_opt
     if (opts->layout != HC_LAYOUT_TILES) return HC_OK;
     if (!cJSON_IsString(v))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: tiles without quantization_config.humming_version "
-                "hold Humming a6455de's layout, which this version no longer reads or writes: "
+                "hold a layout this version does not read (it reads humming-kernels 0.1.19's): "
                 "convert the input again", path);
     hc_humming_version ver;
     HC_TRY(hc_humming_version_parse(v->valuestring, &ver, err));

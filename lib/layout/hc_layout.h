@@ -1,13 +1,12 @@
 /* hc_layout.h - from Humming's row-packed form to the kernel-ready tensors.
  *
- * Two versions of Humming's transform (docs/layout.md):
+ * Two plans (docs/layout.md):
  * - humming-kernels 0.1.19, the Humming vLLM 0.33 runs: its LayerConfig
  *   decisions, vLLM's padding (N to 256, K to 128) and the tensors vLLM holds
  *   after load (tiled, packed-K or flat weights). `--layout tiles` writes it.
- * - Humming commit a6455de (shared/docs/humming-layout-spec.md sections 4
- *   and 5): no longer written, built by no run, not run by our GPU kernels;
- *   its plan still validates canonical layers and fills their config.json
- *   records; its transform is kept for the tests.
+ * - the canonical checkpoint: what a row-packed layer must satisfy for vLLM
+ *   0.33 to load it and humming-kernels 0.1.19 to transform it at load on
+ *   the target GPU. Validation only: no tiles are built from it.
  * Dense layers (E = 0 in tensors: no expert dim) and MoE expert stacks
  * (leading E dim) alike. */
 #ifndef HC_LAYOUT_H
@@ -19,10 +18,10 @@
 #include "hc_format.h"
 #include "hc_tensor.h"
 
-/* Which Humming's transform a layer config follows. */
+/* Which plan a layer config follows. */
 typedef enum {
-    HC_HUMMING_A6455DE,  /* commit a6455de (the zero value): the canonical layout's plan */
-    HC_HUMMING_0_1_19    /* humming-kernels 0.1.19 as vLLM 0.33 loads it */
+    HC_HUMMING_0_1_19,    /* humming-kernels 0.1.19 as vLLM 0.33 loads it (tiles) */
+    HC_HUMMING_CANONICAL  /* the canonical checkpoint vLLM 0.33 transforms itself: no tiles */
 } hc_humming_version;
 
 typedef enum {
@@ -46,15 +45,11 @@ typedef struct {
     int is_fp_zero_point;
     int sm;                      /* target arch: 75, 80, 86, 89, 90, 100, 120 */
     hc_humming_version version;
-    int humming_bug_compat;      /* a6455de only. 0 (default): write what makes
-                                    Humming's kernel compute the right values (true
-                                    straddling zero points in the int->fp transform,
-                                    two's-complement nibbles for W4A4). 1: reproduce
-                                    a6455de's bytes exactly, bugs included (spec 8
-                                    items 3 and 4). 0.1.19 fixed both. */
 } hc_layer_config;
 
-/* Kernel-level decisions and shapes for one layer (spec 5.2, 4.1). */
+/* Kernel-level decisions and shapes for one layer: 0.1.19's LayerConfig
+ * properties. A canonical plan sets only the shapes (unpadded: Np = N,
+ * Kp = K), the bits, the groups and the scale type and format. */
 typedef struct {
     int64_t E;                   /* experts; 1 for a dense layer */
     int is_moe;                  /* tensors carry a leading E dim */
@@ -62,23 +57,21 @@ typedef struct {
     int64_t Np, Kp;              /* padded */
     int weight_bits, act_bits;
     int kernel_weight_signed;    /* int weight with act bits == weight bits */
-    int use_wgmma;
-    int transposed_mini_block;
-    int use_fused_e8m0;
-    int use_int_weight_scale;
-    int to_apply_on_c;
+    int use_wgmma;               /* sm90's default MMA (not with int4 activations) */
+    int transposed_mini_block;   /* the tiles' transposed mini-block order (packed-K) */
+    int use_fused_e8m0;          /* use_fused_e8m0_scale (not implemented: refused) */
+    int use_int_weight_scale;    /* never in 0.1.19 for the layers we plan */
+    int to_apply_on_c;           /* should_apply_bs_on_c: channel scales */
     int preprocess_int2fp;
     int zp_in_repack;            /* integer zero point used by the int->fp transform */
     int int8_byte_flip;
-    int int4_nibble_flip;        /* W4A4 fix: offset-binary -> two's complement
-                                    nibbles (never with humming_bug_compat) */
+    int int4_nibble_flip;        /* W4A4: offset-binary -> two's complement nibbles */
     int64_t group_size;          /* along K; Kp for channel-wise */
     int64_t group_size_n;        /* block scales only, else 0 */
     int64_t G;                   /* scale groups along Kp (1 for channel) */
-    hc_scale_type scale_type;    /* after 5.2 adjustments */
-    hc_format_id scale_format;   /* after 5.2 adjustments (int weight scale: param) */
+    hc_scale_type scale_type;
+    hc_format_id scale_format;
     hc_humming_version version;  /* cfg->version */
-    /* 0.1.19 only (all 0 for a6455de): LayerConfig properties */
     int use_flat_weight;         /* (E?, Np, Kp*b/32) row-packed, 64 x 128-bit chunks */
     int use_ldmatrix_dequant;    /* flat int4 x int8 / int2 x int4: top bit of each code flipped */
     int use_packed_k_layout;     /* sm90, 8-bit activations, even b, group 128: P = 64 rows */
@@ -95,27 +88,28 @@ typedef struct {
 
 /* Validates cfg for the given shapes and decides the kernel-level options.
  * N, K are the unpadded sizes, E the expert count (is_moe: tensors have an
- * expert dim). a6455de: pads N to a multiple of 64 (and of gn for block
- * scales) and K to a multiple of lcm(512/a, group size, 64 for MoE stacks);
- * cfg->sm picks the tile variant (WGMMA transposed mini-blocks iff
- * sm / 10 == 9). 0.1.19: vLLM's padding (N to 256, K to 128) and the
- * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90. Fails with
+ * expert dim). 0.1.19: vLLM's padding (N to 256, K to 128) and the
+ * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90. Canonical:
+ * the checks of humming-kernels 0.1.19's schema and LayerConfig for cfg->sm
+ * (hc_layout_canonical.c), no padding and no kernel decisions. Fails with
  * HC_ERR_UNSUPPORTED (message saying what is supported) for combinations the
- * version does not support or that are not implemented. */
+ * plan does not support or that are not implemented. */
 hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                         int64_t K, hc_layer_meta *meta, hc_error *err);
 
-/* Produces the kernel-ready tensors from the row-packed ones. `pre` is only
- * read; `post` receives newly allocated owned tensors (free each with
+/* Produces the 0.1.19 kernel-ready tensors from the row-packed ones. `pre`
+ * is only read; `post` receives newly allocated owned tensors (free each with
  * hc_tensor_free, or hc_layer_tensors_free). Shapes/dtypes of `pre` are
- * checked against meta and reported with the tensor's role on mismatch. */
+ * checked against meta and reported with the tensor's role on mismatch; a
+ * canonical plan is refused (HC_ERR_ARG: it has no tiles). */
 hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *meta,
                              const hc_layer_tensors *pre, hc_layer_tensors *post,
                              hc_error *err);
 
 /* 0.1.19: Humming's LayerConfig of the planned layer as the JSON object
  * `humming.config.LayerConfig(**obj)` accepts (LayerConfig.to_str()'s keys and
- * values), malloc'ed compact text; NULL when out of memory or for a6455de.
+ * values), malloc'ed compact text; NULL when out of memory or for a canonical
+ * plan (vLLM decides the LayerConfig at load).
  * has_bias / has_scale_2: the layer has a bias / a per-tensor second scale. */
 char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta, int has_bias,
                            int has_scale_2, int weight_e0m);
@@ -136,8 +130,7 @@ const char *hc_humming_version_name(hc_humming_version v);
 /* Frees every owned tensor in t. */
 void hc_layer_tensors_free(hc_layer_tensors *t);
 
-/* a6455de: "normal" or "transposed" (mini-block variant) / "fused_e8m0";
- * 0.1.19: "tiled", "packed_k" or "flat". */
+/* 0.1.19: "tiled", "packed_k" or "flat"; "canonical" for a canonical plan. */
 const char *hc_layout_variant_name(const hc_layer_meta *meta);
 /* Name of a scale type as in Humming's schema: "channel", "group", ... */
 const char *hc_scale_type_name(hc_scale_type t);

@@ -22,7 +22,7 @@ hc_status hc_humming_version_parse(const char *name, hc_humming_version *out, hc
 
 const char *hc_humming_version_name(hc_humming_version v)
 {
-    return v == HC_HUMMING_0_1_19 ? "0.1.19" : "a6455de";
+    return v == HC_HUMMING_0_1_19 ? "0.1.19" : "canonical";
 }
 
 static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }

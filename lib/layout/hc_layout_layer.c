@@ -1,9 +1,8 @@
-/* hc_layout_layer.c - hc_layer_transform: the order of operations of spec 5.1
- * (pad, fused e8m0, weight repack, scales, zero points, bias, int weight
- * scales, global scale), which humming-kernels 0.1.19's
- * transform_humming_tensors keeps (flat and packed-K weights, e8m0 scales
- * re-biased for fp16 output). Works on padded copies that always carry an
- * expert dim; the outputs drop it again for dense layers. */
+/* hc_layout_layer.c - hc_layer_transform: humming-kernels 0.1.19's
+ * transform_humming_tensors (pad, weight repack - tiled, packed-K or flat -,
+ * scales with e8m0 re-biased for fp16 output, zero points, bias, second
+ * scale). Works on padded copies that always carry an expert dim; the
+ * outputs drop it again for dense layers. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,8 +14,7 @@
 /* Padded working copies, shapes (E, rows, cols). */
 typedef struct {
     hc_tensor w, s, zp, bias;
-    uint8_t *zp_codes;   /* true integer zero points (E, Np, G) */
-    uint8_t *zp_repack;  /* what the int->fp transform uses (E, Np, G) */
+    uint8_t *zp_codes;   /* integer zero points (E, Np, G) */
 } work_set;
 
 static void work_free(work_set *wk)
@@ -26,7 +24,6 @@ static void work_free(work_set *wk)
     hc_tensor_free(&wk->zp);
     hc_tensor_free(&wk->bias);
     free(wk->zp_codes);
-    free(wk->zp_repack);
 }
 
 void hc_layer_tensors_free(hc_layer_tensors *t)
@@ -80,25 +77,14 @@ static void scale_dims(const hc_layer_meta *m, int64_t *r, int64_t *c, int64_t *
     }
 }
 
-/* 5.1 step 3: int weight scales are cast to the layer dtype before padding
- * (so padding is 0 for them); e8m0 scales are padded with byte 127. */
-static hc_status pad_scales(const hc_layer_config *cfg, const hc_layer_meta *m,
-                            const hc_tensor *s, work_set *wk, hc_error *err)
+/* Scales padded; e8m0 padding is byte 127 (1.0). */
+static hc_status pad_scales(const hc_layer_meta *m, const hc_tensor *s, work_set *wk,
+                            hc_error *err)
 {
     int64_t r, c, rp, cp;
     scale_dims(m, &r, &c, &rp, &cp);
-    if (!m->use_int_weight_scale) {
-        unsigned char fill = s->dtype == HC_DT_F8_E8M0 ? 127 : 0;
-        return pad3(s->data, s->dtype, m->E, r, c, rp, cp, fill, &wk->s, err);
-    }
-    int64_t count = m->E * r * c;
-    uint16_t *half = malloc((size_t)count * sizeof *half + 1);
-    HC_CHECK_ALLOC(err, half, "weight scales cast to the layer dtype");
-    hc_scales_to_half(cfg->scale_format, s->data, cfg->param_format, half, count);
-    hc_status st = pad3(half, hc_dtype_of_format(cfg->param_format), m->E, r, c, rp, cp, 0,
-                        &wk->s, err);
-    free(half);
-    return st;
+    unsigned char fill = s->dtype == HC_DT_F8_E8M0 ? 127 : 0;
+    return pad3(s->data, s->dtype, m->E, r, c, rp, cp, fill, &wk->s, err);
 }
 
 /* convert_symmetric_integer_weight: offset-binary codes c (none of them 0)
@@ -133,7 +119,7 @@ static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
                         m->K * b / 32, m->Np, m->Kp * b / 32, 0, &wk->w, err);
     hc_tensor_free(&recoded);
     HC_TRY(st);
-    if (m->scale_type != HC_SCALE_TENSOR) HC_TRY(pad_scales(cfg, m, &pre->weight_scale, wk, err));
+    if (m->scale_type != HC_SCALE_TENSOR) HC_TRY(pad_scales(m, &pre->weight_scale, wk, err));
     const hc_tensor *z = &pre->zero_point;
     if (z->data && cfg->is_fp_zero_point)
         HC_TRY(pad3(z->data, z->dtype, m->E, m->N, m->G == 1 ? 1 : m->K / m->group_size, m->Np,
@@ -146,21 +132,13 @@ static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
     return HC_OK;
 }
 
-/* Integer zero points as codes: the true ones (for 5.5) and, for the int->fp
- * transform, Humming's truncated straddlers under humming_bug_compat (4.7). */
-static hc_status unpack_zero_points(const hc_layer_config *cfg, const hc_layer_meta *m,
-                                    work_set *wk, hc_error *err)
+/* Integer zero points as codes, for their layout and the int->fp transform. */
+static hc_status unpack_zero_points(const hc_layer_meta *m, work_set *wk, hc_error *err)
 {
     size_t count = (size_t)(m->E * m->Np * m->G);
     wk->zp_codes = malloc(count);
     HC_CHECK_ALLOC(err, wk->zp_codes, "zero-point codes");
-    hc_zp_unpack(wk->zp.data, wk->zp_codes, m->E, m->Np, m->G, m->weight_bits, 0);
-    /* 0.1.19's repack reads straddling zero points whole */
-    if (!m->zp_in_repack || !cfg->humming_bug_compat || m->version != HC_HUMMING_A6455DE)
-        return HC_OK;
-    wk->zp_repack = malloc(count);
-    HC_CHECK_ALLOC(err, wk->zp_repack, "truncated zero-point codes");
-    hc_zp_unpack(wk->zp.data, wk->zp_repack, m->E, m->Np, m->G, m->weight_bits, 1);
+    hc_zp_unpack(wk->zp.data, wk->zp_codes, m->E, m->Np, m->G, m->weight_bits);
     return HC_OK;
 }
 
@@ -175,7 +153,7 @@ static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_tensor *o
         .E = m->E, .N = m->Np, .K = m->Kp,
         .code_xor = m->int8_byte_flip ? 0x80u : m->int4_nibble_flip ? 0x8u : 0u,
         .int2fp = m->preprocess_int2fp, .zp_groups = m->G,
-        .zp = !m->zp_in_repack ? NULL : wk->zp_repack ? wk->zp_repack : wk->zp_codes,
+        .zp = m->zp_in_repack ? wk->zp_codes : NULL,
     };
     return hc_repack_weight(&p, wk->w.data, out->data, err);
 }
@@ -190,8 +168,8 @@ static uint32_t flat_xor(const hc_layer_meta *m)
     return mask;
 }
 
-/* 0.1.19: flat, packed-K (the transposed tiles of 8-bit activations, rows
- * paired) or tiled (the a6455de normal variant). */
+/* Flat, packed-K (the transposed tiles of 8-bit activations, rows paired)
+ * or tiled (the normal mini-block order). */
 static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
                                 hc_error *err)
 {
@@ -225,7 +203,7 @@ static hc_status layout_scales(const hc_layer_meta *m, const work_set *wk, hc_te
 }
 
 /* 5.5: float zero points like scales (perm64); integer ones as permuted codes
- * in a byte stream, shape (E*G, Np*zb/32) exactly as Humming returns it. */
+ * in a byte stream, shape (E?, G, Np*zb/32) exactly as Humming returns it. */
 static hc_status layout_zero_point(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
                                    hc_error *err)
 {
@@ -235,14 +213,10 @@ static hc_status layout_zero_point(const hc_layer_meta *m, const work_set *wk, h
         return HC_OK;
     }
     int zb = m->weight_bits <= 4 ? 4 : 8;
-    /* a6455de flattens the expert dim into the groups; 0.1.19 keeps it */
-    int keep_e = m->version == HC_HUMMING_0_1_19 && m->is_moe;
-    int64_t shape[3] = {m->E * m->G, m->Np * zb / 32, 0};
-    if (keep_e) shape[0] = m->E, shape[1] = m->G, shape[2] = m->Np * zb / 32;
     size_t count = (size_t)(m->E * m->G * m->Np);
     uint8_t *perm = malloc(count);
     HC_CHECK_ALLOC(err, perm, "permuted zero points");
-    hc_status st = hc_tensor_alloc(out, HC_DT_I32, keep_e ? 3 : 2, shape, err);
+    hc_status st = alloc_out(out, HC_DT_I32, m, 2, m->G, m->Np * zb / 32, err);
     if (st == HC_OK) {
         hc_scales_permute(wk->zp_codes, perm, m->E, m->Np, m->G, 1, 64);
         hc_zp_pack_bytes(perm, out->data, (int64_t)count, m->weight_bits);
@@ -261,16 +235,13 @@ static hc_status layout_bias(const hc_layer_meta *m, const work_set *wk, hc_tens
     return HC_OK;
 }
 
-/* 5.1 step 10: (E,) for MoE, (1,) dense. Starts as a copy of the input
- * global scale (ones if none); fused e8m0 / int weight scales rewrite it. */
+/* The per-tensor second scale: (E,) for MoE, (1,) dense, copied. */
 static hc_status alloc_global(const hc_layer_meta *m, const hc_tensor *in, hc_tensor *out,
                               hc_error *err)
 {
     int64_t n = m->is_moe ? m->E : 1;
     HC_TRY(hc_tensor_alloc(out, HC_DT_F32, 1, &n, err));
-    float *g = out->data;
-    for (int64_t e = 0; e < n; e++) g[e] = 1.0f;
-    if (in->data) memcpy(g, in->data, (size_t)n * sizeof *g);
+    memcpy(out->data, in->data, (size_t)n * sizeof(float));
     return HC_OK;
 }
 
@@ -287,24 +258,13 @@ static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *plan
         m = &e0m_meta;
     }
     HC_TRY(pad_inputs(cfg, m, pre, post->weight_e0m, wk, err));
-    if (pre->global_scale.data || m->use_fused_e8m0 || m->use_int_weight_scale)
-        HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
-    float *gs = post->global_scale.data;
-    if (m->use_fused_e8m0)
-        hc_fused_e8m0(wk->w.data, wk->s.data, m->E, m->Np, m->Kp, m->G,
-                      cfg->act_format == HC_FMT_INT8, pre->global_scale.data, gs);
-    if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(cfg, m, wk, err));
-    if (m->version == HC_HUMMING_0_1_19) HC_TRY(arrange_weight(m, wk, &post->weight, err));
-    else HC_TRY(repack(m, wk, &post->weight, err));
+    if (pre->global_scale.data) HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
+    if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(m, wk, err));
+    HC_TRY(arrange_weight(m, wk, &post->weight, err));
     if (m->e8m0_as_e5m0 && wk->s.data) hc_e8m0_as_e5m0(wk->s.data, (int64_t)wk->s.nbytes);
     if (wk->s.data) HC_TRY(layout_scales(m, wk, &post->weight_scale, err));
     if (wk->zp.data) HC_TRY(layout_zero_point(m, wk, &post->zero_point, err));
     if (wk->bias.data) HC_TRY(layout_bias(m, wk, &post->bias, err));
-    if (m->use_int_weight_scale) {
-        hc_tensor *s = &post->weight_scale;
-        hc_int_weight_scales(s->data, (int64_t)(s->nbytes / 2), m->scale_format,
-                             pre->global_scale.data, gs, post->global_scale.shape[0]);
-    }
     return HC_OK;
 }
 
@@ -313,8 +273,11 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
                              hc_error *err)
 {
     memset(post, 0, sizeof *post);
+    if (meta->version != HC_HUMMING_0_1_19)
+        HC_FAIL(err, HC_ERR_ARG, "a canonical layer plan has no kernel tensors (vLLM builds "
+                "them at load): plan the layer for humming-kernels 0.1.19");
     HC_TRY(hc_layout_check_pre(cfg, meta, pre, err));
-    if (meta->version == HC_HUMMING_0_1_19) HC_TRY(hc_layout_check_0119(cfg, meta, pre, err));
+    HC_TRY(hc_layout_check_0119(cfg, meta, pre, err));
     work_set wk;
     memset(&wk, 0, sizeof wk);
     hc_status st = run_steps(cfg, meta, pre, post, &wk, err);

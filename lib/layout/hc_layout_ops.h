@@ -26,37 +26,17 @@ void hc_scales_permute(const void *in, void *out, int64_t E, int64_t R, int64_t 
 void hc_transpose_last2(const void *in, void *out, int64_t E, int64_t R, int64_t C,
                         size_t elem);
 
-/* N-packed zero points (E, N*b/32, G) int32 -> codes (E, N, G). With
- * `truncated`, straddling codes keep only their low part (Humming's int->fp
- * preprocessing, spec 4.7). */
-void hc_zp_unpack(const uint32_t *in, uint8_t *codes, int64_t E, int64_t N, int64_t G, int b,
-                  int truncated);
+/* N-packed zero points (E, N*b/32, G) int32 -> codes (E, N, G); codes that
+ * straddle two words are read whole. */
+void hc_zp_unpack(const uint32_t *in, uint8_t *codes, int64_t E, int64_t N, int64_t G, int b);
 
 /* 5.5: permuted codes (E, G, N) -> byte stream (two codes per byte, low nibble
  * first, if b <= 4; else one per byte). `out` holds E*G*N*zb/8 bytes. */
 void hc_zp_pack_bytes(const uint8_t *codes, uint8_t *out, int64_t count, int b);
 
-/* Value of element i of a scale array in format f (F16, BF16, F8E4M3, F8E5M2,
- * F8E8M0, F32) as float32 (exact). */
-float hc_scale_value(hc_format_id f, const void *data, int64_t i);
-
-/* Converts `count` scales of format `from` to fp16/bf16 `to` (RNE). */
-void hc_scales_to_half(hc_format_id from, const void *in, hc_format_id to, uint16_t *out,
-                       int64_t count);
-
-/* 5.7: in place on fp16/bf16 scales: f = max|ws| / 1024, ws <- int16 bits of
- * rne(ws / f); gs_out[e] = gs_in[e] * f (gs_in NULL: ones). Returns f. */
-float hc_int_weight_scales(uint16_t *ws, int64_t count, hc_format_id fmt, const float *gs_in,
-                           float *gs_out, int64_t n_gs);
-
-/* 5.3: fused e8m0 on row-packed fp4 words (E, N, K/8) and e8m0 scale bytes
- * (E, N, G) in place; gs_out[e] = gs_in[e] * 2^(base-127) (* 0.5 for int8
- * activations). rmax = 12 (float8e4m3) or 3 (int8). */
-void hc_fused_e8m0(uint32_t *w, uint8_t *scales, int64_t E, int64_t N, int64_t K, int64_t G,
-                   int int8_act, const float *gs_in, float *gs_out);
-
-/* fp4 e2m1 code divided by 2^d, re-rounded with ties away from zero, sign kept. */
-uint32_t hc_fp4_shift_down(uint32_t code, int d);
+/* hc_layer_plan for cfg->version == HC_HUMMING_CANONICAL (hc_layout_canonical.c). */
+hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
+                                  int64_t K, hc_layer_meta *meta, hc_error *err);
 
 /* hc_layer_plan for cfg->version == HC_HUMMING_0_1_19 (hc_layout_plan0119.c). */
 hc_status hc_layer_plan_0119(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,

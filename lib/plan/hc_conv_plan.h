@@ -119,8 +119,8 @@ typedef struct {
 typedef struct {
     hc_src_kind kind;                 /* of every layer in the input */
     hc_layout_kind layout;            /* of the output (opts->layout) */
-    hc_humming_version version;       /* of every layer's plan: tiles 0.1.19; canonical
-                                         a6455de (validation and config.json records only) */
+    hc_humming_version version;       /* of every layer's plan: tiles 0.1.19, or canonical
+                                         (validation and config.json records only) */
     hc_humming_qconfig qconfig;       /* Humming inputs */
     hc_format_id param_format;        /* layer / output dtype: F16 or BF16 */
     char model_type[64];              /* config.json model_type, "" if absent */

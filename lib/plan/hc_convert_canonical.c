@@ -208,18 +208,15 @@ static hc_status plan_canonical(hc_conv_layer *L, hc_error *err)
     return HC_OK;
 }
 
-/* Tiles: 0.1.19 names its tensors as vLLM holds them (the per-tensor scale is
- * weight_scale_2, or weight_scale when it is the only scale); a6455de's
- * outputs named it global_scale. */
-static hc_status plan_tiles(const hc_conv_plan *plan, hc_conv_layer *L, hc_error *err)
+/* Tiles: named as vLLM holds them (the per-tensor scale is weight_scale_2,
+ * or weight_scale when it is the only scale). */
+static hc_status plan_tiles(hc_conv_layer *L, hc_error *err)
 {
     L->outs = calloc(HC_ROLE_COUNT, sizeof *L->outs);
     HC_CHECK_ALLOC(err, L->outs, "output tensor list");
-    for (int r = 0; r < HC_ROLE_COUNT; r++) {
-        const char *suffix = plan->version == HC_HUMMING_0_1_19 ? canonical_suffix(L, r)
-                                                                : hc_role_suffix[r];
-        if (L->out[r].present) HC_TRY(add_out(L, L->prefix, suffix, r, -1, &L->out[r], err));
-    }
+    for (int r = 0; r < HC_ROLE_COUNT; r++)
+        if (L->out[r].present)
+            HC_TRY(add_out(L, L->prefix, canonical_suffix(L, r), r, -1, &L->out[r], err));
     return HC_OK;
 }
 
@@ -227,7 +224,8 @@ hc_status hc_conv_plan_outputs(const hc_convert_options *opts, const hc_conv_pla
                                hc_conv_layer *L, hc_error *err)
 {
     hc_conv_outputs_free(L);
-    return opts->layout == HC_LAYOUT_TILES ? plan_tiles(plan, L, err) : plan_canonical(L, err);
+    (void)plan;
+    return opts->layout == HC_LAYOUT_TILES ? plan_tiles(L, err) : plan_canonical(L, err);
 }
 
 void hc_conv_outputs_free(hc_conv_layer *L)

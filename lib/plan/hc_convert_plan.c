@@ -51,12 +51,14 @@ static void describe_weight(hc_conv_layer *L)
     else set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Kp / P, Np * P * b / 32);
 }
 
-/* Shapes and dtypes of the kernel-ready tensors, from the plan alone (spec 5.8). */
+/* Shapes and dtypes of the kernel-ready tensors, from the plan alone (spec
+ * 5.8); a canonical layer has none (hc_conv_plan_outputs describes it). */
 void hc_conv_describe_outputs(hc_conv_layer *L)
 {
     const hc_layer_meta *m = &L->meta;
     const hc_layer_config *c = &L->cfg;
     int64_t Np = m->Np, Kp = m->Kp;
+    if (m->version == HC_HUMMING_CANONICAL) return;
     int64_t G = c->group_size > 0 ? Kp / c->group_size : 1;
     hc_dtype param = hc_dtype_of_format(c->param_format);
     describe_weight(L);
@@ -66,11 +68,8 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
         set_desc_e(&L->out[HC_ROLE_SCALE], hc_dtype_of_format(m->scale_format), m, G, Np);
     if (L->has_zero && c->is_fp_zero_point) {
         set_desc_e(&L->out[HC_ROLE_ZERO], param, m, G, Np);
-    } else if (L->has_zero && m->version == HC_HUMMING_0_1_19) { /* keeps the expert dim */
-        set_desc_e(&L->out[HC_ROLE_ZERO], HC_DT_I32, m, G, Np * (m->weight_bits <= 4 ? 4 : 8) / 32);
     } else if (L->has_zero) {
-        int64_t zb = m->weight_bits <= 4 ? 4 : 8, shape[2] = {m->E * G, Np * zb / 32};
-        set_desc(&L->out[HC_ROLE_ZERO], HC_DT_I32, 2, shape);
+        set_desc_e(&L->out[HC_ROLE_ZERO], HC_DT_I32, m, G, Np * (m->weight_bits <= 4 ? 4 : 8) / 32);
     }
     if (L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale) {
         int64_t shape[1] = {m->E};
@@ -182,12 +181,12 @@ static hc_status build_items(hc_st_model *model, hc_conv_plan *plan, const int *
     return HC_OK;
 }
 
-/* The Humming of every layer's plan: the tiles are written for the requested
- * version; canonical layers are validated and recorded by a6455de's plan (no
- * tiles of it are built: hc_conv_verify_layer says what verifies them). */
+/* The plan of every layer: the tiles are written for the requested Humming
+ * version; canonical layers are validated against what vLLM 0.33 and
+ * humming-kernels 0.1.19 load (hc_conv_verify_layer says what verifies them). */
 static hc_status plan_version(const hc_convert_options *opts, hc_conv_plan *plan, hc_error *err)
 {
-    plan->version = HC_HUMMING_A6455DE;
+    plan->version = HC_HUMMING_CANONICAL;
     if (opts->layout == HC_LAYOUT_TILES)
         return hc_humming_version_parse(opts->humming_version ? opts->humming_version : "0.1.19",
                                         &plan->version, err);

@@ -510,12 +510,8 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
             nd = shp(m, s, m->G, m->Np, 1);
             HC_TRY(expect("zero_point", &post->zero_point, 1, param, nd, s, err));
         } else {
-            /* (E*G, ...) in a6455de; 0.1.19 keeps the expert dim */
-            int64_t zw = m->Np * (m->weight_bits <= 4 ? 4 : 8) / 32;
-            int64_t zs[3] = {m->E * m->G, zw, 0};
-            int zn = 2;
-            if (m->version == HC_HUMMING_0_1_19 && m->is_moe) zs[0] = m->E, zs[1] = m->G, zs[2] = zw, zn = 3;
-            HC_TRY(expect("zero_point", &post->zero_point, cfg->has_zero_point, HC_DT_I32, zn, zs,
+            nd = shp(m, s, m->G, m->Np * (m->weight_bits <= 4 ? 4 : 8) / 32, 1);
+            HC_TRY(expect("zero_point", &post->zero_point, cfg->has_zero_point, HC_DT_I32, nd, s,
                           err));
         }
     }

@@ -13,8 +13,7 @@
 #include "hc_version.h"
 
 /* Version of our tiles output: 2 = humming-kernels 0.1.19's tensors as vLLM
- * 0.33 holds them, with a LayerConfig per layer. Outputs without it hold
- * Humming a6455de's tiles. */
+ * 0.33 holds them, with a LayerConfig per layer. */
 #define HC_TILES_LAYOUT_VERSION 2
 
 static const char *fmt_name(hc_format_id f) { return hc_format_get(f)->name; }

@@ -1,0 +1,200 @@
+/* hc_layout_canonical.c - what a canonical (row-packed) layer must satisfy
+ * for vLLM 0.33 to load it and humming-kernels 0.1.19 to build its kernel
+ * tensors at load on the target GPU: is_humming_schema_compatible
+ * (humming/schema/humming.py), get_dtype_compatibility_error and
+ * get_mma_b_dtype (humming/config/mma.py), and the asserts of
+ * HummingWeightSchema / LayerConfig.__post_init__. No tiles are built from
+ * this plan: vLLM pads and transforms the layer itself. The limits of vLLM's
+ * loaders (fused modules, MoE) are per module, in hc_conv_canonical_problem. */
+#include "hc_layout.h"
+#include "hc_layout_ops.h"
+
+#include <string.h>
+
+static const hc_format_info *fmt(hc_format_id id) { return hc_format_get(id); }
+
+static int is_int(hc_format_id id) { return fmt(id)->kind != HC_KIND_FLOAT; }
+
+static int is_fp8(hc_format_id id)
+{
+    return id == HC_FMT_F8E4M3 || id == HC_FMT_F8E5M2 || id == HC_FMT_F8E3M4;
+}
+
+/* get_mma_b_dtype: the type the tensor core sees the weight as. float8e3m4
+ * is a candidate where Humming runs it (cubin patching, its default, on
+ * sm100 / sm103 / sm120 / sm121). */
+static hc_format_id mma_b_type(hc_format_id a, hc_format_id b, int zp, int sm)
+{
+    const hc_format_info *bf = fmt(b);
+    if (is_fp8(a) && is_fp8(b)) return b;
+    if (!is_fp8(a) || bf->bits >= fmt(a)->bits) return a;
+    int e3m4 = sm == 100 || sm == 103 || sm == 120 || sm == 121;
+    const hc_format_id cand[3] = {a, HC_FMT_F8E4M3, HC_FMT_F8E3M4};
+    for (int i = 0; i < 2 + e3m4; i++) {
+        const hc_format_info *t = fmt(cand[i]);
+        if (bf->kind != HC_KIND_FLOAT ? bf->bits <= t->man_bits + (zp ? 1 : 2)
+                                      : bf->man_bits <= t->man_bits && bf->exp_bits <= t->exp_bits)
+            return cand[i];
+    }
+    return a;
+}
+
+/* get_dtype_compatibility_error and the activations' minimum SM. */
+static hc_status check_dtypes(const hc_layer_config *c, hc_error *err)
+{
+    static const struct { hc_format_id a; int sm; } min_sm[] = {
+        {HC_FMT_F16, 75}, {HC_FMT_BF16, 80}, {HC_FMT_INT8, 75}, {HC_FMT_INT4, 75},
+        {HC_FMT_F8E4M3, 89}, {HC_FMT_F8E5M2, 89}};
+    const hc_format_info *a = fmt(c->act_format);
+    int need = 0;
+    for (size_t i = 0; i < sizeof min_sm / sizeof min_sm[0]; i++)
+        if (min_sm[i].a == c->act_format) need = min_sm[i].sm;
+    if (need == 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "activation format %s: supported are float16, "
+                "bfloat16, float8e4m3, float8e5m2, int8 and int4", a->name);
+    if (c->sm < need)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s activations need sm >= %d (target sm %d)", a->name,
+                need, c->sm);
+    if (c->param_format != HC_FMT_F16 && c->param_format != HC_FMT_BF16)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer dtype %s: supported are float16 and bfloat16",
+                fmt(c->param_format)->name);
+    if (a->bits == 16 && c->act_format != c->param_format)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit activations must be the layer dtype (%s)",
+                fmt(c->param_format)->name);
+    if (c->act_format == HC_FMT_F8E5M2 && c->param_format != HC_FMT_BF16)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e5m2 activations need a bfloat16 layer dtype");
+    if (a->bits == 16 && fmt(c->scale_format)->bits == 16 && c->scale_format != c->act_format &&
+        c->scale_type != HC_SCALE_TENSOR && c->scale_type != HC_SCALE_BLOCK)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit scales must be the activation dtype %s "
+                "(humming-kernels 0.1.19 refuses %s scales)", a->name, fmt(c->scale_format)->name);
+    return HC_OK;
+}
+
+/* MXFP4: float4e2m1 codes with float8e8m0 scales in groups of 32. */
+static int is_mxfp4(const hc_layer_config *c)
+{
+    return c->weight_format == HC_FMT_F4E2M1 && c->scale_format == HC_FMT_F8E8M0 &&
+           c->group_size == 32;
+}
+
+/* Weights against integer activations. */
+static hc_status check_int_act(const hc_layer_config *c, hc_error *err)
+{
+    const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
+    int mx_int8 = c->act_format == HC_FMT_INT8 && is_mxfp4(c);
+    if (!is_int(c->weight_format) && !mx_int8)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with %s activations: integer activations "
+                "take integer weights%s", b->name, a->name,
+                c->act_format == HC_FMT_INT8 ? " or MXFP4 (float4e2m1, float8e8m0 scales per 32)"
+                                             : "");
+    if (c->has_zero_point && b->bits == a->bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights with %s activations take no zero "
+                "point", b->bits, a->name);
+    return HC_OK;
+}
+
+/* Weights against float activations: they must fit the MMA type. */
+static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
+{
+    const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
+    const hc_format_info *m = fmt(mma_b_type(c->act_format, c->weight_format,
+                                             c->has_zero_point, c->sm));
+    if (is_int(c->weight_format)) {
+        int cap = m->man_bits + (c->has_zero_point ? 1 : 2);
+        if (b->bits >= m->bits || b->bits > cap)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit integer weights %s with %s activations: "
+                    "supported up to %d bits", b->bits, c->has_zero_point ? "with zero point" :
+                    "without zero point", a->name, cap < m->bits - 1 ? cap : m->bits - 1);
+        return HC_OK;
+    }
+    if (c->has_zero_point)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "zero points need integer weights (got %s)", b->name);
+    /* e0m weights are Humming's own recoding (MoE), not a checkpoint format here */
+    if (b->exp_bits < 1 || !b->is_signed || b->man_bits > m->man_bits || b->exp_bits > m->exp_bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with %s activations: float weights need "
+                ">= 1 and <= %d exponent bits and <= %d mantissa bits", b->name, a->name,
+                m->exp_bits, m->man_bits);
+    return HC_OK;
+}
+
+/* Scale type against group sizes and scale formats (HummingWeightSchema,
+ * LayerConfig, the group-size limits of is_humming_schema_compatible). */
+static hc_status check_scales(const hc_layer_config *c, hc_error *err)
+{
+    int64_t gs = c->group_size;
+    hc_scale_type t = c->scale_type;
+    if ((t == HC_SCALE_CHANNEL || t == HC_SCALE_TENSOR) && gs != 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s scales with group size %lld (must be 0)",
+                hc_scale_type_name(t), (long long)gs);
+    if ((t == HC_SCALE_GROUP || t == HC_SCALE_GROUP_TENSOR || t == HC_SCALE_BLOCK) && gs <= 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s scales need a group size > 0", hc_scale_type_name(t));
+    int64_t min_gs = c->act_format == HC_FMT_INT4 ? 64 : fmt(c->act_format)->bits == 8 ? 32 : 16;
+    if (gs > 0 && gs < min_gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "group size %lld with %s activations: the smallest "
+                "is %lld", (long long)gs, fmt(c->act_format)->name, (long long)min_gs);
+    if (t == HC_SCALE_BLOCK && (c->group_size_n < 2 || c->scale_format != HC_FMT_F32))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales need group_size_n > 1 and float32 scales");
+    if (t != HC_SCALE_BLOCK && c->group_size_n > 1)
+        HC_FAIL(err, HC_ERR_ARG, "group_size_n %lld needs the block scale type",
+                (long long)c->group_size_n);
+    if (c->has_zero_point && t != HC_SCALE_GROUP && t != HC_SCALE_CHANNEL)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "zero points need group or channel scales");
+    if (t == HC_SCALE_GROUP || t == HC_SCALE_CHANNEL || t == HC_SCALE_GROUP_TENSOR) {
+        hc_format_id s = c->scale_format;
+        if (s != HC_FMT_F16 && s != HC_FMT_BF16 && s != HC_FMT_F8E4M3 && s != HC_FMT_F8E5M2 &&
+            s != HC_FMT_F8E8M0)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s scales must be float16, bfloat16, float8e4m3, "
+                    "float8e5m2 or float8e8m0", hc_scale_type_name(t));
+    }
+    return HC_OK;
+}
+
+/* The row-packed tensors' shapes: whole words, whole groups and blocks. */
+static hc_status check_shape(const hc_layer_config *c, const hc_layer_meta *m, hc_error *err)
+{
+    int b = m->weight_bits;
+    if (m->E < 1 || (!m->is_moe && m->E != 1) || m->N < 1 || m->K < 1 ||
+        m->N > INT64_MAX / 64 || m->K > INT64_MAX / 64)
+        HC_FAIL(err, HC_ERR_ARG, "bad layer shape E=%lld N=%lld K=%lld (dense layers have E=1)",
+                (long long)m->E, (long long)m->N, (long long)m->K);
+    if (m->K * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "row-packed %d-bit weights need K*%d to be a multiple "
+                "of 32 (K=%lld)", b, b, (long long)m->K);
+    if (c->has_zero_point && !c->is_fp_zero_point && m->N * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "N-packed %d-bit zero points need N*%d to be a "
+                "multiple of 32 (N=%lld)", b, b, (long long)m->N);
+    if (c->group_size > 0 && m->K % c->group_size)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "K=%lld is not a multiple of the group size %lld",
+                (long long)m->K, (long long)c->group_size);
+    if (c->scale_type == HC_SCALE_BLOCK && m->N % c->group_size_n)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales need N=%lld to be a multiple of the "
+                "block height %lld", (long long)m->N, (long long)c->group_size_n);
+    return HC_OK;
+}
+
+hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
+                                  int64_t K, hc_layer_meta *m, hc_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->version = HC_HUMMING_CANONICAL;
+    HC_TRY(check_dtypes(cfg, err));
+    const hc_format_info *b = fmt(cfg->weight_format);
+    if (b->bits > 8 || b->bits > fmt(cfg->act_format)->bits)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights need %s activations", b->bits,
+                b->bits > 4 ? "8- or 16-bit" : "4-, 8- or 16-bit");
+    HC_TRY(is_int(cfg->act_format) ? check_int_act(cfg, err) : check_float_act(cfg, err));
+    HC_TRY(check_scales(cfg, err));
+    m->E = E;
+    m->is_moe = is_moe != 0;
+    m->N = m->Np = N;
+    m->K = m->Kp = K;
+    m->act_bits = fmt(cfg->act_format)->bits;
+    m->weight_bits = b->bits;
+    HC_TRY(check_shape(cfg, m, err));
+    m->group_size = cfg->group_size > 0 ? cfg->group_size : K;
+    m->group_size_n = cfg->scale_type == HC_SCALE_BLOCK ? cfg->group_size_n : 0;
+    m->G = K / m->group_size;
+    m->scale_type = cfg->scale_type;
+    m->scale_format = cfg->scale_format;
+    return HC_OK;
+}
