@@ -65,6 +65,7 @@ void hc_target_describe(const hc_target *t, char *buf, int len)
     snprintf(buf, (size_t)len, "%s %s %s-scales%s%s a=%s%s", hc_format_get(t->weight_format)->name,
              group, fmt_or_param(t->scale_format),
              t->zero_point == HC_TARGET_ZP_INT ? " int-zp" : t->zero_point == HC_TARGET_ZP_FLOAT ? " float-zp" : "",
-             t->global_scale ? " +global" : "", fmt_or_param(t->activation),
+             t->global_scale == HC_TARGET_S2_CHANNEL ? " +channel-global"
+             : t->global_scale ? " +global" : "", fmt_or_param(t->activation),
              t->rounding == HC_TARGET_MSE ? " mse" : "");
 }

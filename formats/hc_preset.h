@@ -17,6 +17,9 @@
 
 typedef enum { HC_TARGET_ZP_NONE, HC_TARGET_ZP_INT, HC_TARGET_ZP_FLOAT } hc_target_zp;
 typedef enum { HC_TARGET_RTN, HC_TARGET_MSE } hc_target_rounding;
+/* The second scale (Humming's weight_scale_2_type): none, a float32 one per
+ * expert ("tensor") or one per output row in the model dtype ("channel"). */
+typedef enum { HC_TARGET_S2_NONE, HC_TARGET_S2_TENSOR, HC_TARGET_S2_CHANNEL } hc_target_s2;
 
 typedef struct {
     hc_format_id weight_format;  /* uintB, intB, signed floatNeXmY */
@@ -24,7 +27,7 @@ typedef struct {
     int64_t group_size;          /* > 0 group along K; 0 channel; -1 tensor */
     int64_t group_size_n;        /* > 1: block scales group_size_n x group_size */
     hc_target_zp zero_point;
-    int global_scale;            /* per-expert float32 global scale (NVFP4) */
+    hc_target_s2 global_scale;   /* second scale: NVFP4's is per tensor */
     hc_format_id activation;     /* F16/BF16/F8E4M3/F8E5M2/INT8/INT4 or HC_FMT_PARAM */
     hc_target_rounding rounding;
 } hc_target;

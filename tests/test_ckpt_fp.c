@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "hc_format.h"
+#include "hc_safetensors.h"
 #include "hc_test_ckpt.h"
 #include "hc_test_util.h"
 
@@ -177,6 +178,66 @@ static void test_modelopt_nvfp4_multiplier(void **state)
     free(out);
     free(want); free(got);
     tc_free(&c);
+}
+
+/* The canonical output of a ModelOpt NVFP4 up_proj (loaded by vLLM into the
+ * fused gate_up_proj, where no per-tensor second scale loads) with global
+ * scale g. Returns the config.json text; *s2 the first weight_scale_2 value
+ * and *dt its dtype (or -1 when there is none). */
+static char *modelopt_canonical(float g, float *s2, int *dt)
+{
+    tc_ckpt c;
+    tc_init(&c, "mo-nvfp4-ch");
+    uint8_t *w, *s;
+    nvfp4_tensors(&c, P ".weight", 64, 128, &w, &s);
+    *(float *)tc_add(&c, P ".weight_scale_2", HC_DT_F32, 0, NULL) = g;
+    tc_write(&c, "{\"torch_dtype\": \"bfloat16\"}", "hf_quant_config.json",
+             "{\"producer\": {\"name\": \"modelopt\", \"version\": \"0.2\"}, \"quantization\": "
+             "{\"quant_algo\": \"NVFP4\", \"group_size\": 16}}");
+    char *out = tc_out_dir(c.dir, "canon"), cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --arch sm90 -q --verify cpu", hc_test_cli(), c.dir, out);
+    assert_int_equal(system(cmd), 0);
+    char *cp = hc_test_path_join(out, "config.json"), *mp = hc_test_path_join(out, "model.safetensors");
+    char *text = hc_test_read_file(cp, NULL);
+    hc_st_file *f = NULL;
+    assert_int_equal(hc_st_open(mp, &f, NULL), HC_OK);
+    const hc_st_tensor *t = hc_st_find(f, P ".weight_scale_2");
+    *dt = t ? (int)t->dtype : -1;
+    if (t && t->dtype == HC_DT_BF16) {
+        assert_true(t->ndim == 1 && t->shape[0] == 64);
+        uint16_t h;
+        memcpy(&h, (const unsigned char *)t->data + 2 * 63, 2);
+        *s2 = hc_bf16_to_f32(h);
+    }
+    hc_st_close(f);
+    free(cp), free(mp), free(out);
+    tc_free(&c);
+    return text;
+}
+
+/* vLLM 0.33 loads a per-channel second scale into fused modules: a global
+ * scale the model dtype holds exactly becomes one, losslessly; another is
+ * requantized into model-dtype group scales as before (more exact than a
+ * rounded second scale). */
+static void test_modelopt_nvfp4_fused_channel_s2(void **state)
+{
+    (void)state;
+    float s2 = 0;
+    int dt = -1;
+    char *cfg = modelopt_canonical(0.375f, &s2, &dt);
+    assert_int_equal(dt, HC_DT_BF16);
+    assert_true(s2 == 0.375f);
+    assert_non_null(strstr(cfg, "\"weight_scale_2_type\":\t\"channel\""));
+    char *v = tc_layer_field(cfg, P, "lossless");
+    assert_string_equal(v, "true");
+    free(v);
+    free(cfg);
+    cfg = modelopt_canonical(0.00123f, &s2, &dt);
+    assert_int_equal(dt, -1);
+    v = tc_layer_field(cfg, P, "requantized");
+    assert_string_equal(v, "true");
+    free(v);
+    free(cfg);
 }
 
 static void test_modelopt_swizzled_scale_refused(void **state)
@@ -436,6 +497,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ct_nvfp4_divisor),
         cmocka_unit_test(test_modelopt_nvfp4_multiplier),
+        cmocka_unit_test(test_modelopt_nvfp4_fused_channel_s2),
         cmocka_unit_test(test_modelopt_swizzled_scale_refused),
         cmocka_unit_test(test_gpt_oss_mxfp4),
         cmocka_unit_test(test_fp8_block_partial_edges),

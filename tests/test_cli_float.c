@@ -120,8 +120,8 @@ static double convert_snr_at(fixture *f, const char *name, const char *where, co
 }
 
 /* tiles: every preset humming-kernels 0.1.19's tiles take on sm90, nvfp4's
- * per-tensor scale on q/k/v included (the canonical layout refuses that one;
- * tests/py/test_canonical_vllm.py) */
+ * per-tensor scale on q/k/v included (the canonical layout makes that one per
+ * channel; tests/py/test_canonical_vllm.py) */
 static double convert_snr(fixture *f, const char *name, const char *flags)
 {
     return convert_snr_at(f, name, "--arch sm90 --layout tiles", flags);
@@ -217,14 +217,15 @@ static void assert_same_layer_configs(const char *a, const char *b)
 static void test_canonical_to_tiles(void **state)
 {
     fixture *f = *state;
-    static const char *const formats[] = {"w4a16", "w4a8"}; /* w4a8: packed-K, a_dtype read */
-    for (int i = 0; i < 2; i++) {
+    /* w4a8: packed-K, a_dtype read; nvfp4 with weight_scale_2 per channel */
+    static const char *const formats[] = {"w4a16", "w4a8", "nvfp4 --global-scale channel"};
+    for (int i = 0; i < 3; i++) {
         char name[64];
-        snprintf(name, sizeof name, "c2t-%s", formats[i]);
+        snprintf(name, sizeof name, "c2t-%d", i);
         char *canon = hc_test_path_join(f->root, name), *direct, *tiles;
-        snprintf(name, sizeof name, "c2t-%s-direct", formats[i]);
+        snprintf(name, sizeof name, "c2t-%d-direct", i);
         direct = hc_test_path_join(f->root, name);
-        snprintf(name, sizeof name, "c2t-%s-tiles", formats[i]);
+        snprintf(name, sizeof name, "c2t-%d-tiles", i);
         tiles = hc_test_path_join(f->root, name);
         assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format %s", cli(), f->model, canon,
                             formats[i]), 0);

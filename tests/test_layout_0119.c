@@ -318,13 +318,23 @@ static hc_tensor slice(const hc_tensor *t, int64_t E, int64_t e)
     return s;
 }
 
+/* A per-channel second scale (E?, N) in the layer dtype, random, positive. */
+static void add_channel_scale_2(layer *L)
+{
+    L->cfg.scale_2_channel = 1;
+    alloc3(&L->pre.global_scale, hc_dtype_of_format(L->cfg.param_format), L, L->N, 0);
+    uint16_t *g = L->pre.global_scale.data;
+    for (size_t i = 0; i < L->pre.global_scale.nbytes / 2; i++) g[i] = (uint16_t)(0x3a00 + rnd() % 0x500);
+}
+
 /* A MoE stack equals its experts transformed one by one as dense layers,
  * integer zero points (E, G, Np*zb/32) included, and 8-bit activations. */
-static void check_moe_slices(hc_format_id w, hc_format_id a, int zp, int with_bias)
+static void check_moe_slices(hc_format_id w, hc_format_id a, int zp, int with_bias, int s2)
 {
     layer L = {.cfg = base_cfg(w, a, HC_FMT_BF16, 128), .moe = 1, .E = 3, .N = 96, .K = 256};
     L.cfg.has_zero_point = zp;
     make_layer(&L, with_bias, 0);
+    if (s2) add_channel_scale_2(&L);
     hc_layer_meta m;
     hc_layer_tensors post;
     transform_ok(&L, &m, &post);
@@ -360,10 +370,66 @@ static void check_moe_slices(hc_format_id w, hc_format_id a, int zp, int with_bi
 static void test_moe_stacks(void **state)
 {
     (void)state;
-    check_moe_slices(HC_FMT_UINT4, HC_FMT_BF16, 1, 1);
-    check_moe_slices(HC_FMT_UINT8, HC_FMT_BF16, 1, 0);  /* int->fp with zero points */
-    check_moe_slices(HC_FMT_UINT4, HC_FMT_F8E4M3, 0, 0); /* packed-K */
-    check_moe_slices(HC_FMT_UINT4, HC_FMT_INT8, 0, 0);   /* flat */
+    check_moe_slices(HC_FMT_UINT4, HC_FMT_BF16, 1, 1, 0);
+    check_moe_slices(HC_FMT_UINT8, HC_FMT_BF16, 1, 0, 0);  /* int->fp with zero points */
+    check_moe_slices(HC_FMT_UINT4, HC_FMT_F8E4M3, 0, 0, 0); /* packed-K */
+    check_moe_slices(HC_FMT_UINT4, HC_FMT_INT8, 0, 0, 0);   /* flat */
+    check_moe_slices(HC_FMT_UINT4, HC_FMT_BF16, 0, 1, 1);  /* per-channel second scale */
+}
+
+/* A per-channel second scale (weight_scale_2_type channel): padded with
+ * zeros to Np and permuted as transform_humming_bias permutes a bias, in the
+ * layer dtype; the LayerConfig says "channel"; only with group scales, and
+ * only in the layer dtype. */
+static void test_channel_scale_2(void **state)
+{
+    (void)state;
+    layer L = {.cfg = base_cfg(HC_FMT_F4E2M1, HC_FMT_BF16, HC_FMT_BF16, 16), .E = 1, .N = 96,
+               .K = 256};
+    L.cfg.scale_format = HC_FMT_F8E4M3;
+    make_layer(&L, 0, 0);
+    add_channel_scale_2(&L);
+    L.pre.bias = L.pre.global_scale; /* the same values as a bias: the same permutation */
+    L.pre.bias.owned = 0;
+    hc_layer_meta m;
+    hc_layer_tensors post;
+    transform_ok(&L, &m, &post);
+    assert_int_equal(post.global_scale.dtype, HC_DT_BF16);
+    assert_int_equal(post.global_scale.ndim, 1);
+    assert_int_equal(post.global_scale.shape[0], 256);
+    assert_memory_equal(post.global_scale.data, post.bias.data, post.bias.nbytes);
+    static const int base32[8] = {0, 1, 8, 9, 16, 17, 24, 25};
+    const uint16_t *got = post.global_scale.data, *in = L.pre.global_scale.data;
+    for (int r = 0; r < 256; r++) {
+        int src = r / 32 * 32 + base32[r % 32 % 8] + 2 * (r % 32 / 8);
+        assert_int_equal(got[r], src < 96 ? in[src] : 0);
+    }
+    char *js = hc_layer_config_json(&L.cfg, &m, 1, 1, 0);
+    assert_non_null(strstr(js, "\"weight_scale_2_type\":\"channel\""));
+    free(js);
+    hc_layer_tensors_free(&post);
+    /* the canonical plan takes it too; neither takes it beside channel scales */
+    hc_layer_config c = L.cfg;
+    c.version = HC_HUMMING_CANONICAL;
+    assert_int_equal(hc_layer_plan(&c, 0, 1, 96, 256, &m, NULL), HC_OK);
+    hc_error err = {0};
+    for (int v = 0; v < 2; v++) {
+        c.version = v ? HC_HUMMING_CANONICAL : HC_HUMMING_0_1_19;
+        c.scale_type = HC_SCALE_CHANNEL, c.group_size = 0;
+        assert_int_equal(hc_layer_plan(&c, 0, 1, 96, 256, &m, &err), HC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, "needs group scales"));
+        c.scale_type = HC_SCALE_GROUP, c.group_size = 16;
+    }
+    /* a float32 one is refused by role */
+    L.pre.bias = (hc_tensor){0};
+    hc_tensor f32;
+    int64_t n = 96;
+    assert_int_equal(hc_tensor_alloc(&f32, HC_DT_F32, 1, &n, NULL), HC_OK);
+    hc_tensor_free(&L.pre.global_scale);
+    L.pre.global_scale = f32;
+    assert_int_equal(transform(&L, &m, &post, &err), HC_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "weight_scale_2"));
+    hc_layer_tensors_free(&L.pre);
 }
 
 /* Expert codes 1..15: vLLM's MoE path recodes them sign-magnitude
@@ -478,7 +544,7 @@ int main(void)
         cmocka_unit_test(test_native_dequant),  cmocka_unit_test(test_e8m0_fp16),
         cmocka_unit_test(test_bias_and_float_zero_point), cmocka_unit_test(test_moe_stacks),
         cmocka_unit_test(test_moe_e0m),         cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_padding_record),
+        cmocka_unit_test(test_padding_record),  cmocka_unit_test(test_channel_scale_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

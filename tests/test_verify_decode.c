@@ -81,8 +81,11 @@ static void make_pre(const hc_layer_config *c, const hc_layer_meta *m, hc_layer_
         uint32_t *z = pre->zero_point.data;
         for (size_t i = 0; i < pre->zero_point.nbytes / 4; i++) z[i] = rnd() ^ (rnd() << 16);
     }
-    /* a second scale goes with group or channel scales only */
-    if (c->scale_type == HC_SCALE_TENSOR || c->scale_type == HC_SCALE_GROUP_TENSOR ||
+    if (c->scale_2_channel) { /* per output row, in the layer dtype */
+        mk(&pre->global_scale, hc_dtype_of_format(c->param_format), moe, E, 1, N, 0);
+        for (int64_t i = 0; i < (moe ? E : 1) * N; i++)
+            put_half(c->param_format, pre->global_scale.data, i, frnd(0.25f, 4.0f));
+    } else if (c->scale_type == HC_SCALE_TENSOR || c->scale_type == HC_SCALE_GROUP_TENSOR ||
         (c->scale_type != HC_SCALE_BLOCK && rnd() % 3 == 0)) {
         int64_t ge = moe ? E : 1;
         assert_int_equal(hc_tensor_alloc(&pre->global_scale, HC_DT_F32, 1, &ge, NULL), HC_OK);
@@ -228,6 +231,57 @@ static void test_fused_and_padding(void **state)
     assert_int_equal(t.combos, 3);
 }
 
+/* A per-channel second scale: exact round trip (tiles, flat and packed-K,
+ * dense and MoE, padded), and a changed row of it fails the layer. */
+static void test_channel_scale_2(void **state)
+{
+    (void)state;
+    tally t = {0};
+    static const struct { hc_format_id w, s, a; int64_t gs; } cases[] = {
+        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_BF16, 16},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_BF16, 128},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_F8E4M3, 128}, /* packed-K on sm90 */
+        {HC_FMT_UINT4, HC_FMT_F16, HC_FMT_INT8, 128},   /* flat */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int moe = 0; moe < 2; moe++)
+            for (int sm = 80; sm <= 90; sm += 10) {
+                hc_layer_config c = {.weight_format = cases[i].w, .scale_format = cases[i].s,
+                                     .act_format = cases[i].a, .param_format = HC_FMT_BF16,
+                                     .scale_type = HC_SCALE_GROUP, .group_size = cases[i].gs,
+                                     .scale_2_channel = 1, .sm = sm};
+                if (cases[i].a == HC_FMT_F8E4M3) c.sm = sm == 80 ? 89 : 90;
+                run_one(&c, moe, moe ? 2 : 1, 96, 256, &t);
+            }
+    assert_int_equal(t.combos, 16);
+    hc_layer_config c = {.weight_format = HC_FMT_F4E2M1, .scale_format = HC_FMT_F8E4M3,
+                         .act_format = HC_FMT_F16, .param_format = HC_FMT_F16,
+                         .scale_type = HC_SCALE_GROUP, .group_size = 16, .scale_2_channel = 1,
+                         .sm = 90};
+    hc_layer_meta m;
+    hc_error err = {0};
+    assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 256, &m, &err), HC_OK);
+    hc_layer_tensors pre, post;
+    make_pre(&c, &m, &pre);
+    assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
+    float *src = malloc(256 * 256 * sizeof(float)), *bias = calloc(256, sizeof(float));
+    assert_true(src && bias);
+    assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
+    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
+    hc_verify_params p = {.tokens = 8, .seed = 7};
+    hc_verify_metrics r;
+    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    assert_true(r.pass);
+    ((uint16_t *)post.global_scale.data)[40] ^= 0x0400; /* one row's scale off by 2^+-1 */
+    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    assert_false(r.pass);
+    assert_true(r.lossless_mismatches > 0);
+    free(src);
+    free(bias);
+    hc_layer_tensors_free(&pre);
+    hc_layer_tensors_free(&post);
+}
+
 /* One flipped word in the tile layout is found by hc_verify_layer. */
 static void test_corruption_detected(void **state)
 {
@@ -366,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_all),
         cmocka_unit_test(test_fused_and_padding),
         cmocka_unit_test(test_corruption_detected),
+        cmocka_unit_test(test_channel_scale_2),
         cmocka_unit_test(test_panels_equal_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,8 @@ void cli_usage(FILE *out)
             "  --group-size G       power of two, 0 or channel, tensor\n"
             "  --scale-dtype D      float16 bfloat16 float8e4m3 float8e5m2 float8e8m0 float32\n"
             "  --zero-point Z       int, float or none\n"
+            "  --global-scale S     second scale: tensor (float32 per tensor, NVFP4's), channel\n"
+            "                       (one per output row, in the model dtype) or none\n"
             "  --quantizer Q        rtn (default; Humming's rounding) or mse (clip search)\n"
             "  --recipe FILE        per-layer YAML recipe (docs/recipes.md)\n"
             "quantized checkpoints (GPTQ, AWQ, compressed-tensors, ModelOpt, MXFP4, FP8):\n"
@@ -66,6 +68,7 @@ static const char *const field_flags[][2] = {
     {"--weight-dtype", "weight_dtype"}, {"--group-size", "group_size"},
     {"--scale-dtype", "scale_dtype"},   {"--zero-point", "zero_point"},
     {"--quantizer", "quantizer"},       {"--group-size-n", "group_size_n"},
+    {"--global-scale", "global_scale"},
 };
 
 /* Returns the address where the value of option s goes, or NULL for a flag. */

@@ -313,7 +313,9 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                 ref ? NULL : by_rows ? hc_conv_source_row : pre_row,
                                 by_rows ? (void *)&rs : (void *)&pr};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
-                              .seed = fnv1a(L->prefix), .use_gpu = v->use_gpu && tiles,
+                              .seed = fnv1a(L->prefix),
+                              /* the kernels take no per-channel second scale: CPU only */
+                              .use_gpu = v->use_gpu && tiles && !cfg.scale_2_channel,
                               .canonical = !tiles};
         hc_error verr = {0};
         hc_status vs = hc_verify_layer(&cfg, &mv, dec, &src, &p, &R->m, &verr);

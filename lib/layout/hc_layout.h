@@ -43,6 +43,9 @@ typedef struct {
     int64_t group_size_n;        /* block scales only, else 0 */
     int has_zero_point;
     int is_fp_zero_point;
+    int scale_2_channel;         /* the second scale is per output row: (E?, N) in the
+                                    layer dtype (weight_scale_2_type "channel", with
+                                    group scales only); else per tensor (E?,) F32 */
     int sm;                      /* target arch: 75, 80, 86, 89, 90, 100, 120 */
     hc_humming_version version;
 } hc_layer_config;
@@ -81,7 +84,10 @@ typedef struct {
 
 /* The tensors of one layer. Absent tensors have data == NULL. */
 typedef struct {
-    hc_tensor weight, weight_scale, zero_point, global_scale, bias;
+    hc_tensor weight, weight_scale, zero_point, bias;
+    hc_tensor global_scale;  /* the second scale: (E,) / (1,) F32, or per channel
+                                (cfg->scale_2_channel) (E?, N) in the layer dtype;
+                                post: (E?, Np) permuted as a bias */
     int weight_e0m;  /* post, 0.1.19: the symmetric integer codes were recoded as
                         sign-magnitude float{b}e0m{b-1} (hc_layer_e0m_applies) */
 } hc_layer_tensors;
@@ -110,7 +116,8 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
  * `humming.config.LayerConfig(**obj)` accepts (LayerConfig.to_str()'s keys and
  * values), malloc'ed compact text; NULL when out of memory or for a canonical
  * plan (vLLM decides the LayerConfig at load).
- * has_bias / has_scale_2: the layer has a bias / a per-tensor second scale. */
+ * has_bias / has_scale_2: the layer has a bias / a second scale (per tensor,
+ * or per channel with cfg->scale_2_channel). */
 char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta, int has_bias,
                            int has_scale_2, int weight_e0m);
 

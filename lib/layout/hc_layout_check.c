@@ -74,6 +74,9 @@ hc_status hc_layout_check_pre(const hc_layer_config *cfg, const hc_layer_meta *m
     int needs_gs = (cfg->scale_type == HC_SCALE_TENSOR ||
                     cfg->scale_type == HC_SCALE_GROUP_TENSOR) &&
                    !m->use_fused_e8m0 && !m->use_int_weight_scale;
+    if (cfg->scale_2_channel)
+        return expect(&pre->global_scale, "weight_scale_2 (per channel)",
+                      hc_dtype_of_format(cfg->param_format), m, 1, m->N, 0, err);
     if (pre->global_scale.data || needs_gs) {
         hc_layer_meta dense = *m;
         dense.is_moe = 0;  /* (E,) for MoE, (1,) for a dense layer */

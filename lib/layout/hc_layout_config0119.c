@@ -89,13 +89,14 @@ static void add_scales(cJSON *o, const hc_layer_config *c, const hc_layer_meta *
 {
     int s2 = c->scale_type == HC_SCALE_GROUP_TENSOR ||
              (has_scale_2 && c->scale_type != HC_SCALE_TENSOR);
+    const char *s2_type = !s2 ? "none" : c->scale_2_channel ? "channel" : "tensor";
     cJSON_AddNumberToObject(o, "input_scale_group_size", 0);
     cJSON_AddNumberToObject(o, "weight_scale_group_size",
                             (double)(c->group_size > 0 ? c->group_size : 0));
     cJSON_AddNumberToObject(o, "weight_scale_group_size_n",
                             (double)(c->scale_type == HC_SCALE_BLOCK ? c->group_size_n : 0));
     cJSON_AddStringToObject(o, "weight_scale_type", scale_type_name(c->scale_type));
-    cJSON_AddStringToObject(o, "weight_scale_2_type", s2 ? "tensor" : "none");
+    cJSON_AddStringToObject(o, "weight_scale_2_type", s2_type);
     cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
     cJSON_AddBoolToObject(o, "use_fused_e8m0_scale", m->use_fused_e8m0);
     cJSON_AddBoolToObject(o, "has_zero_point", c->has_zero_point);

@@ -13,7 +13,7 @@
 
 /* Padded working copies, shapes (E, rows, cols). */
 typedef struct {
-    hc_tensor w, s, zp, bias;
+    hc_tensor w, s, zp, bias, s2;  /* s2: a per-channel second scale (E, 1, Np) */
     uint8_t *zp_codes;   /* integer zero points (E, Np, G) */
 } work_set;
 
@@ -23,6 +23,7 @@ static void work_free(work_set *wk)
     hc_tensor_free(&wk->s);
     hc_tensor_free(&wk->zp);
     hc_tensor_free(&wk->bias);
+    hc_tensor_free(&wk->s2);
     free(wk->zp_codes);
 }
 
@@ -129,6 +130,9 @@ static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
                     m->Np * b / 32, m->G, 0, &wk->zp, err));
     if (pre->bias.data)
         HC_TRY(pad3(pre->bias.data, pre->bias.dtype, m->E, 1, m->N, 1, m->Np, 0, &wk->bias, err));
+    const hc_tensor *g = &pre->global_scale;
+    if (cfg->scale_2_channel) /* padded with 0, as check_and_pad_tensors does */
+        HC_TRY(pad3(g->data, g->dtype, m->E, 1, m->N, 1, m->Np, 0, &wk->s2, err));
     return HC_OK;
 }
 
@@ -225,17 +229,17 @@ static hc_status layout_zero_point(const hc_layer_meta *m, const work_set *wk, h
     return st;
 }
 
-/* 5.6: bias permuted with perm32 in chunks of 32 along N. */
-static hc_status layout_bias(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
-                             hc_error *err)
+/* 5.6: bias permuted with perm32 in chunks of 32 along N (transform_humming_bias);
+ * so is a per-channel second scale. */
+static hc_status layout_row_vector(const hc_layer_meta *m, const hc_tensor *v, hc_tensor *out,
+                                   hc_error *err)
 {
-    HC_TRY(alloc_out(out, wk->bias.dtype, m, 1, m->Np, 0, err));
-    hc_scales_permute(wk->bias.data, out->data, m->E, m->Np, 1,
-                      (size_t)hc_dtype_bits(wk->bias.dtype) / 8, 32);
+    HC_TRY(alloc_out(out, v->dtype, m, 1, m->Np, 0, err));
+    hc_scales_permute(v->data, out->data, m->E, m->Np, 1, (size_t)hc_dtype_bits(v->dtype) / 8, 32);
     return HC_OK;
 }
 
-/* The per-tensor second scale: (E,) for MoE, (1,) dense, copied. */
+/* A per-tensor second scale: (E,) for MoE, (1,) dense, copied. */
 static hc_status alloc_global(const hc_layer_meta *m, const hc_tensor *in, hc_tensor *out,
                               hc_error *err)
 {
@@ -258,13 +262,15 @@ static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *plan
         m = &e0m_meta;
     }
     HC_TRY(pad_inputs(cfg, m, pre, post->weight_e0m, wk, err));
-    if (pre->global_scale.data) HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
+    if (pre->global_scale.data && !cfg->scale_2_channel)
+        HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
     if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(m, wk, err));
     HC_TRY(arrange_weight(m, wk, &post->weight, err));
     if (m->e8m0_as_e5m0 && wk->s.data) hc_e8m0_as_e5m0(wk->s.data, (int64_t)wk->s.nbytes);
     if (wk->s.data) HC_TRY(layout_scales(m, wk, &post->weight_scale, err));
     if (wk->zp.data) HC_TRY(layout_zero_point(m, wk, &post->zero_point, err));
-    if (wk->bias.data) HC_TRY(layout_bias(m, wk, &post->bias, err));
+    if (wk->bias.data) HC_TRY(layout_row_vector(m, &wk->bias, &post->bias, err));
+    if (wk->s2.data) HC_TRY(layout_row_vector(m, &wk->s2, &post->global_scale, err));
     return HC_OK;
 }
 

@@ -30,6 +30,11 @@ hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64
     if (hc_format_get(cfg->weight_format) == NULL || hc_format_get(cfg->act_format) == NULL ||
         hc_format_get(cfg->scale_format) == NULL || hc_format_get(cfg->param_format) == NULL)
         HC_FAIL(err, HC_ERR_ARG, "layer config has an unknown format id");
+    /* HummingWeightSchema: "secondary scales require group scales or channel
+     * scales with a tensor secondary scale" */
+    if (cfg->scale_2_channel && cfg->scale_type != HC_SCALE_GROUP)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "a per-channel second scale (weight_scale_2_type "
+                "channel) needs group scales (got %s scales)", hc_scale_type_name(cfg->scale_type));
     if (cfg->version == HC_HUMMING_CANONICAL)
         return hc_layer_plan_canonical(cfg, is_moe, E, N, K, meta, err);
     if (cfg->version != HC_HUMMING_0_1_19)

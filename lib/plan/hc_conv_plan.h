@@ -181,6 +181,11 @@ hc_status hc_conv_plan_outputs(const hc_convert_options *opts, const hc_conv_pla
  * L->cfg and its role flags, or NULL. *fixable: a requantization into scales in
  * the model dtype, without zero points or per-tensor / block scales, would fit. */
 const char *hc_conv_canonical_problem(const hc_conv_layer *L, int is_moe, int *fixable);
+
+/* 1 when L has group scales with a per-tensor second scale in a module vLLM
+ * loads fused (q/k/v, gate/up, MoE experts), where vLLM 0.33 loads no
+ * per-tensor scale but does load a per-channel one. */
+int hc_conv_canonical_s2_to_channel(const hc_conv_layer *L, int is_moe);
 /* Checks across layers that what vLLM loads as one module gets one format:
  * q/k/v, gate/up, and every projection of one MoE block. */
 hc_status hc_conv_check_fused(const hc_convert_options *opts, const hc_conv_plan *plan,

@@ -114,9 +114,9 @@ static int role_desc(const hc_conv_layer *L, int r, hc_out_desc *d)
         d->dtype = c->is_fp_zero_point ? param : HC_DT_I32;
         s[0] = c->is_fp_zero_point ? N : N * b / 32, s[1] = G;
         break;
-    case HC_ROLE_GLOBAL:
+    case HC_ROLE_GLOBAL: /* per tensor (1,) F32, or per channel (N,) in the model dtype */
         if (!L->has_global) return 0;
-        d->dtype = HC_DT_F32, ndim = 1, s[0] = 1;
+        d->dtype = c->scale_2_channel ? param : HC_DT_F32, ndim = 1, s[0] = c->scale_2_channel ? N : 1;
         break;
     default:
         if (!L->has_bias) return 0;
@@ -134,7 +134,8 @@ const char *hc_conv_canonical_problem(const hc_conv_layer *L, int is_moe, int *f
     const hc_layer_config *c = &L->cfg;
     const hc_format_info *sf = hc_format_get(c->scale_format);
     const char *kind = fused_kind_of(L->prefix, is_moe);
-    int tensor_scale = c->scale_type == HC_SCALE_TENSOR || L->has_global;
+    /* a per-channel second scale loads like channel scales, also into fused modules */
+    int tensor_scale = c->scale_type == HC_SCALE_TENSOR || (L->has_global && !c->scale_2_channel);
     *fixable = 0;
     if (strstr(L->prefix, "lm_head"))
         return "vLLM's Humming path always loads lm_head unquantized";
@@ -163,6 +164,11 @@ const char *hc_conv_canonical_problem(const hc_conv_layer *L, int is_moe, int *f
         return "vLLM cannot load block scales into a fused q/k/v or gate/up module";
     *fixable = 0;
     return NULL;
+}
+
+int hc_conv_canonical_s2_to_channel(const hc_conv_layer *L, int is_moe)
+{
+    return L->cfg.scale_type == HC_SCALE_GROUP_TENSOR && fused_kind_of(L->prefix, is_moe) != NULL;
 }
 
 static hc_status add_out(hc_conv_layer *L, const char *prefix, const char *suffix, int role,
@@ -280,8 +286,8 @@ cJSON *hc_conv_canonical_keys(const hc_conv_layer *L)
     cJSON_AddNumberToObject(o, "weight_scale_group_size_n",
                             (double)(c->scale_type == HC_SCALE_BLOCK ? c->group_size_n : 0));
     cJSON_AddStringToObject(o, "weight_scale_type", scale_type_key(c->scale_type));
-    cJSON_AddStringToObject(o, "weight_scale_2_type",
-                            L->has_global && !tensor_only ? "tensor" : "none");
+    cJSON_AddStringToObject(o, "weight_scale_2_type", !L->has_global || tensor_only ? "none"
+                                                      : c->scale_2_channel ? "channel" : "tensor");
     cJSON_AddBoolToObject(o, "has_zero_point", L->has_zero);
     cJSON_AddBoolToObject(o, "is_fp_zero_point", L->has_zero && c->is_fp_zero_point);
     if (a_bits < 16) { /* run exactly these activations: no silent fallback to 16 bits */
@@ -315,7 +321,8 @@ static void format_summary(const hc_conv_layer *L, char *buf, size_t len)
     else snprintf(g, sizeof g, "channel");
     snprintf(buf, len, "%s %s %s-scale%s%s x %s", hc_format_get(c->weight_format)->name, g,
              hc_format_get(c->scale_format)->name, L->has_zero ? " zero-point" : "",
-             L->has_global && c->scale_type != HC_SCALE_TENSOR ? " scale_2" : "",
+             !L->has_global || c->scale_type == HC_SCALE_TENSOR ? ""
+             : c->scale_2_channel ? " channel-scale_2" : " scale_2",
              hc_format_get(c->act_format)->name);
 }
 

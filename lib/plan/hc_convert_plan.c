@@ -71,14 +71,17 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
     } else if (L->has_zero) {
         set_desc_e(&L->out[HC_ROLE_ZERO], HC_DT_I32, m, G, Np * (m->weight_bits <= 4 ? 4 : 8) / 32);
     }
-    if (L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale) {
+    int64_t row2[2] = {m->E, Np}, row1[1] = {Np}; /* (E?, Np): bias, channel second scale */
+    if (L->has_global && c->scale_2_channel) {
+        if (m->is_moe) set_desc(&L->out[HC_ROLE_GLOBAL], param, 2, row2);
+        else set_desc(&L->out[HC_ROLE_GLOBAL], param, 1, row1);
+    } else if (L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale) {
         int64_t shape[1] = {m->E};
         set_desc(&L->out[HC_ROLE_GLOBAL], HC_DT_F32, 1, shape);
     }
     if (L->has_bias) {
-        int64_t s2[2] = {m->E, Np}, s1[1] = {Np};
-        if (m->is_moe) set_desc(&L->out[HC_ROLE_BIAS], param, 2, s2);
-        else set_desc(&L->out[HC_ROLE_BIAS], param, 1, s1);
+        if (m->is_moe) set_desc(&L->out[HC_ROLE_BIAS], param, 2, row2);
+        else set_desc(&L->out[HC_ROLE_BIAS], param, 1, row1);
     }
 }
 

@@ -75,7 +75,8 @@ hc_status hc_recipe_resolve_tensor(const hc_recipe *r, const char *tensor_name, 
  *   group_size_n  a power of two >= 2 (block scales); 0 or "none": off
  *   scale_dtype   float16 bfloat16 float8e4m3 float8e5m2 float8e8m0 float32 param
  *   zero_point    int float none
- *   global_scale  true false
+ *   global_scale  true / tensor (per expert, float32), channel (per output row,
+ *                 model dtype), false / none
  *   activation    float16 bfloat16 float8e4m3 float8e5m2 int8 int4 param
  *   quantizer     rtn mse
  * On a bad key or value returns HC_ERR_ARG ("KEY: reason") and leaves *t

@@ -150,9 +150,13 @@ hc_status hc_target_set_field(hc_target *t, const char *key, const char *value, 
         else HC_FAIL(err, HC_ERR_ARG, "zero_point: '%s' is not allowed (expected int, float or none)", value);
         break;
     case HC_TF_GLOBAL_SCALE:
-        if (strcmp(value, "true") == 0) n.global_scale = 1;
-        else if (strcmp(value, "false") == 0) n.global_scale = 0;
-        else HC_FAIL(err, HC_ERR_ARG, "global_scale: '%s' is not allowed (expected true or false)", value);
+        if (strcmp(value, "true") == 0 || strcmp(value, "tensor") == 0)
+            n.global_scale = HC_TARGET_S2_TENSOR;
+        else if (strcmp(value, "channel") == 0) n.global_scale = HC_TARGET_S2_CHANNEL;
+        else if (strcmp(value, "false") == 0 || strcmp(value, "none") == 0)
+            n.global_scale = HC_TARGET_S2_NONE;
+        else HC_FAIL(err, HC_ERR_ARG, "global_scale: '%s' is not allowed (expected true, tensor, "
+                     "channel, false or none)", value);
         break;
     case HC_TF_ACTIVATION: {
         HC_TRY(parse_role("activation", value, HC_FROLE_ACT,

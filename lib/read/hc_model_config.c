@@ -102,7 +102,8 @@ static hc_status parse_scale_type(const cJSON *q, const char *path, hc_humming_q
 
 
 /* weight_scale_2_type: "tensor" (a per-tensor weight_scale_2) next to group
- * or channel scales; per-channel second scales are not read yet. */
+ * or channel scales, or "channel" (one per output row, in the model dtype)
+ * next to group scales (HummingWeightSchema's rule). */
 static hc_status parse_scale_2_type(const cJSON *q, const char *path, hc_humming_qconfig *c,
                                     hc_error *err)
 {
@@ -114,14 +115,18 @@ static hc_status parse_scale_2_type(const cJSON *q, const char *path, hc_humming
     if (!cJSON_IsString(v) || (strcmp(v->valuestring, "tensor") && strcmp(v->valuestring, "channel")))
         HC_FAIL(err, HC_ERR_FORMAT, "%s: quantization_config.%s must be none, tensor or channel",
                 path, key);
-    if (!strcmp(v->valuestring, "channel"))
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: quantization_config.%s \"channel\" (a per-channel "
-                "weight_scale_2) is not read yet", path, key);
+    c->has_scale_2 = 1;
+    if (!strcmp(v->valuestring, "channel")) {
+        if (c->scale_type != HC_SCALE_GROUP)
+            HC_FAIL(err, HC_ERR_FORMAT, "%s: a per-channel weight_scale_2 needs group scales "
+                    "(weight_scale_type is %s)", path, hc_scale_type_name(c->scale_type));
+        c->scale_2_channel = 1;
+        return HC_OK;
+    }
     if (c->scale_type == HC_SCALE_GROUP) c->scale_type = HC_SCALE_GROUP_TENSOR;
     else if (c->scale_type != HC_SCALE_CHANNEL && c->scale_type != HC_SCALE_GROUP_TENSOR)
         HC_FAIL(err, HC_ERR_FORMAT, "%s: a per-tensor weight_scale_2 needs group or channel "
                 "scales (weight_scale_type is %s)", path, hc_scale_type_name(c->scale_type));
-    c->has_scale_2 = 1;
     return HC_OK;
 }
 

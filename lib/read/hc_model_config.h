@@ -21,7 +21,8 @@ typedef struct {
     hc_format_id param_format;     /* torch_dtype: F16 or BF16 */
     hc_scale_type scale_type;      /* default from group sizes; group scales with
                                       weight_scale_2_type "tensor": GROUP_TENSOR */
-    int has_scale_2;               /* a per-tensor weight_scale_2 (weight_scale_2_type "tensor") */
+    int has_scale_2;               /* a weight_scale_2 (weight_scale_2_type "tensor" or "channel") */
+    int scale_2_channel;           /* it is per output row ("channel"), with group scales */
     int64_t group_size;            /* 0: channel-wise (<= 0 in the file) */
     int64_t group_size_n;          /* > 1: block scales */
     int has_zero_point;
@@ -47,8 +48,8 @@ hc_status hc_model_info_parse(const char *json_text, const char *path, hc_model_
 /* Parses the JSON text of config.json (`path` is used in messages only).
  * Fails with HC_ERR_FORMAT on malformed JSON or fields of the wrong type, and
  * HC_ERR_UNSUPPORTED when quant_method is not "humming" or the config asks
- * for what we do not read: per-layer "+:" dynamic rules, per-channel
- * weight_scale_2, static or grouped activation scales, Hadamard rotation. */
+ * for what we do not read: per-layer "+:" dynamic rules, static or grouped
+ * activation scales, Hadamard rotation. */
 hc_status hc_humming_qconfig_parse(const char *json_text, const char *path,
                                    hc_humming_qconfig *out, hc_error *err);
 

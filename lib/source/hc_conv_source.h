@@ -77,9 +77,11 @@ hc_status hc_conv_load_bias(const hc_st_tensor *b, hc_format_id param, hc_tensor
 /* Layer config for a float target (param dtype already resolved). */
 void hc_conv_target_config(const hc_convert_options *opts, const hc_conv_plan *plan,
                            const hc_target *t, hc_layer_config *cfg);
-/* Quantizes float32 (E, N, K) weights for target t into pre (moe: keep E dim). */
-hc_status hc_conv_quantize_float(const hc_target *t, const float *w, int64_t E, int64_t N,
-                                 int64_t K, int moe, hc_layer_tensors *pre, hc_error *err);
+/* Quantizes float32 (E, N, K) weights for target t into pre (moe: keep E
+ * dim); a per-channel second scale is stored in the layer dtype `param`. */
+hc_status hc_conv_quantize_float(const hc_target *t, hc_format_id param, const float *w,
+                                 int64_t E, int64_t N, int64_t K, int moe, hc_layer_tensors *pre,
+                                 hc_error *err);
 
 /* Source-specific loaders behind hc_conv_load_pre. */
 hc_status hc_conv_load_humming(const hc_conv_layer *L, hc_layer_tensors *pre, hc_error *err);

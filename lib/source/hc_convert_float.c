@@ -174,7 +174,9 @@ static void float_dims(const hc_conv_layer *L, int64_t *E, int64_t *N, int64_t *
     *K = w->shape[nd - (L->transpose ? 2 : 1)];
 }
 
-static hc_quant_desc quant_desc(const hc_target *t)
+/* The quantizer's description of target t; a per-channel second scale is
+ * stored in the layer dtype `param`. */
+static hc_quant_desc quant_desc(const hc_target *t, hc_format_id param)
 {
     hc_quant_desc d = {
         .weight_format = t->weight_format, .scale_format = t->scale_format,
@@ -183,7 +185,8 @@ static hc_quant_desc quant_desc(const hc_target *t)
         .group_size_n = (int)t->group_size_n,
         .zero_point = t->zero_point == HC_TARGET_ZP_INT ? HC_ZP_INT
                       : t->zero_point == HC_TARGET_ZP_FLOAT ? HC_ZP_FLOAT : HC_ZP_NONE,
-        .global_scale = t->global_scale,
+        .global_scale = t->global_scale == HC_TARGET_S2_TENSOR,
+        .scale_2_channel = t->global_scale == HC_TARGET_S2_CHANNEL, .scale_2_format = param,
         .quantizer = t->rounding == HC_TARGET_MSE ? HC_QUANTIZER_MSE : HC_QUANTIZER_RTN};
     return d;
 }
@@ -192,7 +195,7 @@ static hc_scale_type target_scale_type(const hc_target *t)
 {
     if (t->group_size_n > 1) return HC_SCALE_BLOCK;
     if (t->group_size < 0) return HC_SCALE_TENSOR;
-    if (t->global_scale) return HC_SCALE_GROUP_TENSOR;
+    if (t->global_scale == HC_TARGET_S2_TENSOR) return HC_SCALE_GROUP_TENSOR;
     return t->group_size == 0 ? HC_SCALE_CHANNEL : HC_SCALE_GROUP;
 }
 
@@ -211,14 +214,16 @@ void hc_conv_target_config(const hc_convert_options *opts, const hc_conv_plan *p
         .act_format = t->activation, .param_format = plan->param_format,
         .scale_type = target_scale_type(t), .group_size = t->group_size > 0 ? t->group_size : 0,
         .group_size_n = t->group_size_n, .has_zero_point = t->zero_point != HC_TARGET_ZP_NONE,
-        .is_fp_zero_point = t->zero_point == HC_TARGET_ZP_FLOAT, .sm = opts->sm,
+        .is_fp_zero_point = t->zero_point == HC_TARGET_ZP_FLOAT,
+        .scale_2_channel = t->global_scale == HC_TARGET_S2_CHANNEL, .sm = opts->sm,
         .version = plan->version};
 }
 
-hc_status hc_conv_quantize_float(const hc_target *t, const float *w, int64_t E, int64_t N,
-                                 int64_t K, int moe, hc_layer_tensors *pre, hc_error *err)
+hc_status hc_conv_quantize_float(const hc_target *t, hc_format_id param, const float *w,
+                                 int64_t E, int64_t N, int64_t K, int moe, hc_layer_tensors *pre,
+                                 hc_error *err)
 {
-    hc_quant_desc d = quant_desc(t);
+    hc_quant_desc d = quant_desc(t, param);
     hc_quant_result r;
     memset(&r, 0, sizeof r);
     hc_status st = hc_quantize(&d, w, E, N, K, &r, err);
@@ -234,14 +239,18 @@ hc_status hc_conv_plan_float_layer(const hc_convert_options *opts, const hc_conv
     const hc_target *t = &L->target;
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
-    hc_quant_desc d = quant_desc(t);
+    int moe = L->experts != NULL || L->pre[HC_ROLE_WEIGHT]->ndim == 3;
+    hc_conv_target_config(opts, plan, t, &L->cfg);
+    if (opts->layout == HC_LAYOUT_CANONICAL && hc_conv_canonical_s2_to_channel(L, moe)) {
+        L->target.global_scale = HC_TARGET_S2_CHANNEL;
+        hc_conv_target_config(opts, plan, t, &L->cfg);
+        hc_conv_log(opts, "layer %s: second scale per channel (weight_scale_2_type channel): "
+                    "vLLM loads no per-tensor one into a fused module", L->prefix);
+    }
+    hc_quant_desc d = quant_desc(t, plan->param_format);
     HC_TRY_CTX(err, hc_quant_check(&d, E, N, K, err), "layer %s [%lld x %lld]: ", L->prefix, (long long)N,
                                (long long)K);
-    hc_conv_target_config(opts, plan, t, &L->cfg);
-    HC_TRY_CTX(err,
-               hc_layer_plan(&L->cfg, L->experts != NULL || L->pre[HC_ROLE_WEIGHT]->ndim == 3, E, N, K,
-                             &L->meta, err),
-               "layer %s: ", L->prefix);
+    HC_TRY_CTX(err, hc_layer_plan(&L->cfg, moe, E, N, K, &L->meta, err), "layer %s: ", L->prefix);
     L->has_zero = L->cfg.has_zero_point;
     L->has_global = t->global_scale || t->group_size < 0;
     L->has_bias = L->pre[HC_ROLE_BIAS] != NULL;
@@ -353,6 +362,12 @@ hc_status hc_conv_pre_from_result(hc_quant_result *r, int moe, hc_layer_tensors 
         HC_TRY(hc_tensor_alloc(&pre->global_scale, HC_DT_F32, 1, shape, err));
         memcpy(pre->global_scale.data, r->global_scale, (size_t)E * sizeof(float));
     }
+    if (r->scale_2) { /* per channel: (E?, N) in the model dtype */
+        int64_t shape[2] = {E, r->n};
+        HC_TRY(hc_tensor_alloc(&pre->global_scale, hc_dtype_of_format(r->desc.scale_2_format),
+                               moe ? 2 : 1, moe ? shape : shape + 1, err));
+        memcpy(pre->global_scale.data, r->scale_2, pre->global_scale.nbytes);
+    }
     return HC_OK;
 }
 
@@ -403,7 +418,7 @@ static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_re
 {
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
-    hc_quant_desc d = quant_desc(&L->target);
+    hc_quant_desc d = quant_desc(&L->target, L->cfg.param_format);
     if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
         hc_conv_row_source rs;
         hc_conv_row_source_init(L, &rs);

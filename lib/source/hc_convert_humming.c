@@ -33,8 +33,8 @@ static hc_status check_roles(const hc_conv_layer *L, const hc_humming_qconfig *q
         HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale: missing (scale type %s needs it)", L->prefix,
                 hc_scale_type_name(q->scale_type));
     if (needs_global && !role_tensor(L, 0, HC_ROLE_GLOBAL))
-        HC_FAIL(err, HC_ERR_FORMAT, "%s.%s: missing (the config's scale types need a per-tensor "
-                "scale)", L->prefix, global);
+        HC_FAIL(err, HC_ERR_FORMAT, "%s.%s: missing (the config's scale types need it)",
+                L->prefix, global);
     if (!needs_global && role_tensor(L, 0, HC_ROLE_GLOBAL))
         HC_FAIL(err, HC_ERR_FORMAT, "%s.weight_scale_2: present but the config's "
                 "weight_scale_2_type is none", L->prefix);
@@ -64,7 +64,7 @@ hc_status hc_conv_plan_humming_layer(const hc_convert_options *opts, const hc_co
         .act_format = plan->activation, .param_format = q->param_format,
         .scale_type = q->scale_type, .group_size = q->group_size, .group_size_n = q->group_size_n,
         .has_zero_point = q->has_zero_point, .is_fp_zero_point = q->is_fp_zero_point,
-        .sm = opts->sm, .version = plan->version};
+        .scale_2_channel = q->scale_2_channel, .sm = opts->sm, .version = plan->version};
     HC_TRY_CTX(err, hc_layer_plan(&L->cfg, is_moe, E, w->shape[w->ndim - 2], cols * 32 / b,
                                   &L->meta, err),
                "layer %s: ", L->prefix);

@@ -319,16 +319,54 @@ static hc_target canonical_target(const hc_conv_plan *plan, const hc_quant_desc 
     return t;
 }
 
+/* A value of the layer dtype f as float (f: F16 or BF16). */
+static float param_round(hc_format_id f, float v)
+{
+    return f == HC_FMT_F16 ? hc_f16_to_f32(hc_f32_to_f16(v)) : hc_bf16_to_f32(hc_f32_to_bf16(v));
+}
+
+/* Canonical layout, group scales with a per-tensor second scale in a module
+ * vLLM loads fused: where the layer dtype holds every global scale exactly,
+ * the second scale becomes per channel (lossless; humming-kernels 0.1.19
+ * converts fused shards with different global scales the same way,
+ * HummingWeightSchema._convert_humming). A rounded one would be less exact
+ * than the requantization into model-dtype scales (canonical_target), so it
+ * is not taken. With `note`, L->note says so. Returns whether it applied. */
+static int s2_to_channel(const hc_convert_options *opts, hc_conv_layer *L,
+                         const hc_quant_result *q, int moe, int note)
+{
+    if (opts->layout != HC_LAYOUT_CANONICAL || !hc_conv_canonical_s2_to_channel(L, moe) ||
+        q->global_scale == NULL)
+        return 0;
+    for (int64_t e = 0; e < q->experts; e++)
+        if (param_round(L->cfg.param_format, q->global_scale[e]) != q->global_scale[e]) return 0;
+    L->cfg.scale_type = HC_SCALE_GROUP;
+    L->cfg.scale_2_channel = 1;
+    size_t n = strlen(L->note);
+    if (note)
+        snprintf(L->note + n, sizeof L->note - n, "%sweight_scale_2 per channel in %s (vLLM "
+                 "loads no per-tensor one into a fused module; exact)", n ? "; " : "",
+                 hc_format_get(L->cfg.param_format)->name);
+    return 1;
+}
+
 /* Where the canonical layout cannot hold the source format exactly but a
  * close one (scales in the model dtype, symmetric, per channel instead of per
  * tensor or block, no second scale) fits: that target in L->target, the reason
- * in L->note; returns 1. */
+ * in L->note; returns 1. A per-tensor second scale in a fused module is made
+ * per channel instead (s2_to_channel), where nothing else is in the way. */
 static int canonical_requant(const hc_convert_options *opts, const hc_conv_plan *plan,
-                             hc_conv_layer *L, const hc_quant_desc *d, hc_format_id act, int moe)
+                             hc_conv_layer *L, const hc_quant_result *q, hc_format_id act, int moe)
 {
     int fixable = 0;
+    const hc_quant_desc *d = &q->desc;
     lossless_config(opts, plan, L, d, act, d->global_scale || d->group_size == HC_QUANT_GROUP_TENSOR);
     const char *why = hc_conv_canonical_problem(L, moe, &fixable);
+    if (why && fixable && s2_to_channel(opts, L, q, moe, 0)) {
+        why = hc_conv_canonical_problem(L, moe, &fixable);
+        if (why) /* requantized as the per-tensor form would be */
+            lossless_config(opts, plan, L, d, act, 1), why = hc_conv_canonical_problem(L, moe, &fixable);
+    }
     if (why == NULL || !fixable) return 0;
     L->target = canonical_target(plan, d, act, moe);
     L->canonical_fix = 1;
@@ -405,7 +443,7 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
     L->requant = (want_target && !same_format(&L->target, d)) ||
                  (cl.perm && opts->act_order == HC_ACT_ORDER_REQUANT);
     if (!L->requant && opts->layout == HC_LAYOUT_CANONICAL)
-        L->requant = canonical_requant(opts, plan, L, d, act, cl.is_moe);
+        L->requant = canonical_requant(opts, plan, L, &cl.q, act, cl.is_moe);
     else if (!L->requant)
         L->requant = tiles_requant(opts, plan, L, d, act);
     hc_status st = HC_OK;
@@ -414,6 +452,10 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
             L->target = opts->layout == HC_LAYOUT_CANONICAL ? canonical_target(plan, d, act, cl.is_moe)
                                                             : source_target(d, act);
         hc_conv_target_config(opts, plan, &L->target, &L->cfg);
+        if (opts->layout == HC_LAYOUT_CANONICAL && hc_conv_canonical_s2_to_channel(L, cl.is_moe)) {
+            L->target.global_scale = HC_TARGET_S2_CHANNEL; /* vLLM loads it into fused modules */
+            hc_conv_target_config(opts, plan, &L->target, &L->cfg);
+        }
         L->has_zero = L->cfg.has_zero_point;
         L->has_global = L->target.global_scale || L->target.group_size < 0;
         L->lossless = 0;
@@ -422,6 +464,7 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
     } else {
         lossless_config(opts, plan, L, d, act, cl.q.global_scale != NULL);
         L->lossless = cl.lossless;
+        s2_to_channel(opts, L, &cl.q, cl.is_moe, 1);
         if (cl.perm) {
             st = make_perm_tensor(L, cl.perm, K, err);
             if (st == HC_OK) cl.perm = NULL;
@@ -441,6 +484,27 @@ hc_status hc_conv_plan_quantized_layer(const hc_convert_options *opts, const hc_
     return HC_OK;
 }
 
+/* The per-expert float32 second scale (E,) as the per-channel one the plan
+ * chose (s2_to_channel): every row of an expert gets its value, rounded to
+ * the layer dtype. */
+static hc_status expand_s2(const hc_conv_layer *L, hc_layer_tensors *pre, hc_error *err)
+{
+    hc_tensor g = pre->global_scale;
+    const int64_t E = L->meta.E, N = L->meta.N;
+    int64_t shape[2] = {E, N};
+    hc_format_id f = L->cfg.param_format;
+    memset(&pre->global_scale, 0, sizeof pre->global_scale);
+    hc_status st = hc_tensor_alloc(&pre->global_scale, hc_dtype_of_format(f), L->meta.is_moe ? 2 : 1,
+                                   L->meta.is_moe ? shape : shape + 1, err);
+    const float *in = g.data;
+    uint16_t *out = pre->global_scale.data;
+    for (int64_t e = 0; st == HC_OK && e < E; e++)
+        for (int64_t n = 0; n < N; n++)
+            out[e * N + n] = f == HC_FMT_F16 ? hc_f32_to_f16(in[e]) : hc_f32_to_bf16(in[e]);
+    hc_tensor_free(&g);
+    return st;
+}
+
 static hc_status repack_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
                             const hc_ckpt_read_opts *ro, hc_layer_tensors *pre, hc_error *err)
 {
@@ -448,6 +512,8 @@ static hc_status repack_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
     HC_TRY(hc_conv_read_quantized(plan, L, ro, &cl, err));
     hc_status st = hc_conv_pre_from_result(&cl.q, L->meta.is_moe, pre, err);
     hc_ckpt_layer_free(&cl);
+    if (st == HC_OK && L->cfg.scale_2_channel && pre->global_scale.dtype == HC_DT_F32)
+        st = expand_s2(L, pre, err);
     return st;
 }
 
@@ -458,7 +524,8 @@ static hc_status requant_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
     float *w = malloc((size_t)(E * N * K) * sizeof *w + 1);
     if (!w) HC_FAIL(err, HC_ERR_NOMEM, "out of memory dequantizing %s", L->prefix);
     hc_status st = hc_conv_dequant_quantized(plan, L, ro, w, err);
-    if (st == HC_OK) st = hc_conv_quantize_float(&L->target, w, E, N, K, L->meta.is_moe, pre, err);
+    if (st == HC_OK) st = hc_conv_quantize_float(&L->target, L->cfg.param_format, w, E, N, K,
+                                                    L->meta.is_moe, pre, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s (requantize): ", L->prefix);
     free(w);
     return st;

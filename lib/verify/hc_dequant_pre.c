@@ -1,6 +1,7 @@
 /* hc_dequant_pre.c - a Humming-format (row-packed, spec 7.8) layer to float
  * weights, from the meaning of the tensors (spec 1.2, 1.3, 3):
  *   value = (code - zero) * scale * global
+ * (global: the second scale, per expert or per output row)
  * with zero = 2^(b-1) for symmetric integer codes, the N-packed integer zero
  * point or the float zero point; float codes decoded exactly. */
 #include <math.h>
@@ -75,8 +76,9 @@ static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
     const int fp_zp = z->data && cfg->is_fp_zero_point;
     const unsigned char *row =
         (const unsigned char *)pre->weight.data + (size_t)(r * row_words) * 4;
-    double glob = g->data ? elem_value(HC_DT_F32, HC_FMT_F32, g->data, g->shape[0] == 1 ? 0 : e)
-                          : 1.0;
+    double glob = g->data == NULL ? 1.0
+                  : cfg->scale_2_channel ? elem_value(g->dtype, cfg->param_format, g->data, r)
+                  : elem_value(HC_DT_F32, HC_FMT_F32, g->data, g->shape[0] == 1 ? 0 : e);
     /* zero point and scale are constant over a group of gs along K */
     for (int64_t k0 = 0; k0 < K; k0 += gs) {
         int64_t gi = k0 / gs, k1 = k0 + gs < K ? k0 + gs : K;

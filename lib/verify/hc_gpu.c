@@ -197,6 +197,9 @@ static hc_status create(const hc_layer_config *cfg, const hc_layer_meta *meta,
     if (hc_gpu_available(why, sizeof why) <= 0) HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s", why);
     if (meta->version != HC_HUMMING_0_1_19)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "GPU: the kernels run humming-kernels 0.1.19 layouts only");
+    if (cfg->scale_2_channel)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "GPU: the kernels take a per-tensor second scale only "
+                "(this layer's weight_scale_2 is per channel)");
     hck_desc d;
     hc_gpu_describe(cfg, meta, post, &d);
     int rc = K.create(&d, L, why, sizeof why);

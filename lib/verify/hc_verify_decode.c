@@ -304,6 +304,21 @@ static void decode_flat(const decode_ctx *c, const void *words, float *W)
             }
 }
 
+/* A per-channel second scale (E?, Np), permuted as a bias (perm32), folded
+ * into the group scales: in double, s * ws2 and the code times it are exact
+ * (at most 11 + 11 + 8 significant bits), so the value equals code * s * ws2. */
+static void fold_scale_2(decode_ctx *c, const hc_tensor *g)
+{
+    const hc_layer_meta *m = c->m;
+    int inv[32];
+    inverse_perm(32, inv);
+    for (int64_t e = 0; e < m->E; e++)
+        for (int64_t n = 0; n < m->Np; n++) {
+            double v = half_value(g->dtype, rd16(g->data, e * m->Np + (n / 32) * 32 + inv[n % 32]));
+            for (int64_t gi = 0; gi < m->G; gi++) c->scale[(e * m->Np + n) * m->G + gi] *= v;
+        }
+}
+
 /* Checks the post tensors and fills c (scales, zero points, global scales
  * un-permuted); c is freed with ctx_free, also on failure. */
 static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
@@ -317,7 +332,9 @@ static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
     lane_map(c);
     HC_TRY(decode_scales(c, &post->weight_scale, err));
     HC_TRY(decode_zero(c, &post->zero_point, err));
-    if (post->global_scale.data) {
+    if (post->global_scale.data && cfg->scale_2_channel) {
+        fold_scale_2(c, &post->global_scale);
+    } else if (post->global_scale.data) {
         c->global = malloc((size_t)meta->E * sizeof(double));
         HC_CHECK_ALLOC(err, c->global, "decoded global scales");
         for (int64_t e = 0; e < meta->E; e++)
@@ -515,7 +532,12 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
                           err));
         }
     }
-    if (post->global_scale.data) {
+    if (post->global_scale.data && cfg->scale_2_channel) {
+        nd = shp(m, s, m->Np, 0, 0);
+        HC_TRY(expect("weight_scale_2", &post->global_scale, 1, param, nd, s, err));
+    } else if (cfg->scale_2_channel) {
+        HC_FAIL(err, HC_ERR_FORMAT, "post weight_scale_2: missing (per channel)");
+    } else if (post->global_scale.data) {
         int64_t gs[1] = {m->E};
         HC_TRY(expect("global_scale", &post->global_scale, 1, HC_DT_F32, 1, gs, err));
     } else if (m->use_fused_e8m0 || m->use_int_weight_scale || m->scale_type == HC_SCALE_TENSOR) {

@@ -88,7 +88,8 @@ static cJSON *target_record(const hc_target *t)
     cJSON_AddStringToObject(o, "group_size_n", g);
     cJSON_AddStringToObject(o, "scale_dtype", fmt_name(t->scale_format));
     cJSON_AddStringToObject(o, "zero_point", zp[t->zero_point]);
-    cJSON_AddStringToObject(o, "global_scale", t->global_scale ? "true" : "false");
+    cJSON_AddStringToObject(o, "global_scale", t->global_scale == HC_TARGET_S2_CHANNEL ? "channel"
+                                               : t->global_scale ? "true" : "false");
     cJSON_AddStringToObject(o, "activation", fmt_name(t->activation));
     cJSON_AddStringToObject(o, "quantizer", t->rounding == HC_TARGET_MSE ? "mse" : "rtn");
     return o;

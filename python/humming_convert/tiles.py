@@ -135,6 +135,8 @@ def expected_tensors(record, layer_config):
     s2 = c.get("weight_scale_2_type") or "none"
     if s2 == "tensor":
         want["weight_scale_2"] = ("F32", [e or 1])
+    elif s2 == "channel":  # one per output row, permuted as a bias
+        want["weight_scale_2"] = (param, lead + [np_])
     elif s2 != "none":
         raise ValueError(f"weight_scale_2_type {s2!r} is not written by humming-convert")
     if c.get("has_bias"):

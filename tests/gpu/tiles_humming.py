@@ -30,9 +30,12 @@ HummingLayer with num_experts = E built from the stacked canonical tensors, (v) 
 sequence on the same stack; the tensors are compared whole, and the forward per expert
 as a dense layer (TilesLayer.expert(e); Humming's MoE GEMM needs routing, not run here).
 
-When the canonical layout refuses a preset for the whole model (e.g. nvfp4: per-tensor
-scales on fused q/k/v), both layouts are converted again with a recipe that quantizes
-only o_proj and mlp.down_proj (modules vLLM does not fuse), and those are compared.
+nvfp4 is converted with --global-scale channel in both layouts (PRESET_FLAGS): the
+canonical layout makes the second scale of fused modules per channel, the tiles keep a
+per-tensor one unless told; the per-tensor form is golden-0119's w4a16_nvfp4 vector.
+When the canonical layout refuses a preset for the whole model, both layouts are
+converted again with a recipe that quantizes only o_proj and mlp.down_proj (modules
+vLLM does not fuse), and those are compared.
 A conversion the CLI refuses in the tiles layout is listed as refused, not a failure.
 
   tiles_humming.py CLI GEN WORK_DIR
@@ -65,6 +68,7 @@ from humming_convert import TilesLayer  # noqa: E402
 from test_tiles_loader import write_odd  # noqa: E402
 
 PRESETS = "w4a16 w8a16 w2a16 w4a8 w4a8-int8 w8a8 w8a8-int8 mxfp4 mxint4 fp8 nvfp4"
+PRESET_FLAGS = {"nvfp4": ["--global-scale", "channel"]}  # the form both layouts hold
 NAMES = humming_convert.tiles.TENSOR_NAMES
 PAD_N, PAD_K, M = 256, 128, 16
 PARTNER = {"gate_proj": "up_proj", "up_proj": "gate_proj", "w1": "w3", "w3": "w1"}
@@ -326,13 +330,14 @@ def main():
                 continue
             t0 = time.time()
             tiles, canon = (os.path.join(work, f"{model}-{preset}-{k}") for k in ("tiles", "canonical"))
+            extra = PRESET_FLAGS.get(preset, [])
             t_ok, t_msg = convert(cli, src, tiles, ["--format", preset, "--layout", "tiles",
-                                                    "--humming-version", "0.1.19"])
+                                                    "--humming-version", "0.1.19"] + extra)
             if not t_ok:
                 (refused if t_msg.startswith("refused") else failed).append(f"{model}:{preset}")
                 log(f"TILES {label}: tiles {t_msg}")
                 continue
-            c_ok, c_msg = convert(cli, src, canon, ["--format", preset])
+            c_ok, c_msg = convert(cli, src, canon, ["--format", preset] + extra)
             if not c_ok and c_msg.startswith("refused"):
                 recipe = os.path.join(work, f"dense-only-{preset}.yaml")
                 with open(recipe, "w") as f:

@@ -39,6 +39,8 @@ CASES = [
     ("w8a8-int8", "example", ["--format", "w8a8-int8"], "flat int8, channel scales"),
     ("w4a8-int8", "example", ["--format", "w4a8-int8"], "flat ldmatrix uint4 x int8"),
     ("nvfp4", "example", ["--format", "nvfp4"], "fp8 scales, weight_scale_2"),
+    ("nvfp4-ch", "padded", ["--format", "nvfp4", "--global-scale", "channel"],
+     "weight_scale_2 per channel, N padding"),
     ("fp8-block", "example", ["--weight-dtype", "float8e4m3", "--group-size", "128",
                               "--group-size-n", "128", "--scale-dtype", "float32"], "block scales"),
     ("zp-int", "padded", ["--format", "w4a16", "--zero-point", "int"], "integer zero points, N padding"),
@@ -127,6 +129,8 @@ def main():
                 ("w8a8-int8", DENSE, "weight", [256, 256 * 8 // 32]),
                 ("zp-int", STACK, "zero_point", [4, 384 // 128, 768 * 4 // 32]),
                 ("nvfp4", STACK, "weight_scale_2", [4]),
+                ("nvfp4-ch", STACK, "weight_scale_2", [4, 768]),
+                ("nvfp4-ch", DENSE, "weight_scale_2", [512]),
                 ("mxfp4-odd", ODD, "weight_scale", [384 // 32, 512]),
                 ("mxfp4-odd", ODD, "bias", [512])]
         for name, p, t, shape in spot:
