@@ -299,6 +299,15 @@ static void test_support_matrix_refusals(void **state)
     assert_int_equal(hc_layer_plan(&cfg, 0, 1, 256, 1024, &m, &err), HC_OK);
     cfg.group_size = 64;
     assert_int_equal(hc_layer_plan(&cfg, 0, 1, 256, 1024, &m, &err), HC_ERR_UNSUPPORTED);
+    /* float8e3m4 operands run on sm100 / sm103 / sm120 / sm121 only */
+    cfg = (hc_layer_config){.weight_format = HC_FMT_F8E3M4, .scale_format = HC_FMT_BF16,
+                            .act_format = HC_FMT_F8E4M3, .param_format = HC_FMT_BF16,
+                            .scale_type = HC_SCALE_CHANNEL, .sm = 90,
+                            .version = HC_HUMMING_CANONICAL};
+    assert_int_equal(hc_layer_plan(&cfg, 0, 1, 256, 1024, &m, &err), HC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "float8e3m4"));
+    cfg.sm = 120;
+    assert_int_equal(hc_layer_plan(&cfg, 0, 1, 256, 1024, &m, &err), HC_OK);
 }
 
 /* Padding: 0.1.19 pads N to 256 and K to 128 (vLLM's); a canonical plan

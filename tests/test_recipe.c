@@ -426,7 +426,7 @@ static void test_malformed_recipes(void **state)
         {"rules:\n  - targets: [a]\n    zero_point: yes\n", 3, "zero_point: 'yes'"},
         {"rules:\n  - targets: [a]\n    activation: float4e2m1\n", 3, "activation: 'float4e2m1'"},
         {"rules:\n  - targets: [a]\n    quantizer: gptq\n", 3, "expected rtn or mse"},
-        {"rules:\n  - targets: [a]\n    global_scale: 1\n", 3, "expected true or false"},
+        {"rules:\n  - targets: [a]\n    global_scale: 1\n", 3, "expected true, tensor, channel"},
         {"rules:\n  - targets: ['model.(layers']\n    group_size: 64\n", 2, "bad regular expression"},
         {"rules:\n  - targets: ['a)b']\n    group_size: 64\n", 2, "unbalanced"},
         {"rules:\n  - targets: ['']\n    group_size: 64\n", 2, "empty pattern"},
@@ -587,10 +587,16 @@ static void test_set_field(void **state)
     BAD("zero_point", "asym", "expected int, float or none");
 
     GOOD("global_scale", "true");
-    assert_int_equal(t.global_scale, 1);
+    assert_int_equal(t.global_scale, HC_TARGET_S2_TENSOR);
+    GOOD("global_scale", "channel");
+    assert_int_equal(t.global_scale, HC_TARGET_S2_CHANNEL);
+    GOOD("global_scale", "tensor");
+    assert_int_equal(t.global_scale, HC_TARGET_S2_TENSOR);
+    GOOD("global_scale", "none");
+    assert_int_equal(t.global_scale, HC_TARGET_S2_NONE);
     GOOD("global_scale", "false");
     assert_int_equal(t.global_scale, 0);
-    BAD("global_scale", "yes", "expected true or false");
+    BAD("global_scale", "yes", "expected true, tensor, channel, false or none");
 
     static const struct { const char *v; hc_format_id id; } acts[] = {
         {"float16", HC_FMT_F16}, {"bfloat16", HC_FMT_BF16}, {"float8e4m3", HC_FMT_F8E4M3},

@@ -20,17 +20,18 @@ static int is_fp8(hc_format_id id)
     return id == HC_FMT_F8E4M3 || id == HC_FMT_F8E5M2 || id == HC_FMT_F8E3M4;
 }
 
-/* get_mma_b_dtype: the type the tensor core sees the weight as. float8e3m4
- * is a candidate where Humming runs it (cubin patching, its default, on
- * sm100 / sm103 / sm120 / sm121). */
+/* supports_undocumented_fp_dtypes: the archs where Humming runs float8e3m4
+ * operands (cubin patching, its default). */
+static int runs_e3m4(int sm) { return sm == 100 || sm == 103 || sm == 120 || sm == 121; }
+
+/* get_mma_b_dtype: the type the tensor core sees the weight as. */
 static hc_format_id mma_b_type(hc_format_id a, hc_format_id b, int zp, int sm)
 {
     const hc_format_info *bf = fmt(b);
     if (is_fp8(a) && is_fp8(b)) return b;
     if (!is_fp8(a) || bf->bits >= fmt(a)->bits) return a;
-    int e3m4 = sm == 100 || sm == 103 || sm == 120 || sm == 121;
     const hc_format_id cand[3] = {a, HC_FMT_F8E4M3, HC_FMT_F8E3M4};
-    for (int i = 0; i < 2 + e3m4; i++) {
+    for (int i = 0; i < 2 + runs_e3m4(sm); i++) {
         const hc_format_info *t = fmt(cand[i]);
         if (bf->kind != HC_KIND_FLOAT ? bf->bits <= t->man_bits + (zp ? 1 : 2)
                                       : bf->man_bits <= t->man_bits && bf->exp_bits <= t->exp_bits)
@@ -97,8 +98,11 @@ static hc_status check_int_act(const hc_layer_config *c, hc_error *err)
 static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
 {
     const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
-    const hc_format_info *m = fmt(mma_b_type(c->act_format, c->weight_format,
-                                             c->has_zero_point, c->sm));
+    hc_format_id mid = mma_b_type(c->act_format, c->weight_format, c->has_zero_point, c->sm);
+    const hc_format_info *m = fmt(mid);
+    if (mid == HC_FMT_F8E3M4 && !runs_e3m4(c->sm)) /* uses_undocumented_fp_operand */
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e3m4 weights with %s activations need sm100, "
+                "sm103, sm120 or sm121 (target sm %d)", a->name, c->sm);
     if (is_int(c->weight_format)) {
         int cap = m->man_bits + (c->has_zero_point ? 1 : 2);
         if (b->bits >= m->bits || b->bits > cap)
