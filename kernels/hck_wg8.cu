@@ -54,10 +54,13 @@ template <int F, int NTOK, int WG> struct Geo {
 
 template <int F, int NTOK, int WG> constexpr size_t smem_bytes() { return (size_t)Geo<F, NTOK, WG>::S * Geo<F, NTOK, WG>::SST; }
 
+/* the device code exists for sm_90a only; elsewhere the kernels are empty and
+ * never launched (wg8_takes) */
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HCK_WG8 1
 #endif
 
+#ifdef HCK_WG8
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes));
@@ -97,7 +100,6 @@ __device__ __forceinline__ uint32_t nib_e4m3(uint32_t b)
 template <int N>
 __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t db, uint32_t acc)
 {
-#ifdef HCK_WG8
     if (N == 16)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 " HCK_D8_STR
@@ -110,12 +112,10 @@ __device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t d
                      ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
                      : HCK_D64(d)
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-#endif
 }
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float *d, uint64_t da, uint64_t db)
 {
-#ifdef HCK_WG8
     if (N == 16)
         asm volatile("wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 " HCK_D8_STR ", %8, %9, 1, 1, 1;\n"
                      : HCK_D8(d)
@@ -129,7 +129,6 @@ __device__ __forceinline__ void wgmma_ss(float *d, uint64_t da, uint64_t db)
                      ", %128, %129, 1, 1, 1;\n"
                      : HCK_D128(d)
                      : "l"(da), "l"(db));
-#endif
 }
 
 /* keeps the compiler from reading the accumulators before the wait */
@@ -143,6 +142,7 @@ template <int N> __device__ __forceinline__ void fence_acc(float *d)
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+#endif
 
 template <int F, int NTOK, int WG>
 __global__ void __launch_bounds__(WG * 128, 1)
@@ -150,6 +150,9 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
            const int64_t *__restrict__ offsets, int64_t rows, uint16_t *__restrict__ y, int splits,
            float *__restrict__ ws)
 {
+    static_assert(Geo<F, NTOK, WG>::PF >= 2 && Geo<F, NTOK, WG>::NH * Geo<F, NTOK, WG>::H == NTOK &&
+                      Geo<F, NTOK, WG>::SS != Geo<F, NTOK, WG>::PROMOTE,
+                  "a ring of at least two stages ahead; halves of NTOK");
 #ifdef HCK_WG8
     using G = Geo<F, NTOK, WG>;
     constexpr int S = G::S, PF = G::PF, H = G::H, NH = G::NH;
