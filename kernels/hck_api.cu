@@ -74,7 +74,7 @@ struct Bufs {
             if ((e = cudaMalloc((void **)&ws, hck::wg8_ws_bytes(L, rows))) != cudaSuccess) return e;
         } else if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)
             return e;
-        /* float codes (rows, K), or fp16 codes (rows, Kp) for the a8 family */
+        /* float codes (rows, K), or fp16 codes (rows, Kp) for the a8 family (code bytes for wg8) */
         const size_t cb = std::max((size_t)rows * d.K * 4, (size_t)rows * d.Kp * 2);
         if ((e = cudaMalloc((void **)&x, (size_t)rows * d.K * 2 + 2)) != cudaSuccess) return e;
         if ((e = cudaMalloc((void **)&y, (size_t)rows * d.N * 2 + 2)) != cudaSuccess) return e;
