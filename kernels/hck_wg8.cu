@@ -73,13 +73,6 @@ __device__ __forceinline__ uint64_t desc_k(uint32_t saddr, uint32_t lbo)
     return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(128 >> 4) << 32;
 }
 
-/* four nibble bytes (0..15) -> e4m3 bytes of v 2^-9 */
-__device__ __forceinline__ uint32_t nib_e4m3(uint32_t b)
-{
-    const uint32_t s = (b >> 3) & 0x01010101u;
-    return ((b & 0x07070707u) + s) | s << 7;
-}
-
 #define HCK_D8(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
 #define HCK_D32(d) HCK_D8(d), HCK_D8((d + 8)), HCK_D8((d + 16)), HCK_D8((d + 24))
 #define HCK_D64(d) HCK_D32(d), HCK_D32((d + 32))
@@ -176,10 +169,10 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
     int64_t wstride;
     if (G::SS) {
         wstride = Np * 64;
-        wsrc = (const uint8_t *)p.w + (int64_t)e * Np * d.Kp + (int64_t)64 * nb * 16;
+        wsrc = (const uint8_t *)p.w + hck_flat8_unit(Np, d.Kp, e, (int64_t)64 * nb);
     } else {
         wstride = Np * 32;
-        wsrc = (const uint8_t *)(p.w + (int64_t)e * (d.Kp / 64) * Np * 8 + (int64_t)(4 * nb + warp) * 128 + lane * 4);
+        wsrc = (const uint8_t *)(p.w + hck_pk_lane_word(Np, d.Kp, e, nb, warp, lane));
     }
 
     extern __shared__ __align__(128) uint8_t smem8[];
@@ -263,10 +256,10 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
 #pragma unroll
             for (int q = 0; q < 2; q++) {
                 const uint4 v = *(const uint4 *)(smem8 + ((s + q) % S) * G::SST + wofs + (tid % 128) * 16);
-                a[2 * q][0] = nib_e4m3(v.x & 0x0f0f0f0fu), a[2 * q][1] = nib_e4m3((v.x >> 4) & 0x0f0f0f0fu);
-                a[2 * q][2] = nib_e4m3(v.y & 0x0f0f0f0fu), a[2 * q][3] = nib_e4m3((v.y >> 4) & 0x0f0f0f0fu);
-                a[2 * q + 1][0] = nib_e4m3(v.z & 0x0f0f0f0fu), a[2 * q + 1][1] = nib_e4m3((v.z >> 4) & 0x0f0f0f0fu);
-                a[2 * q + 1][2] = nib_e4m3(v.w & 0x0f0f0f0fu), a[2 * q + 1][3] = nib_e4m3((v.w >> 4) & 0x0f0f0f0fu);
+                a[2 * q][0] = hck_nib_e4m3(v.x & 0x0f0f0f0fu), a[2 * q][1] = hck_nib_e4m3((v.x >> 4) & 0x0f0f0f0fu);
+                a[2 * q][2] = hck_nib_e4m3(v.y & 0x0f0f0f0fu), a[2 * q][3] = hck_nib_e4m3((v.y >> 4) & 0x0f0f0f0fu);
+                a[2 * q + 1][0] = hck_nib_e4m3(v.z & 0x0f0f0f0fu), a[2 * q + 1][1] = hck_nib_e4m3((v.z >> 4) & 0x0f0f0f0fu);
+                a[2 * q + 1][2] = hck_nib_e4m3(v.w & 0x0f0f0f0fu), a[2 * q + 1][3] = hck_nib_e4m3((v.w >> 4) & 0x0f0f0f0fu);
             }
 #pragma unroll
             for (int h = 0; h < H; h++) {
