@@ -235,6 +235,35 @@ HCK_HD int64_t hck_flat_word(const hck_desc *d, int64_t e, int64_t n, int64_t k)
     return e * d->Np * row_words + ((chunk * (d->Np / 64) + n / 64) * 64 + n % 64) * 4 + wi % 4;
 }
 
+/* Byte offset of the 16 bytes of 8-bit column n, k 16 c.. (c = 0: n's
+ * first; chunk c: c Np 16 bytes on) in the flat layout, (E?, Kp/16, Np, 16):
+ * 8 columns of one 16-k chunk are the 128-byte core matrix of wgmma's
+ * unswizzled K-major layout (kernels/hck_wg8.cu reads the flat e4m3 weights as
+ * its A operand so). */
+HCK_HD int64_t hck_flat8_unit(int64_t Np, int64_t Kp, int64_t e, int64_t n)
+{
+    return e * Np * Kp + n * 16;
+}
+
+/* The fp8 wgmma family's packed-K uint4 A operand (kernels/hck_wg8.cu): the
+ * first of the 4 words lane `lane` of warp w (0..3) of the warpgroup on the
+ * 64-column tile nb reads at 64-k step 0 (step s: s Np 8 words on). Word
+ * 2 h + i holds, for column 64 nb + 16 w + lane / 4 in its low nibbles and
+ * + 8 in its high nibbles, k = 64 s + 32 h + 16 i + 4 (lane % 4) + j in byte
+ * j: the m64nNk32 A fragment of the two k32 steps. */
+HCK_HD int64_t hck_pk_lane_word(int64_t Np, int64_t Kp, int64_t e, int nb, int w, int lane)
+{
+    return e * (Kp / 64) * Np * 8 + (int64_t)(4 * nb + w) * 128 + lane * 4;
+}
+
+/* Four uint4 int->fp codes c, one per byte (0..15) -> the e4m3 bytes of their
+ * values v 2^-9 (v = c for c < 8, 7 - c above: subnormals and 8 2^-9, exact). */
+HCK_HD uint32_t hck_nib_e4m3(uint32_t b)
+{
+    const uint32_t s = (b >> 3) & 0x01010101u;
+    return ((b & 0x07070707u) + s) | s << 7;
+}
+
 /* Integer zero-point code of (e, n, g): perm64 entries, nibbles (b <= 4) or bytes. */
 HCK_HD uint32_t hck_zero_code(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n, int64_t g)
 {

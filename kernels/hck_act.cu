@@ -95,7 +95,48 @@ act16_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t
     }
 }
 
+/* One block per token: e4m3 / e5m2 code bytes for the fp8 wgmma family,
+ * stored as (Kp/16, rows, 16) (16 k of a token contiguous), zero past K. */
+__global__ void __launch_bounds__(ACT_THREADS)
+act8_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t rows, int64_t K,
+            int64_t Kp, uint8_t *__restrict__ codes, float *__restrict__ scales)
+{
+    const int64_t row = blockIdx.x;
+    const uint16_t *xr = x + row * K;
+    __shared__ float red[64];
+    float mx = 1e-30f, mn = -1e-30f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const float v = h2f(xr[k], in_bf16);
+        mx = fmaxf(mx, v), mn = fminf(mn, v);
+    }
+    const float s = token_scale(act_quant, mx, mn, red);
+    if (threadIdx.x == 0) scales[row] = s;
+    for (int64_t q = threadIdx.x; q < Kp / 16; q += blockDim.x) {
+        uint32_t wd[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int i = 0; i < 16; i++) {
+            const int64_t k = 16 * q + i;
+            uint32_t c = 0;
+            if (k < K) {
+                const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+                c = act_quant == HCK_A_E5M2 ? __nv_fp8_e5m2(t).__x : __nv_fp8_e4m3(t).__x;
+            }
+            wd[i / 4] |= c << (8 * (i % 4));
+        }
+        *(uint4 *)(codes + (q * rows + row) * 16) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+    }
+}
+
 }  // namespace
+
+cudaError_t launch_act8(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
+                        int64_t Kp, uint8_t *codes, float *scales, cudaStream_t st)
+{
+    if (rows == 0) return cudaSuccess;
+    if (act_quant != HCK_A_E4M3 && act_quant != HCK_A_E5M2) return cudaErrorInvalidValue;
+    act8_kernel<<<(unsigned)rows, ACT_THREADS, 0, st>>>(act_quant, in_bf16, x, rows, K, Kp, codes, scales);
+    return cudaGetLastError();
+}
 
 cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K, int64_t Kp,
                          uint16_t *codes, float *scales, cudaStream_t st)

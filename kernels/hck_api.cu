@@ -70,9 +70,11 @@ struct Bufs {
         cudaError_t e;
         if (hck::w4a16_takes(d) && (e = cudaMalloc((void **)&ws, hck::w4a16_ws_bytes(L, rows))) != cudaSuccess)
             return e;
-        if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)
+        if (hck::wg8_takes(d, L->sm)) {
+            if ((e = cudaMalloc((void **)&ws, hck::wg8_ws_bytes(L, rows))) != cudaSuccess) return e;
+        } else if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)
             return e;
-        /* float codes (rows, K), or fp16 codes (rows, Kp) for the a8 family */
+        /* float codes (rows, K), or fp16 codes (rows, Kp) for the a8 family (code bytes for wg8) */
         const size_t cb = std::max((size_t)rows * d.K * 4, (size_t)rows * d.Kp * 2);
         if ((e = cudaMalloc((void **)&x, (size_t)rows * d.K * 2 + 2)) != cudaSuccess) return e;
         if ((e = cudaMalloc((void **)&y, (size_t)rows * d.N * 2 + 2)) != cudaSuccess) return e;
@@ -82,12 +84,15 @@ struct Bufs {
     }
 };
 
-/* The launches of one GEMM: an mma.sync family where one takes the layer,
- * else activation quantization and the verification GEMM. */
+/* The launches of one GEMM: the fp8 wgmma family or an mma.sync family
+ * where one takes the layer, else activation quantization and the
+ * verification GEMM. */
 cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cudaStream_t st)
 {
     const hck_desc &d = L->d;
     if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
+    if (hck::wg8_takes(d, L->sm))
+        return hck::launch_wg8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
     if (hck::a8_takes(d))
         return hck::launch_a8(L, b.x, b.off, rows, max_rows, b.y, (uint16_t *)b.codes, b.scales, b.ws, st);
     cudaError_t e = hck::launch_act(d.act_quant, d.out_bf16, b.x, rows, d.K, b.codes, b.scales, st);
@@ -140,6 +145,7 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     CK(cudaDeviceGetAttribute(&L->sms, cudaDevAttrMultiProcessorCount, 0));
     CK(hck::w4a16_init());
     CK(hck::a8_init());
+    if (L->sm == 90) CK(hck::wg8_init());
     CK(upload(d->weight, d->weight_bytes, &L->p.w));
     CK(upload(d->scale, d->scale_bytes, &L->p.s));
     CK(upload(d->zero, d->zero_bytes, &L->p.z));

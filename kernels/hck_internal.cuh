@@ -1,6 +1,6 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_act.cu), called by the C API
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_wg8.cu, hck_act.cu), called by the C API
  * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
 #define HCK_INTERNAL_CUH
@@ -42,6 +42,11 @@ cudaError_t launch_act(int act_quant, int in_bf16, const uint16_t *x, int64_t ro
 cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K, int64_t Kp,
                          uint16_t *codes, float *scales, cudaStream_t st);
 
+/* The same as e4m3 / e5m2 bytes laid out (Kp/16, rows, 16) for the fp8
+ * wgmma family. */
+cudaError_t launch_act8(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
+                        int64_t Kp, uint8_t *codes, float *scales, cudaStream_t st);
+
 /* y (rows, N) 16-bit = codes . dequant(W_e)^T x token scale (+ bias) for the
  * rows of each expert (offsets[E+1] on the device, max_rows the largest
  * expert's rows); scales NULL: 1. */
@@ -66,6 +71,17 @@ cudaError_t a8_init();
 size_t a8_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_a8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                       int64_t max_rows, uint16_t *y, uint16_t *xq, float *tscale, float *ws, cudaStream_t st);
+
+/* The fp8 wgmma family (hck_wg8.cu, sm_90a): packed-K uint4 and flat e4m3
+ * weights with e4m3 activations. Whether it takes the layer on a device of
+ * compute capability sm, its setup, its split-K workspace, and the launch on
+ * 16-bit x (rows, K), activation quantization included (xa: rows x Kp code
+ * bytes, tscale: rows token scales). */
+bool wg8_takes(const hck_desc &d, int sm);
+cudaError_t wg8_init();
+size_t wg8_ws_bytes(const hck_layer *L, int64_t rows);
+cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                       int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
 
 }  // namespace hck
 

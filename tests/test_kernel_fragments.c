@@ -11,7 +11,10 @@
  * every kernel block decodes its values: each (n, k) of a block must be
  * written exactly once, with the bits of the verifier's decoder
  * (lib/verify/hc_verify_decode.c), and those must equal the canonical values
- * (hc_dequant_pre). The number formats are checked against the format table. */
+ * (hc_dequant_pre). The fp8 wgmma family's A operands (packed-K uint4 words
+ * as its lanes load them, turned into e4m3 bytes; flat e4m3 bytes at the
+ * offsets it copies) must give the same values. The number formats are
+ * checked against the format table. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,7 +196,54 @@ static int64_t check_blocks(const hck_desc *d, const hck_ptrs *p, const float *W
     return bad;
 }
 
-static void run_case(const kcase *kc)
+/* The fp8 wgmma family's A operands (kernels/hck_wg8.cu), against the
+ * library's decode W: packed-K uint4 int->fp words as the lanes load them
+ * (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512, and
+ * flat e4m3 bytes at the unswizzled core-matrix offsets the kernel copies
+ * (hck_flat8_unit). Returns mismatches; *count: values checked (0 where the
+ * family does not take the layer). */
+static int64_t check_wg8_operands(const hck_desc *d, const hck_ptrs *p, const float *W, int64_t *count)
+{
+    int64_t bad = 0;
+    *count = 0;
+    const double gl = d->global_count ? (double)p->gl[0] : 1.0;
+    if (d->layout == HCK_L_PACKED_K && d->wbits == 4 && d->wkind == HCK_W_INT2FP && !d->zp_in_repack &&
+        d->act_quant == HCK_A_E4M3) {
+        for (int64_t e = 0; e < d->E; e++)
+            for (int64_t s = 0; s < d->Kp / 64; s++)
+                for (int nb = 0; nb < (int)(d->Np / 64); nb++)
+                    for (int w = 0; w < 4; w++)
+                        for (int lane = 0; lane < 32; lane++)
+                            for (int q = 0; q < 4; q++) {
+                                const uint32_t wd = p->w[hck_pk_lane_word(d->Np, d->Kp, e, nb, w, lane) +
+                                                         s * d->Np * 8 + q];
+                                for (int hi = 0; hi < 2; hi++) {
+                                    const uint32_t by = hck_nib_e4m3((wd >> (4 * hi)) & 0x0f0f0f0fu);
+                                    for (int j = 0; j < 4; j++) {
+                                        const int64_t n = 64 * nb + 16 * w + lane / 4 + 8 * hi;
+                                        const int64_t k = 64 * s + 16 * q + 4 * (lane % 4) + j;
+                                        const double v = hck_float_code(HC_FMT_F8E4M3, (by >> (8 * j)) & 0xffu) * 512.0;
+                                        const float x = (float)(v * hck_scale(d, p, e, n, k, k / d->group_size) * gl);
+                                        bad += bits_of(x) != bits_of(W[(e * d->Np + n) * d->Kp + k]);
+                                        (*count)++;
+                                    }
+                                }
+                            }
+    } else if (d->layout == HCK_L_FLAT && d->wkind == HCK_W_FLOAT && d->weight_format == HC_FMT_F8E4M3) {
+        const uint8_t *w8 = (const uint8_t *)(const void *)p->w;
+        for (int64_t e = 0; e < d->E; e++)
+            for (int64_t n = 0; n < d->Np; n++)
+                for (int64_t k = 0; k < d->Kp; k++) {
+                    const uint8_t c = w8[hck_flat8_unit(d->Np, d->Kp, e, n) + (k / 16) * d->Np * 16 + k % 16];
+                    bad += bits_of(hck_weight(d, p, c, e, n, k)) != bits_of(W[(e * d->Np + n) * d->Kp + k]);
+                    (*count)++;
+                }
+    }
+    return bad;
+}
+
+/* Checks one case; returns how many wgmma operand values it checked. */
+static int64_t run_case(const kcase *kc)
 {
     hc_target t = hc_target_resolve(kc->t, kc->param);
     hc_layer_config c = {
@@ -228,7 +278,8 @@ static void run_case(const kcase *kc)
     assert_true(W && R && bias && rb);
     if (hc_verify_decode(&c, &m, &post, W, bias, &err) != HC_OK) fail_msg("%s: decode: %s", kc->name, err.msg);
     if (hc_dequant_pre(&c, &m, &pre, R, rb, &err) != HC_OK) fail_msg("%s: dequant: %s", kc->name, err.msg);
-    int64_t bad = check_blocks(&d, &p, W), canon = 0, bbad = 0;
+    int64_t bad = check_blocks(&d, &p, W), canon = 0, bbad = 0, wgn = 0;
+    const int64_t wgbad = check_wg8_operands(&d, &p, W, &wgn);
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < m.Np; n++) {
             bbad += bits_of(hck_bias(&d, &p, e, n)) != bits_of(bias[e * m.Np + n]);
@@ -236,21 +287,27 @@ static void run_case(const kcase *kc)
                 canon += W[(e * m.Np + n) * m.Kp + k] != R[(e * N + n) * K + k];
         }
     printf("%-26s %-8s layout %d wkind %d scale %d zp %d e0m %d: %lld mapping/value mismatches, %lld vs "
-           "canonical, %lld bias\n", kc->name, hc_layout_variant_name(&m), d.layout, d.wkind, d.scale_kind,
-           d.zp_kind, post.weight_e0m, (long long)bad, (long long)canon, (long long)bbad);
+           "canonical, %lld bias, %lld of %lld wgmma operand values\n", kc->name, hc_layout_variant_name(&m),
+           d.layout, d.wkind, d.scale_kind, d.zp_kind, post.weight_e0m, (long long)bad, (long long)canon,
+           (long long)bbad, (long long)wgbad, (long long)wgn);
     if (e0m) assert_int_equal(d.wkind, HCK_W_E0M);
     assert_int_equal(bad, 0);
     assert_int_equal(canon, 0);
     assert_int_equal(bbad, 0);
+    assert_int_equal(wgbad, 0);
+    assert_true(wgn == 0 || wgn == E * m.Np * m.Kp);
     free(W), free(R), free(bias), free(rb);
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&post);
+    return wgn;
 }
 
 static void test_layouts(void **st)
 {
     (void)st;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    int64_t wg[3] = {0, 0, 0}; /* wgmma operand values checked per layout */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) wg[cases[i].layout] += run_case(&cases[i]);
+    assert_true(wg[HCK_L_PACKED_K] > 0 && wg[HCK_L_FLAT] > 0);
 }
 
 /* hck_float_code equals the format table's value for every finite code of
