@@ -503,6 +503,53 @@ static void test_check_promises(void **state)
     free(p4), free(one), free(single), free(man), free(bare), free(bare_man);
 }
 
+/* Drops the manifest's record of one tensor (the shard's bytes unchanged). */
+static void forget_tensor(const char *dir, const char *tensor)
+{
+    char *path = hc_test_path_join(dir, "humming_manifest.json");
+    char *text = hc_test_read_file(path, NULL);
+    cJSON *root = cJSON_Parse(text), *files = cJSON_GetObjectItem(root, "files"), *e;
+    int dropped = 0;
+    cJSON_ArrayForEach(e, files) {
+        cJSON *list = cJSON_GetObjectItem(e, "tensors");
+        for (int i = cJSON_GetArraySize(list) - 1; i >= 0; i--)
+            if (!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(list, i), "name")->valuestring,
+                        tensor)) {
+                cJSON_DeleteItemFromArray(list, i);
+                dropped++;
+            }
+    }
+    assert_int_equal(dropped, 1);
+    char *out = cJSON_Print(root);
+    assert_int_equal(hc_test_write_file(path, out, strlen(out)), 0);
+    free(out), free(text), free(path);
+    cJSON_Delete(root);
+}
+
+/* MoE stacks pass `check` in both layouts: canonical outputs hold one tensor
+ * per expert ("X.experts.<e>.Y.weight"), tiles one stacked tensor; a missing
+ * expert is named. */
+static void test_check_moe_layers(void **state)
+{
+    fixture *f = *state;
+    char *in = hc_test_path_join(f->root, "moe-in"), cmd[16384];
+    assert_int_equal(hc_test_gen_model(in, "--format float16"), 0);
+    const char *layouts[] = {"canonical", "tiles"};
+    for (int i = 0; i < 2; i++) {
+        char *out = hc_test_path_join(f->root, layouts[i]);
+        snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --format w4a16 --layout %s --verify off -q "
+                 "2>'%s'", f->cli, in, out, layouts[i], f->log);
+        assert_int_equal(system(cmd), 0);
+        check_expect(f, out, 0, NULL);
+        free(out);
+    }
+    char *canon = hc_test_path_join(f->root, "canonical");
+    forget_tensor(canon, "model.layers.1.mlp.experts.2.up_proj.weight");
+    check_expect(f, canon, 1, "layer model.layers.1.mlp.experts.up_proj: its tensor "
+                 "model.layers.1.mlp.experts.2.up_proj.weight is in no shard");
+    free(canon), free(in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -518,6 +565,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_check_reports_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_report_disk_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_promises, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_moe_layers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -525,7 +525,36 @@ static int add_tensor_names(name_list *l, const cJSON *entry)
     return 0;
 }
 
-/* Every layer config.json records has its weight tensor in a listed shard. */
+static int name_listed(const name_list *l, const char *name)
+{
+    return l->n && bsearch(&name, l->v, l->n, sizeof *l->v, cmp_cstr) != NULL;
+}
+
+/* The first weight tensor of layer `key` that no listed shard holds, in
+ * `miss`; 0 when all are there. A MoE stack "X.experts.Y" of E experts is
+ * either one stacked tensor (tiles) or E tensors "X.experts.<e>.Y.weight"
+ * (canonical, the names vLLM's expert mapping loads). */
+static int layer_missing(const name_list *l, const char *key, const cJSON *rec, char *miss,
+                         size_t len)
+{
+    snprintf(miss, len, "%s.weight", key);
+    if (name_listed(l, miss)) return 0;
+    const cJSON *ne = cJSON_GetObjectItemCaseSensitive(rec, "num_experts");
+    const char *p = strstr(key, ".experts.");
+    long e_n = cJSON_IsNumber(ne) ? (long)ne->valuedouble : 0;
+    if (p == NULL || e_n <= 0 || e_n > 1L << 20) return 1;
+    char w[HC_ST_MAX_NAME + 32];
+    for (long e = 0; e < e_n; e++) {
+        snprintf(w, sizeof w, "%.*s.experts.%ld.%s.weight", (int)(p - key), key, e, p + 9);
+        if (!name_listed(l, w)) {
+            snprintf(miss, len, "%s", w);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Every layer config.json records has its weight tensor(s) in a listed shard. */
 static void check_layers(const char *dir, const cJSON *files, hc_check_fn fn, void *ctx,
                          int *count)
 {
@@ -539,10 +568,8 @@ static void check_layers(const char *dir, const cJSON *files, hc_check_fn fn, vo
     if (l.n) qsort(l.v, l.n, sizeof *l.v, cmp_cstr);
     const cJSON *walk = oom || !cJSON_IsObject(layers) ? NULL : layers;
     cJSON_ArrayForEach(e, walk) {
-        char w[HC_ST_MAX_NAME + 16];
-        const char *key = w;
-        snprintf(w, sizeof w, "%s.weight", e->string);
-        if (l.n == 0 || !bsearch(&key, l.v, l.n, sizeof *l.v, cmp_cstr))
+        char w[HC_ST_MAX_NAME + 32];
+        if (layer_missing(&l, e->string, e, w, sizeof w))
             problem(fn, ctx, count, "config.json: layer %s: its tensor %s is in no shard the "
                     "manifest lists", e->string, w);
     }
