@@ -109,14 +109,14 @@ enum {
 };
 
 /* A format's roles and the parameters of each. Activations quantized per
- * token use the scale s = amax * act_inv_pos (floats), or
- * max(xmax * act_inv_pos, -xmin * act_inv_neg) (integers), multiplying by a
- * float32 reciprocal as Humming's kernels do; act_inv_pos is 0 for 16-bit
- * activations, which are not quantized. act_bound: the relative error of one
- * quantized activation, worst case, that verification allows for. */
+ * token use the scale s = max(amax / act_max, 1e-30), act_max the format's
+ * largest value (448, 127, ...), as humming-kernels 0.1.19 computes it; 0
+ * for 16-bit activations, which are not quantized. act_bound: the relative
+ * error of one quantized activation, worst case, that verification allows
+ * for. */
 typedef struct {
     unsigned roles;
-    float act_inv_pos, act_inv_neg;
+    float act_max;
     double act_bound;
 } hc_format_role_info;
 

@@ -20,19 +20,19 @@ const hc_format_info *hc_format_get(hc_format_id id)
  * every integer and signed float of at most 8 bits, a zero-point role for
  * uint codes). */
 static const hc_format_role_info role_table[HC_FMT_COUNT] = {
-    [HC_FMT_F16] = {HC_FROLE_SCALE | HC_FROLE_ACT | HC_FROLE_ZERO, 0.0f, 0.0f, 0.0},
-    [HC_FMT_BF16] = {HC_FROLE_SCALE | HC_FROLE_ACT | HC_FROLE_ZERO, 0.0f, 0.0f, 0.0},
-    [HC_FMT_F32] = {HC_FROLE_SCALE, 0.0f, 0.0f, 0.0},
-    [HC_FMT_F8E8M0] = {HC_FROLE_SCALE, 0.0f, 0.0f, 0.0},
-    [HC_FMT_F8E4M3] = {HC_FROLE_SCALE | HC_FROLE_ACT, 1.0f / 448.0f, 1.0f / 448.0f, 0.125},
-    [HC_FMT_F8E5M2] = {HC_FROLE_SCALE | HC_FROLE_ACT, 1.0f / 57344.0f, 1.0f / 57344.0f, 0.25},
-    [HC_FMT_INT8] = {HC_FROLE_ACT, 1.0f / 127.49f, 1.0f / 128.49f, 8.0 / 128.0},
-    [HC_FMT_INT4] = {HC_FROLE_ACT, 1.0f / 7.49f, 1.0f / 8.49f, 0.5},
+    [HC_FMT_F16] = {HC_FROLE_SCALE | HC_FROLE_ACT | HC_FROLE_ZERO, 0.0f, 0.0},
+    [HC_FMT_BF16] = {HC_FROLE_SCALE | HC_FROLE_ACT | HC_FROLE_ZERO, 0.0f, 0.0},
+    [HC_FMT_F32] = {HC_FROLE_SCALE, 0.0f, 0.0},
+    [HC_FMT_F8E8M0] = {HC_FROLE_SCALE, 0.0f, 0.0},
+    [HC_FMT_F8E4M3] = {HC_FROLE_SCALE | HC_FROLE_ACT, 448.0f, 0.125},
+    [HC_FMT_F8E5M2] = {HC_FROLE_SCALE | HC_FROLE_ACT, 57344.0f, 0.25},
+    [HC_FMT_INT8] = {HC_FROLE_ACT, 127.0f, 8.0 / 128.0},
+    [HC_FMT_INT4] = {HC_FROLE_ACT, 7.0f, 0.5},
 };
 
 hc_format_role_info hc_format_role(hc_format_id id)
 {
-    hc_format_role_info r = {0, 0.0f, 0.0f, 0.0};
+    hc_format_role_info r = {0, 0.0f, 0.0};
     const hc_format_info *f = hc_format_get(id);
     if (f == NULL) return r;
     r = role_table[id];

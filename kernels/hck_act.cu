@@ -23,14 +23,11 @@ __device__ float token_scale(int act_quant, float mx, float mn, float *red)
     if (threadIdx.x == 0) {
         for (int w = 1; w < (int)(blockDim.x / 32); w++) mx = fmaxf(mx, red[w]), mn = fminf(mn, red[32 + w]);
         const float amax = fmaxf(mx, -mn);
-        float s;
-        switch (act_quant) {
-        case HCK_A_E4M3: s = amax * (1.0f / 448.0f); break;
-        case HCK_A_E5M2: s = amax * (1.0f / 57344.0f); break;
-        case HCK_A_INT8: s = fmaxf(mx * (1.0f / 127.49f), -mn * (1.0f / 128.49f)); break;
-        default: s = fmaxf(mx * (1.0f / 7.49f), -mn * (1.0f / 8.49f)); break;
-        }
-        red[0] = s;
+        const float top = act_quant == HCK_A_E4M3   ? 448.0f
+                          : act_quant == HCK_A_E5M2 ? 57344.0f
+                          : act_quant == HCK_A_INT8 ? 127.0f
+                                                    : 7.0f;
+        red[0] = fmaxf(__fdiv_rn(amax, top), 1e-30f);
     }
     __syncthreads();
     return red[0];
@@ -49,17 +46,18 @@ act_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K
         return;
     }
     __shared__ float red[64];
-    float mx = 1e-30f, mn = -1e-30f;
+    float mx = 0.0f, mn = 0.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
         const float v = h2f(xr[k], in_bf16);
         mx = fmaxf(mx, v), mn = fminf(mn, v);
     }
     const float s = token_scale(act_quant, mx, mn, red);
+    const float inv = __frcp_rn(s);
     if (threadIdx.x == 0) scales[row] = s;
     const float lo = act_quant == HCK_A_INT8 ? -128.0f : -8.0f;
     const float hi = act_quant == HCK_A_INT8 ? 127.0f : 7.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+        const float t = __fmul_rn(h2f(xr[k], in_bf16), inv);
         float q;
         if (act_quant == HCK_A_E4M3) q = float(__nv_fp8_e4m3(t));
         else if (act_quant == HCK_A_E5M2) q = float(__nv_fp8_e5m2(t));
@@ -78,17 +76,18 @@ act16_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t
     const uint16_t *xr = x + row * K;
     uint16_t *cr = codes + row * Kp;
     __shared__ float red[64];
-    float mx = 1e-30f, mn = -1e-30f;
+    float mx = 0.0f, mn = 0.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
         const float v = h2f(xr[k], in_bf16);
         mx = fmaxf(mx, v), mn = fminf(mn, v);
     }
     const float s = token_scale(act_quant, mx, mn, red);
+    const float inv = __frcp_rn(s);
     if (threadIdx.x == 0) scales[row] = s;
     for (int64_t k = threadIdx.x; k < Kp; k += blockDim.x) {
         float q = 0.0f;
         if (k < K) {
-            const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+            const float t = __fmul_rn(h2f(xr[k], in_bf16), inv);
             q = act_quant == HCK_A_E5M2 ? float(__nv_fp8_e5m2(t)) : float(__nv_fp8_e4m3(t));
         }
         cr[k] = __half_as_ushort(__float2half_rn(q));
@@ -104,12 +103,13 @@ act8_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t 
     const int64_t row = blockIdx.x;
     const uint16_t *xr = x + row * K;
     __shared__ float red[64];
-    float mx = 1e-30f, mn = -1e-30f;
+    float mx = 0.0f, mn = 0.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
         const float v = h2f(xr[k], in_bf16);
         mx = fmaxf(mx, v), mn = fminf(mn, v);
     }
     const float s = token_scale(act_quant, mx, mn, red);
+    const float inv = __frcp_rn(s);
     if (threadIdx.x == 0) scales[row] = s;
     for (int64_t q = threadIdx.x; q < Kp / 16; q += blockDim.x) {
         uint32_t wd[4] = {0, 0, 0, 0};
@@ -118,7 +118,7 @@ act8_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t 
             const int64_t k = 16 * q + i;
             uint32_t c = 0;
             if (k < K) {
-                const float t = __fdiv_rn(h2f(xr[k], in_bf16), s);
+                const float t = __fmul_rn(h2f(xr[k], in_bf16), inv);
                 c = act_quant == HCK_A_E5M2 ? __nv_fp8_e5m2(t).__x : __nv_fp8_e4m3(t).__x;
             }
             wd[i / 4] |= c << (8 * (i % 4));

@@ -604,10 +604,8 @@ static void test_vector_gpu(void **state)
 
 /* The CPU reference GEMM (docs/verification.md) on the vector's own post.*,
  * with our per-token quantized activations, against y.humming; and our
- * per-token activation quantizer against Humming's x.quant * x.scale. That
- * must agree exactly for the fp8 vector (as for shared/golden's fp8 one); it
- * does not yet for int8 (ours scales by max(max/127, -min/128), 0.1.19 by
- * amax/127) nor for 8 elements of w8a8 fp8: reported, not asserted. */
+ * per-token activation quantizer against Humming's x.quant * x.scale, which
+ * must agree for every element of every vector. */
 static void test_vector_cpu(void **state)
 {
     const vector_case *vc = *state;
@@ -668,7 +666,7 @@ static void test_vector_cpu(void **state)
     printf("GOLDEN-CPU %-26s CPU GEMM on post.*: vs y.humming rel err %.3e; our quantized "
            "activations differ from x.quant in %lld\n", vc->name, h.rel_err, (long long)qdiff);
     assert_true(h.nonfinite == 0 && h.rel_err <= GOLDEN_TOL);
-    if (strcmp(vc->name, "w4a8_fp8_u4_ch_bf16") == 0) assert_int_equal(qdiff, 0);
+    assert_int_equal(qdiff, 0);
     free(x), free(yh), free(W), free(bias), free(yc), free(ye);
     hc_tensor_free(&tx);
     hc_tensor_free(&ty);

@@ -235,26 +235,23 @@ void hc_verify_round_act(hc_format_id fmt, float *x, int64_t n)
                                   : hc_f16_to_f32(hc_f32_to_f16(x[i]));
 }
 
-/* One token: scale from the row's range, values rounded to the grid (RNE). */
+/* One token as humming-kernels 0.1.19's process_input kernel quantizes it:
+ * s = max(amax / act_max, 1e-30) (the golden-0119 x.scale bit for bit), the
+ * values multiplied by the float32 reciprocal of s and rounded to the grid
+ * (RNE, saturating; integers to their two's complement range): every
+ * element of the golden-0119 x.quant. */
 static void quantize_row(hc_format_id fmt, float *x, int64_t K)
 {
-    float mx = 1e-30f, mn = -1e-30f;
-    for (int64_t k = 0; k < K; k++) {
-        if (x[k] > mx) mx = x[k];
-        if (x[k] < mn) mn = x[k];
-    }
-    float amax = mx > -mn ? mx : -mn;
     hc_format_role_info r = hc_format_role(fmt);
-    if (r.act_inv_pos == 0.0f) return; /* 16-bit activations */
-    /* multiplication by the rounded reciprocal, as Humming's Triton kernel
-     * does: fp8 e4m3 scales equal the golden x.scale bit for bit this way
-     * (amax / 448 differs by one ulp in 13 of 16 tokens) */
+    if (r.act_max == 0.0f) return; /* 16-bit activations */
+    float amax = 0.0f;
+    for (int64_t k = 0; k < K; k++) amax = fmaxf(amax, fabsf(x[k]));
     const hc_format_info *fi = hc_format_get(fmt);
-    int is_int = fi->kind != HC_KIND_FLOAT;
-    float s = is_int ? fmaxf(mx * r.act_inv_pos, -mn * r.act_inv_neg) : amax * r.act_inv_pos;
-    float hi = (float)fi->max_value, lo = -hi - 1.0f; /* two's complement range */
+    const int is_int = fi->kind != HC_KIND_FLOAT;
+    const float s = fmaxf(amax / r.act_max, 1e-30f), inv = 1.0f / s;
+    const float hi = (float)fi->max_value, lo = -hi - 1.0f; /* two's complement range */
     for (int64_t k = 0; k < K; k++) {
-        float t = x[k] / s, q;
+        float t = x[k] * inv, q;
         if (is_int) {
             q = nearbyintf(t);
             q = q < lo ? lo : q > hi ? hi : q;
