@@ -84,6 +84,11 @@ typedef struct {
     int use_packed_k_layout;     /* sm90, 8-bit activations, even b, group 128: P = 64 rows */
     int use_native_dequant;      /* fp8 weights x fp16 on sm89: no slot interleave */
     int e8m0_as_e5m0;            /* e8m0 scales with fp16 output: re-biased bytes */
+    int fused_split_sign;        /* fused e8m0 x fp8 (interleave mode 2): each tile slot
+                                    holds the magnitude of the code in slot order and the
+                                    sign of the interleaved one */
+    int scale2_channel;          /* weight_scale_2 per channel: (E?, Np) layer dtype,
+                                    perm32 (fused e8m0 x int8) */
 } hc_layer_meta;
 
 /* The tensors of one layer. Absent tensors have data == NULL. */

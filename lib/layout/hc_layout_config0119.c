@@ -95,7 +95,9 @@ static void add_scales(cJSON *o, const hc_layer_config *c, const hc_layer_meta *
     cJSON_AddNumberToObject(o, "weight_scale_group_size_n",
                             (double)(c->scale_type == HC_SCALE_BLOCK ? c->group_size_n : 0));
     cJSON_AddStringToObject(o, "weight_scale_type", scale_type_name(c->scale_type));
-    cJSON_AddStringToObject(o, "weight_scale_2_type", s2 ? "tensor" : "none");
+    /* fused e8m0 always has one: the folded exponent base, per channel with int8 activations */
+    cJSON_AddStringToObject(o, "weight_scale_2_type", m->scale2_channel ? "channel"
+                            : s2 || m->use_fused_e8m0 ? "tensor" : "none");
     cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);
     cJSON_AddBoolToObject(o, "use_fused_e8m0_scale", m->use_fused_e8m0);
     cJSON_AddBoolToObject(o, "has_zero_point", c->has_zero_point);

@@ -287,15 +287,20 @@ static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *plan
         m = &e0m_meta;
     }
     HC_TRY(pad_inputs(cfg, m, pre, post->weight_e0m, wk, err));
-    if (pre->global_scale.data || m->use_fused_e8m0 || m->use_int_weight_scale)
+    const int fused19 = m->use_fused_e8m0 && m->version == HC_HUMMING_0_1_19;
+    if (fused19)
+        HC_TRY(hc_fused_e8m0_step(cfg, m, &pre->global_scale, wk->w.data, wk->s.data,
+                                  &post->global_scale, err));
+    else if (pre->global_scale.data || m->use_fused_e8m0 || m->use_int_weight_scale)
         HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
     float *gs = post->global_scale.data;
-    if (m->use_fused_e8m0)
+    if (m->use_fused_e8m0 && !fused19)
         hc_fused_e8m0(wk->w.data, wk->s.data, m->E, m->Np, m->Kp, m->G,
                       cfg->act_format == HC_FMT_INT8, pre->global_scale.data, gs);
     if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(cfg, m, wk, err));
     if (m->version == HC_HUMMING_0_1_19) HC_TRY(arrange_weight(m, wk, &post->weight, err));
     else HC_TRY(repack(m, wk, &post->weight, err));
+    if (m->fused_split_sign) hc_split_sign_words(post->weight.data, (int64_t)(post->weight.nbytes / 4));
     if (m->e8m0_as_e5m0 && wk->s.data) hc_e8m0_as_e5m0(wk->s.data, (int64_t)wk->s.nbytes);
     if (wk->s.data) HC_TRY(layout_scales(m, wk, &post->weight_scale, err));
     if (wk->zp.data) HC_TRY(layout_zero_point(m, wk, &post->zero_point, err));

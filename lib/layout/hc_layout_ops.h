@@ -58,6 +58,24 @@ void hc_fused_e8m0(uint32_t *w, uint8_t *scales, int64_t E, int64_t N, int64_t K
 /* fp4 e2m1 code divided by 2^d, re-rounded with ties away from zero, sign kept. */
 uint32_t hc_fp4_shift_down(uint32_t code, int d);
 
+/* 0.1.19 fused e8m0 (hc_layout_e8m0.c): process_mxfp4_w4a8 on one fp4 code,
+ * shifted down by d exponent steps (-0 becomes +0 first). */
+uint32_t hc_fp4_fold(uint32_t code, int d);
+
+/* 0.1.19 fused e8m0 on the padded working tensors: fp4 words w (E, Np, Kp/8)
+ * and e8m0 scale bytes s (E, Np, G) padded with 127, group size 32, in place
+ * (the K padding of real rows becomes their largest exponent, exponents are
+ * folded into the offsets Humming keeps, codes re-rounded); gs_out gets the
+ * new weight_scale_2 from gs_in (float32 (E?), or NULL). HC_ERR_UNSUPPORTED
+ * where 0.1.19's preprocessing overflows. */
+hc_status hc_fused_e8m0_step(const hc_layer_config *cfg, const hc_layer_meta *m,
+                             const hc_tensor *gs_in, uint32_t *w, uint8_t *s, hc_tensor *gs_out,
+                             hc_error *err);
+
+/* Interleave mode 2 of 0.1.19's repack (fused e8m0 x fp8), in place on tiled
+ * words of 4-bit codes and 8-bit activations written in mode 3. */
+void hc_split_sign_words(uint32_t *w, int64_t count);
+
 /* hc_layer_plan for cfg->version == HC_HUMMING_0_1_19 (hc_layout_plan0119.c). */
 hc_status hc_layer_plan_0119(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                              int64_t K, hc_layer_meta *meta, hc_error *err);

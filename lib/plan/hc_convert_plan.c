@@ -72,7 +72,11 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
         int64_t zb = m->weight_bits <= 4 ? 4 : 8, shape[2] = {m->E * G, Np * zb / 32};
         set_desc(&L->out[HC_ROLE_ZERO], HC_DT_I32, 2, shape);
     }
-    if (L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale) {
+    if (m->scale2_channel) { /* 0.1.19 fused e8m0 x int8: per channel, layer dtype */
+        int64_t s2[2] = {m->E, Np}, s1[1] = {Np};
+        if (m->is_moe) set_desc(&L->out[HC_ROLE_GLOBAL], param, 2, s2);
+        else set_desc(&L->out[HC_ROLE_GLOBAL], param, 1, s1);
+    } else if (L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale) {
         int64_t shape[1] = {m->E};
         set_desc(&L->out[HC_ROLE_GLOBAL], HC_DT_F32, 1, shape);
     }
