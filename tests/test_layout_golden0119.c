@@ -44,7 +44,8 @@ typedef struct {
     int fixture;         /* 0: shared/golden-0119; 1: tests/fixtures/humming0119 */
 } vector_case;
 
-#define SM100_120 "sm75-sm90"
+/* bfloat16 x fp4 / fp8 weights on sm100+: the layout depends on Humming's NVRTC */
+#define NVRTC "NVRTC >= 13.2"
 
 /* Every vector of the two directories, and what we do with it today. The
  * fixtures are the paths golden-0119 lacks (fused e8m0, sm100 / sm120), made
@@ -65,40 +66,40 @@ static const vector_case cases[] = {
     {"w4a8_mxfp4_int8_bf16_wide", NULL, 1},
     {"moe2_w4a8_mxfp4_fp8_bf16", NULL, 1},
     {"moe2_w4a8_mxfp4_int8_f16", NULL, 1},
-    {"sm100_w4a16_u4_g128_bf16", SM100_120, 1},
-    {"sm100_w4a16_u4_g128_zp_f16", SM100_120, 1},
-    {"sm100_w8a16_u8_ch_bf16", SM100_120, 1},
-    {"sm100_w8a16_fp8e4m3_ch_f16", SM100_120, 1},
-    {"sm100_w8a16_fp8e4m3_ch_bf16", SM100_120, 1},
-    {"sm100_w4a16_mxfp4_bf16", SM100_120, 1},
-    {"sm100_w4a16_mxfp4_f16", SM100_120, 1},
-    {"sm100_w4a16_nvfp4_bf16", SM100_120, 1},
-    {"sm100_w8a8_fp8e4m3_ch_bf16", SM100_120, 1},
-    {"sm100_w8a8_int8_ch_f16", SM100_120, 1},
-    {"sm100_w4a8_fp8_u4_ch_bf16", SM100_120, 1},
-    {"sm100_w4a8_fp8_u4_g128_bf16", SM100_120, 1},
-    {"sm100_w4a8_int8_u4_ch_f16", SM100_120, 1},
-    {"sm100_w4a8_mxfp4_fp8_bf16", SM100_120, 1},
-    {"sm100_w4a8_mxfp4_int8_f16", SM100_120, 1},
-    {"sm100_w4a8_mxfp4_fp8_f16_pad", SM100_120, 1},
-    {"moe2_sm100_w4a8_mxfp4_fp8_bf16", SM100_120, 1},
-    {"sm120_w4a16_u4_g128_bf16", SM100_120, 1},
-    {"sm120_w4a16_u4_g128_zp_f16", SM100_120, 1},
-    {"sm120_w8a16_u8_ch_bf16", SM100_120, 1},
-    {"sm120_w8a16_fp8e4m3_ch_f16", SM100_120, 1},
-    {"sm120_w8a16_fp8e4m3_ch_bf16", SM100_120, 1},
-    {"sm120_w4a16_mxfp4_bf16", SM100_120, 1},
-    {"sm120_w4a16_mxfp4_f16", SM100_120, 1},
-    {"sm120_w4a16_nvfp4_bf16", SM100_120, 1},
-    {"sm120_w8a8_fp8e4m3_ch_bf16", SM100_120, 1},
-    {"sm120_w8a8_int8_ch_f16", SM100_120, 1},
-    {"sm120_w4a8_fp8_u4_ch_bf16", SM100_120, 1},
-    {"sm120_w4a8_fp8_u4_g128_bf16", SM100_120, 1},
-    {"sm120_w4a8_int8_u4_ch_f16", SM100_120, 1},
-    {"sm120_w4a8_mxfp4_fp8_bf16", SM100_120, 1},
-    {"sm120_w4a8_mxfp4_int8_f16", SM100_120, 1},
-    {"sm120_w4a8_mxfp4_fp8_f16_pad", SM100_120, 1},
-    {"moe2_sm120_w4a8_mxfp4_fp8_bf16", SM100_120, 1},
+    {"sm100_w4a16_u4_g128_bf16", NULL, 1},
+    {"sm100_w4a16_u4_g128_zp_f16", NULL, 1},
+    {"sm100_w8a16_u8_ch_bf16", NULL, 1},
+    {"sm100_w8a16_fp8e4m3_ch_f16", NULL, 1},
+    {"sm100_w8a16_fp8e4m3_ch_bf16", NVRTC, 1},
+    {"sm100_w4a16_mxfp4_bf16", NVRTC, 1},
+    {"sm100_w4a16_mxfp4_f16", NULL, 1},
+    {"sm100_w4a16_nvfp4_bf16", NVRTC, 1},
+    {"sm100_w8a8_fp8e4m3_ch_bf16", NULL, 1},
+    {"sm100_w8a8_int8_ch_f16", NULL, 1},
+    {"sm100_w4a8_fp8_u4_ch_bf16", NULL, 1},
+    {"sm100_w4a8_fp8_u4_g128_bf16", NULL, 1},
+    {"sm100_w4a8_int8_u4_ch_f16", NULL, 1},
+    {"sm100_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"sm100_w4a8_mxfp4_int8_f16", NULL, 1},
+    {"sm100_w4a8_mxfp4_fp8_f16_pad", NULL, 1},
+    {"moe2_sm100_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"sm120_w4a16_u4_g128_bf16", NULL, 1},
+    {"sm120_w4a16_u4_g128_zp_f16", NULL, 1},
+    {"sm120_w8a16_u8_ch_bf16", NULL, 1},
+    {"sm120_w8a16_fp8e4m3_ch_f16", NULL, 1},
+    {"sm120_w8a16_fp8e4m3_ch_bf16", NVRTC, 1},
+    {"sm120_w4a16_mxfp4_bf16", NVRTC, 1},
+    {"sm120_w4a16_mxfp4_f16", NULL, 1},
+    {"sm120_w4a16_nvfp4_bf16", NVRTC, 1},
+    {"sm120_w8a8_fp8e4m3_ch_bf16", NULL, 1},
+    {"sm120_w8a8_int8_ch_f16", NULL, 1},
+    {"sm120_w4a8_fp8_u4_ch_bf16", NULL, 1},
+    {"sm120_w4a8_fp8_u4_g128_bf16", NULL, 1},
+    {"sm120_w4a8_int8_u4_ch_f16", NULL, 1},
+    {"sm120_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"sm120_w4a8_mxfp4_int8_f16", NULL, 1},
+    {"sm120_w4a8_mxfp4_fp8_f16_pad", NULL, 1},
+    {"moe2_sm120_w4a8_mxfp4_fp8_bf16", NULL, 1},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -305,6 +306,11 @@ static int decode_gold(const char *vec, const hc_test_st_file *f, const hc_layer
         char key[64];
         snprintf(key, sizeof key, "post.%s", out_name(c, r));
         if (hc_test_st_has(f, key)) assert_int_equal(hc_test_st_get(f, key, role_of(&gold, r)), 0);
+    }
+    if (!hc_layer_decodable(m)) { /* sm100 raw weights, block-scaled MMA scales */
+        printf("%s: post.* not decoded: %s layers are verified from their canonical tensors\n", vec,
+               m->use_raw_weight ? "raw-weight" : "block-scaled MMA");
+        return 0;
     }
     size_t n = (size_t)(m->E * m->Np * m->Kp), nr = (size_t)(m->E * m->N * m->K);
     float *W = calloc(n, sizeof *W), *R = calloc(nr, sizeof *R);
@@ -571,7 +577,7 @@ static void test_versions_refused(void **state)
         {"--layout tiles --humming-version 0.1.18", "humming-kernels 0.1.19 only"},
         {"--layout tiles --humming-version a6455de", "humming-kernels 0.1.19 only"},
         {"--humming-version 0.1.19", "selects the tile layout"},
-        {"--layout tiles --arch sm100", "sm75-sm90"},
+        {"--layout tiles --arch sm89 --activation float8e4m3 --format mxfp4", "need group size 32"},
     };
     char *tmp = hc_test_mkdtemp("g0119v"), *in = hc_test_path_join(tmp, "in");
     char *out = hc_test_path_join(tmp, "out");

@@ -221,6 +221,7 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
     hc_error why = {0};
     if (hc_layer_plan(cfg, L->meta.is_moe, L->meta.E, L->meta.N, L->meta.K, m, &why) != HC_OK)
         return HC_OK;
+    if (!hc_layer_decodable(m)) return HC_OK; /* sm100 / sm120 block-scaled layouts */
     hc_status st = hc_layer_transform(cfg, m, canon, post, &why);
     if (st == HC_ERR_UNSUPPORTED) return HC_OK;
     if (st != HC_OK) HC_FAIL(err, st, "layer %s (0.1.19 tiles of the canonical tensors): %s",
@@ -231,9 +232,12 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
 
 /* What a layer is verified through: post (the tiles written, canon NULL) or,
  * for a canonical output, the 0.1.19 tiles of canon where 0.1.19 takes the
- * layer, else canon itself, decoded from its meaning. Sets *tiles (the
- * decoded tensors are tiles), *dec, cfg and m; t19 owns built tiles. */
-static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *post,
+ * layer, else canon itself, decoded from its meaning. Tiles the decoder does
+ * not read (sm100 raw weights, block-scaled MMA scales) are verified through
+ * the pre tensors they were built from. Sets *tiles (the decoded tensors are
+ * tiles), *dec, cfg and m; t19 owns built tiles. */
+static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *pre,
+                               const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, hc_layer_config *cfg,
                                hc_layer_meta *m, hc_layer_tensors *t19,
                                const hc_layer_tensors **dec, int *tiles, hc_error *err)
@@ -242,6 +246,10 @@ static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *p
     *m = L->meta;
     *dec = post;
     *tiles = 1;
+    if (canon == NULL && !hc_layer_decodable(m)) {
+        *dec = pre;
+        *tiles = 0;
+    }
     if (canon == NULL) return HC_OK;
     HC_TRY(canonical_0119(L, canon, cfg, m, t19, tiles, err));
     if (*tiles) {
@@ -285,7 +293,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     memset(&t19, 0, sizeof t19);
     const hc_layer_tensors *dec = NULL;
     int tiles = 1;
-    HC_TRY(verify_target(L, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
+    HC_TRY(verify_target(L, pre, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
     snprintf(R->verify_source, sizeof R->verify_source, "%s",
              tiles ? "tiles-0.1.19" : "canonical");
     /* without ref, the source is read by rows as the verifier needs them: a

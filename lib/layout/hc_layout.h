@@ -54,6 +54,13 @@ typedef struct {
                                     items 3 and 4). 0.1.19 fixed both. */
 } hc_layer_config;
 
+/* 0.1.19 weight_scale layout of group scales (transform_humming_weight_scale). */
+typedef enum {
+    HC_SCALES_PERM = 0,  /* (E?, G, Np) permuted in chunks of 64 / 32 */
+    HC_SCALES_UMMA = 1,  /* sm100 block-scaled: int32 (E?, G/4, Np), 4 groups per word */
+    HC_SCALES_MXMMA = 2  /* sm120 block-scaled, one scale per 32 k: int32 (E?, G/2, Np/2) */
+} hc_scale_layout;
+
 /* Kernel-level decisions and shapes for one layer (spec 5.2, 4.1). */
 typedef struct {
     int64_t E;                   /* experts; 1 for a dense layer */
@@ -89,6 +96,9 @@ typedef struct {
                                     sign of the interleaved one */
     int scale2_channel;          /* weight_scale_2 per channel: (E?, Np) layer dtype,
                                     perm32 (fused e8m0 x int8) */
+    int use_raw_weight;          /* sm100 UMMA: padded row-packed words (E?, Np, Kp*b/32) */
+    int use_block_scaled_mma;    /* sm100 UMMA / sm120 MXMMA with block-scaled operands */
+    hc_scale_layout scale_layout; /* group scales of block-scaled MMA */
 } hc_layer_meta;
 
 /* The tensors of one layer. Absent tensors have data == NULL. */
@@ -104,7 +114,8 @@ typedef struct {
  * scales) and K to a multiple of lcm(512/a, group size, 64 for MoE stacks);
  * cfg->sm picks the tile variant (WGMMA transposed mini-blocks iff
  * sm / 10 == 9). 0.1.19: vLLM's padding (N to 256, K to 128) and the
- * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90. Fails with
+ * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90, sm100 and
+ * sm120. Fails with
  * HC_ERR_UNSUPPORTED (message saying what is supported) for combinations the
  * version does not support or that are not implemented. */
 hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
@@ -146,5 +157,10 @@ void hc_layer_tensors_free(hc_layer_tensors *t);
 const char *hc_layout_variant_name(const hc_layer_meta *meta);
 /* Name of a scale type as in Humming's schema: "channel", "group", ... */
 const char *hc_scale_type_name(hc_scale_type t);
+
+/* Whether the verifier's decoder and our GPU kernels read the layer's 0.1.19
+ * tensors: not the sm100 raw weights nor the block-scaled MMA scale layouts
+ * (such layers are verified from their canonical tensors). */
+int hc_layer_decodable(const hc_layer_meta *meta);
 
 #endif

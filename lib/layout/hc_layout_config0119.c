@@ -25,6 +25,11 @@ const char *hc_humming_version_name(hc_humming_version v)
     return v == HC_HUMMING_0_1_19 ? "0.1.19" : "a6455de";
 }
 
+int hc_layer_decodable(const hc_layer_meta *meta)
+{
+    return !meta->use_raw_weight && meta->scale_layout == HC_SCALES_PERM;
+}
+
 static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
 
 /* LayerConfig.b_dtype: integer weights are signed exactly when the

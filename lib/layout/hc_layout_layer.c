@@ -180,8 +180,8 @@ static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_tensor *o
     return hc_repack_weight(&p, wk->w.data, out->data, err);
 }
 
-/* 0.1.19 flat weights: signed codes, the top bit of each code flipped (int8
- * minus 128, int4 minus 8, and the ldmatrix path's sign flip are all that). */
+/* 0.1.19 flat and raw weights: signed codes, the top bit of each code flipped
+ * (int8 minus 128, int4 minus 8, and the ldmatrix path's sign flip are all that). */
 static uint32_t flat_xor(const hc_layer_meta *m)
 {
     if (!m->use_ldmatrix_dequant && !m->int8_byte_flip && !m->int4_nibble_flip) return 0;
@@ -196,9 +196,10 @@ static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_t
                                 hc_error *err)
 {
     int b = m->weight_bits;
-    if (m->use_flat_weight) {
+    if (m->use_flat_weight || m->use_raw_weight) {
         HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->Np, m->Kp * b / 32, err));
-        hc_flat_weight(wk->w.data, out->data, m->E, m->Np, m->Kp, b, flat_xor(m));
+        if (m->use_raw_weight) hc_raw_weight(wk->w.data, out->data, (int64_t)(out->nbytes / 4), flat_xor(m));
+        else hc_flat_weight(wk->w.data, out->data, m->E, m->Np, m->Kp, b, flat_xor(m));
         return HC_OK;
     }
     if (!m->use_packed_k_layout) return repack(m, wk, out, err);
@@ -210,12 +211,23 @@ static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_t
     return st;
 }
 
-/* 5.4: block scales transposed; others (E, Np, G) -> (E?, G, Np) permuted. */
+/* 5.4: block scales transposed; others (E, Np, G) -> (E?, G, Np) permuted;
+ * 0.1.19 block-scaled MMA: UMMA / MXMMA words. */
 static hc_status layout_scales(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
                                hc_error *err)
 {
     const hc_tensor *s = &wk->s;
     size_t es = (size_t)hc_dtype_bits(s->dtype) / 8;
+    if (m->scale_layout == HC_SCALES_UMMA) { /* e8m0 bytes of block-scaled MMA */
+        HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->G / 4, m->Np, err));
+        hc_umma_scales(s->data, out->data, m->E, m->Np, m->G);
+        return HC_OK;
+    }
+    if (m->scale_layout == HC_SCALES_MXMMA) {
+        HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->G / 2, m->Np / 2, err));
+        hc_mxmma_scales(s->data, out->data, m->E, m->Np, m->G);
+        return HC_OK;
+    }
     HC_TRY(alloc_out(out, s->dtype, m, 2, s->shape[2], s->shape[1], err));
     if (m->scale_type == HC_SCALE_BLOCK)
         hc_transpose_last2(s->data, out->data, m->E, s->shape[1], s->shape[2], es);

@@ -93,6 +93,18 @@ void hc_flat_weight(const uint32_t *in, uint32_t *out, int64_t E, int64_t N, int
 void hc_packed_k_permute(const uint32_t *in, uint32_t *out, int64_t E, int64_t N, int64_t K,
                          int b);
 
+/* 0.1.19 raw weight (use_raw_weight, sm100 UMMA): the padded row-packed words
+ * (E, N, K*b/32), each XORed with `xor_mask`; count words. */
+void hc_raw_weight(const uint32_t *in, uint32_t *out, int64_t count, uint32_t xor_mask);
+
+/* 0.1.19 block-scaled group scales, bytes (E, N, G) -> int32 words of 4 bytes.
+ * UMMA (sm100): (E, G/4, N), the word at (q, 128 nb + 4 j + i) holding groups
+ * 4q..4q+3 of row 128 nb + 32 i + j (N % 128 == 0, G % 4 == 0). MXMMA (sm120,
+ * one scale per 32 k of 8-bit activations): (E, G/2, N/2), the word at (q,
+ * 8 nb + j) holding groups 2q, 2q+1 of rows 16 nb + j, 16 nb + 8 + j. */
+void hc_umma_scales(const uint8_t *in, uint8_t *out, int64_t E, int64_t N, int64_t G);
+void hc_mxmma_scales(const uint8_t *in, uint8_t *out, int64_t E, int64_t N, int64_t G);
+
 /* In place on `count` e8m0 scale bytes: Humming's pack_e8m0_scale_for_fp16,
  * x -> clamp(x - 112, 0, 30) << 3 (padded E5M0: 2^-14 .. 2^15). */
 void hc_e8m0_as_e5m0(uint8_t *s, int64_t count);

@@ -1,8 +1,8 @@
 /* hc_layout_plan0119.c - the decisions humming-kernels 0.1.19 makes for one
  * layer (LayerConfig in humming/config/config.py, is_humming_schema_compatible
  * in humming/schema/humming.py, transform_humming_weight in
- * humming/transform.py) for the GPUs whose layout we reproduce (sm75-sm90),
- * and vLLM 0.33's padding (N to a multiple of 256, K to 128). */
+ * humming/transform.py) for the GPUs whose layout we reproduce (sm75-sm90,
+ * sm100, sm120), and vLLM 0.33's padding (N to a multiple of 256, K to 128). */
 #include "hc_layout.h"
 #include "hc_layout_ops.h"
 
@@ -176,18 +176,58 @@ static hc_status check_scales(const hc_layer_config *c, hc_error *err)
     return HC_OK;
 }
 
+/* LayerConfig.is_umma_supported (sm100 family) for per-token activations. */
+static int umma_supported(const hc_layer_config *c)
+{
+    if (c->sm / 10 != 10 && c->sm / 10 != 11) return 0;
+    const int block = c->scale_type == HC_SCALE_BLOCK, gs = (int)c->group_size;
+    const int epilogue = gs == 0 && !block; /* no group / block weight scales */
+    const int mx = !block && (gs == 0 || (gs == 32 && c->scale_format == HC_FMT_F8E8M0));
+    const int fp8_act = c->act_format == HC_FMT_F8E4M3 || c->act_format == HC_FMT_F8E5M2;
+    if (fmt(c->act_format)->bits == 16) return 1; /* f16 / bf16 UMMA */
+    if (fp8_act) return epilogue || mx;
+    return c->act_format == HC_FMT_INT8 && (c->sm == 100 || c->sm == 110) &&
+           is_int(c->weight_format) && epilogue;
+}
+
+/* LayerConfig.mxmma_supported (sm120 family) for per-token activations. */
+static int mxmma_supported(const hc_layer_config *c)
+{
+    if (c->sm / 10 != 12 || c->scale_type == HC_SCALE_BLOCK) return 0;
+    if (c->act_format != HC_FMT_F8E4M3 && c->act_format != HC_FMT_F8E5M2) return 0;
+    return c->group_size == 0 || (c->group_size == 32 && c->scale_format == HC_FMT_F8E8M0);
+}
+
+/* Whether 0.1.19's use_native_dequant depends on the CUDA compiler Humming
+ * finds at run time, beyond what vLLM 0.33's CUDA 13 implies: bfloat16
+ * activations with fp4 / fp6 / fp8 weights on sm100+ take it from NVRTC 13.2
+ * (LayerConfig.use_native_dequant), and the slots of the tiles change. */
+static int native_dequant_depends_on_nvrtc(const hc_layer_config *c)
+{
+    const hc_format_id b = c->weight_format;
+    return c->sm >= 100 && c->act_format == HC_FMT_BF16 &&
+           (b == HC_FMT_F4E2M1 || b == HC_FMT_F6E3M2 || b == HC_FMT_F6E2M3 || is_fp8(b));
+}
+
 static hc_status check_config(const hc_layer_config *c, hc_error *err)
 {
-    if (c->sm < 75 || c->sm > 90)
+    if (c->sm < 75 || (c->sm > 90 && c->sm != 100 && c->sm != 120))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "humming-kernels 0.1.19 tiles are implemented for "
-                "sm75-sm90 (sm%d: its UMMA / MXMMA layouts are not implemented yet)", c->sm);
+                "sm75-sm90, sm100 and sm120 (got sm%d)", c->sm);
     HC_TRY(check_dtypes(c, err));
+    if (native_dequant_depends_on_nvrtc(c))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with bfloat16 activations on sm%d: "
+                "humming-kernels 0.1.19 lays them out for native dequantization only when it "
+                "compiles with NVRTC >= 13.2 (LayerConfig.use_native_dequant), so the tiles "
+                "depend on the serving machine's toolchain; use float16 or the canonical layout",
+                fmt(c->weight_format)->name, c->sm);
     const hc_format_info *b = fmt(c->weight_format);
     if (b->bits > 8 || b->bits > fmt(c->act_format)->bits)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights need %s activations", b->bits,
                 b->bits > 4 ? "8- or 16-bit" : "4-, 8- or 16-bit");
     HC_TRY(is_int(c->act_format) ? check_int_act(c, err) : check_float_act(c, err));
-    if (!is_int(c->act_format) && is_fused_e8m0(c, 0)) HC_TRY(check_fused_e8m0(c, err));
+    if (!is_int(c->act_format) && is_fused_e8m0(c, mxmma_supported(c) || umma_supported(c)))
+        HC_TRY(check_fused_e8m0(c, err));
     return check_scales(c, err);
 }
 
@@ -214,24 +254,47 @@ static hc_status check_shape(const hc_layer_config *c, hc_layer_meta *m, hc_erro
     return HC_OK;
 }
 
+/* sm100 / sm120: raw weights, block-scaled MMA and its scale layout. */
+static void decide_blackwell(const hc_layer_config *c, hc_layer_meta *m)
+{
+    const int umma = umma_supported(c), a = m->act_bits, b = m->weight_bits;
+    const hc_format_id w = c->weight_format;
+    m->use_block_scaled_mma = mxmma_supported(c) ||
+                              (umma && !is_int(c->act_format) && a <= 8 && c->group_size > 0);
+    if (a == b) m->use_raw_weight = umma;
+    else m->use_raw_weight = umma && is_fp8(c->act_format) &&
+                             (w == HC_FMT_F4E2M1 || w == HC_FMT_F6E3M2 || w == HC_FMT_F6E2M3);
+    if (m->use_block_scaled_mma && c->scale_type != HC_SCALE_CHANNEL &&
+        c->scale_type != HC_SCALE_TENSOR)
+        m->scale_layout = c->sm / 10 == 12 ? HC_SCALES_MXMMA : HC_SCALES_UMMA;
+}
+
 /* The LayerConfig properties that shape the tensors. */
 static void decide(const hc_layer_config *c, hc_layer_meta *m)
 {
     int a = m->act_bits, b = m->weight_bits, wint = is_int(c->weight_format);
     int aint = is_int(c->act_format), zp = c->has_zero_point;
     m->use_wgmma = c->sm / 10 == 9 && c->act_format != HC_FMT_INT4; /* default MMA only */
+    if (c->sm >= 100) decide_blackwell(c, m);
     m->use_ldmatrix_dequant = !zp && wint && ((c->act_format == HC_FMT_INT8 && b == 4) ||
                                               (c->act_format == HC_FMT_INT4 && b == 2));
-    m->use_flat_weight = m->use_ldmatrix_dequant || a == b;
-    m->use_fused_e8m0 = is_fused_e8m0(c, 0);
+    m->use_flat_weight = m->use_ldmatrix_dequant || (a == b && !m->use_raw_weight);
+    m->use_fused_e8m0 = is_fused_e8m0(c, m->use_block_scaled_mma);
     /* the fused path prefers packed-K only with input groups >= 128 (never per token) */
     m->use_packed_k_layout = c->sm / 10 == 9 && !m->use_flat_weight && a == 8 && b % 2 == 0 &&
                              c->group_size == 128 && !m->use_fused_e8m0;
     m->transposed_mini_block = m->use_packed_k_layout;
-    m->use_native_dequant = !m->use_flat_weight && c->sm / 10 != 9 && c->sm >= 89 &&
-                            c->act_format == HC_FMT_F16 &&
-                            (c->weight_format == HC_FMT_F8E4M3 || c->weight_format == HC_FMT_F8E5M2);
-    m->to_apply_on_c = c->group_size == 0 && !m->use_fused_e8m0;  /* should_apply_bs_on_c */
+    /* float16 activations (bfloat16 ones on sm100+ are refused: NVRTC-dependent) */
+    const hc_format_id w = c->weight_format;
+    m->use_native_dequant = !m->use_flat_weight && !m->use_raw_weight && c->sm / 10 != 9 &&
+                            c->sm >= 89 && c->act_format == HC_FMT_F16 &&
+                            (w == HC_FMT_F8E4M3 || w == HC_FMT_F8E5M2 ||
+                             (c->sm >= 100 && (w == HC_FMT_F4E2M1 || w == HC_FMT_F6E3M2 ||
+                                               w == HC_FMT_F6E2M3)));
+    /* should_apply_bs_on_c */
+    if (m->use_fused_e8m0) m->to_apply_on_c = 0;
+    else if (m->use_block_scaled_mma && c->sm / 10 == 12) m->to_apply_on_c = c->scale_type == HC_SCALE_CHANNEL;
+    else m->to_apply_on_c = c->group_size == 0;
     m->kernel_weight_signed = wint && aint && a == b;
     m->int8_byte_flip = c->act_format == HC_FMT_INT8 && wint && b == 8;
     m->int4_nibble_flip = c->act_format == HC_FMT_INT4 && wint && b == 4;
@@ -239,7 +302,8 @@ static void decide(const hc_layer_config *c, hc_layer_meta *m)
         m->preprocess_int2fp = a < 16 || (c->act_format == HC_FMT_BF16 && b > (zp ? 6 : 7));
     m->zp_in_repack = m->preprocess_int2fp && zp && !c->is_fp_zero_point;
     m->e8m0_as_e5m0 = c->scale_format == HC_FMT_F8E8M0 && c->param_format == HC_FMT_F16 &&
-                      c->scale_type != HC_SCALE_TENSOR && !m->use_fused_e8m0;
+                      c->scale_type != HC_SCALE_TENSOR && !m->use_fused_e8m0 &&
+                      !m->use_block_scaled_mma;
     /* fused e8m0: fp8 activations repack with interleave mode 2; int8 ones get a
      * per-channel second scale (prepare_layer_config's use_channel_scale_2) */
     m->fused_split_sign = m->use_fused_e8m0 && c->act_format == HC_FMT_F8E4M3;

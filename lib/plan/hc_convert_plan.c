@@ -41,13 +41,14 @@ static void set_desc_e(hc_out_desc *d, hc_dtype dt, const hc_layer_meta *m, int6
 }
 
 /* The weight: tiles (E?, Kp/P, Np*P*b/32); 0.1.19 packed-K has P = 64 and
- * flat weights keep the row-packed shape (E?, Np, Kp*b/32). */
+ * flat and raw weights keep the row-packed shape (E?, Np, Kp*b/32). */
 static void describe_weight(hc_conv_layer *L)
 {
     const hc_layer_meta *m = &L->meta;
     int64_t Np = m->Np, Kp = m->Kp, b = m->weight_bits;
     int64_t P = m->use_packed_k_layout ? 64 : 256 / m->act_bits;
-    if (m->use_flat_weight) set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Np, Kp * b / 32);
+    if (m->use_flat_weight || m->use_raw_weight)
+        set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Np, Kp * b / 32);
     else set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Kp / P, Np * P * b / 32);
 }
 
@@ -60,7 +61,11 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
     int64_t G = c->group_size > 0 ? Kp / c->group_size : 1;
     hc_dtype param = hc_dtype_of_format(c->param_format);
     describe_weight(L);
-    if (m->scale_type == HC_SCALE_BLOCK)
+    if (m->scale_layout == HC_SCALES_UMMA) /* 0.1.19 block-scaled MMA: int32 words */
+        set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_I32, m, G / 4, Np);
+    else if (m->scale_layout == HC_SCALES_MXMMA)
+        set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_I32, m, G / 2, Np / 2);
+    else if (m->scale_type == HC_SCALE_BLOCK)
         set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_F32, m, Kp / c->group_size, Np / c->group_size_n);
     else if (m->scale_type != HC_SCALE_TENSOR)
         set_desc_e(&L->out[HC_ROLE_SCALE], hc_dtype_of_format(m->scale_format), m, G, Np);
