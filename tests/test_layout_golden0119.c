@@ -577,7 +577,7 @@ static void test_versions_refused(void **state)
         {"--layout tiles --humming-version 0.1.18", "humming-kernels 0.1.19 only"},
         {"--layout tiles --humming-version a6455de", "humming-kernels 0.1.19 only"},
         {"--humming-version 0.1.19", "selects the tile layout"},
-        {"--layout tiles --arch sm89 --activation float8e4m3 --format mxfp4", "need group size 32"},
+        {"--layout tiles --arch sm120 --activation int4", "sm75-sm89 only"},
     };
     char *tmp = hc_test_mkdtemp("g0119v"), *in = hc_test_path_join(tmp, "in");
     char *out = hc_test_path_join(tmp, "out");
@@ -601,8 +601,19 @@ static void test_versions_refused(void **state)
     hc_test_st_close(&f);
 }
 
-/* y.humming is a sanity reference (README of golden-0119): relative RMS. */
+/* y.humming is a sanity reference (README of golden-0119): relative RMS.
+ * Humming's own MXFP4 x int8 forward lies 5.3-6.2% from the exact product of
+ * the weights its bytes hold (ours and the CPU GEMM agree to 2e-4; measured,
+ * tests/fixtures/humming0119/README.md), and the fp8 vector whose group
+ * exponents span 2^-40..2^40 sits at 1e-2: those get wider tolerances. */
 #define GOLDEN_TOL 1e-2
+
+static double golden_tol(const char *vec)
+{
+    if (strstr(vec, "mxfp4_int8")) return 8e-2;
+    if (strstr(vec, "_wide")) return 2e-2;
+    return GOLDEN_TOL;
+}
 
 static float *floats_of(const hc_tensor *t, int64_t n)
 {
@@ -645,10 +656,10 @@ static void gpu_compare(const char *vec, const hc_test_st_file *f, const hc_laye
     hc_verify_cmp h, g;
     hc_verify_compare(ye, yh, M * N, &h);
     hc_verify_compare(ye, yce, M * N, &g);
-    printf("GOLDEN-GPU %-26s our kernel on post.*: vs y.humming rel err %.3e, vs CPU GEMM rel err "
-           "%.3e (bound %.1e), non-finite %lld\n", vec, h.rel_err, g.rel_err,
-           hc_gpu_bound(c->param_format), (long long)(h.nonfinite + g.nonfinite));
-    assert_true(h.nonfinite == 0 && h.rel_err <= GOLDEN_TOL);
+    printf("GOLDEN-GPU %-26s our kernel on post.*: vs y.humming rel err %.3e (tolerance %.0e), vs "
+           "CPU GEMM rel err %.3e (bound %.1e), non-finite %lld\n", vec, h.rel_err, golden_tol(vec),
+           g.rel_err, hc_gpu_bound(c->param_format), (long long)(h.nonfinite + g.nonfinite));
+    assert_true(h.nonfinite == 0 && h.rel_err <= golden_tol(vec));
     assert_true(g.nonfinite == 0 && g.rel_err <= hc_gpu_bound(c->param_format));
     free(x), free(yh), free(yg), free(yc), free(W), free(xq), free(bias), free(ye), free(yce);
     hc_tensor_free(&tx);

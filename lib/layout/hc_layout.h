@@ -96,6 +96,7 @@ typedef struct {
                                     sign of the interleaved one */
     int scale2_channel;          /* weight_scale_2 per channel: (E?, Np) layer dtype,
                                     perm32 (fused e8m0 x int8) */
+    int use_umma;                /* sm100 LayerConfig.is_umma_supported */
     int use_raw_weight;          /* sm100 UMMA: padded row-packed words (E?, Np, Kp*b/32) */
     int use_block_scaled_mma;    /* sm100 UMMA / sm120 MXMMA with block-scaled operands */
     hc_scale_layout scale_layout; /* group scales of block-scaled MMA */

@@ -258,6 +258,7 @@ static hc_status check_shape(const hc_layer_config *c, hc_layer_meta *m, hc_erro
 static void decide_blackwell(const hc_layer_config *c, hc_layer_meta *m)
 {
     const int umma = umma_supported(c), a = m->act_bits, b = m->weight_bits;
+    m->use_umma = umma;
     const hc_format_id w = c->weight_format;
     m->use_block_scaled_mma = mxmma_supported(c) ||
                               (umma && !is_int(c->act_format) && a <= 8 && c->group_size > 0);
