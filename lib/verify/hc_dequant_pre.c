@@ -146,10 +146,27 @@ int hc_dequant_pre_lossless(const hc_layer_config *cfg, const hc_layer_meta *m,
     if (m->use_int_weight_scale) return 0;
     if (!m->use_fused_e8m0) return 1;
     /* 5.3: lossless iff no group needs shifting: per expert the byte range
-     * (padding byte 127 included when there is padding) fits in Rmax. */
-    int rmax = cfg->act_format == HC_FMT_INT8 ? 3 : 12;
+     * (padding byte 127 included when there is padding) fits in Rmax.
+     * 0.1.19: Rmax 11 with fp8 activations, where only padded rows add 127
+     * (the K padding repeats each row's largest byte); per row, Rmax 3, with
+     * int8 ones (docs/layout.md, fused e8m0). */
+    const int v19 = m->version == HC_HUMMING_0_1_19, int8 = cfg->act_format == HC_FMT_INT8;
+    int rmax = int8 ? 3 : v19 ? 11 : 12;
     int64_t per = pre->weight_scale.nbytes / (size_t)m->E;
-    int padded = m->Np != m->N || m->Kp != m->K;
+    int padded = v19 ? m->Np != m->N && !int8 : m->Np != m->N || m->Kp != m->K;
+    if (v19 && int8) { /* units: the rows */
+        const int64_t rows = m->E * m->N, G = per / m->N;
+        const uint8_t *b = pre->weight_scale.data;
+        for (int64_t r = 0; r < rows; r++) {
+            int hi = 0, lo = 255;
+            for (int64_t g = 0; g < G; g++) {
+                hi = b[r * G + g] > hi ? b[r * G + g] : hi;
+                lo = b[r * G + g] < lo ? b[r * G + g] : lo;
+            }
+            if (hi - lo > rmax) return 0;
+        }
+        return 1;
+    }
     const uint8_t *s = pre->weight_scale.data;
     for (int64_t e = 0; e < m->E; e++) {
         int hi = padded ? 127 : 0, lo = padded ? 127 : 255;
