@@ -135,7 +135,7 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
         snprintf(R->weight_format, sizeof R->weight_format, "%s", fname(L->cfg.weight_format));
         snprintf(R->act_format, sizeof R->act_format, "%s", fname(L->cfg.act_format));
         snprintf(R->scale_type, sizeof R->scale_type, "%s", hc_scale_type_name(m->scale_type));
-        snprintf(R->variant, sizeof R->variant, "%s", hc_layout_variant_name(m));
+        snprintf(R->variant, sizeof R->variant, "%s", hc_layer_layout_name(m));
         char g[32] = "channel";
         if (L->cfg.group_size > 0) snprintf(g, sizeof g, "g%lld", (long long)L->cfg.group_size);
         snprintf(R->format, sizeof R->format, "%s %s %s-scale x %s", fname(L->cfg.weight_format),

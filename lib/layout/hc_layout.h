@@ -164,4 +164,8 @@ const char *hc_scale_type_name(hc_scale_type t);
  * (such layers are verified from their canonical tensors). */
 int hc_layer_decodable(const hc_layer_meta *meta);
 
+/* The weight layout's name in records and logs: hc_layout_variant_name, or
+ * "raw" for 0.1.19's sm100 raw weights. */
+const char *hc_layer_layout_name(const hc_layer_meta *meta);
+
 #endif

@@ -30,6 +30,11 @@ int hc_layer_decodable(const hc_layer_meta *meta)
     return !meta->use_raw_weight && meta->scale_layout == HC_SCALES_PERM;
 }
 
+const char *hc_layer_layout_name(const hc_layer_meta *meta)
+{
+    return meta->use_raw_weight ? "raw" : hc_layout_variant_name(meta);
+}
+
 static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
 
 /* LayerConfig.b_dtype: integer weights are signed exactly when the

@@ -29,7 +29,7 @@ static void kernel_keys(cJSON *o, const hc_layer_meta *m)
     const int mxmma = m->use_block_scaled_mma && !m->use_umma;
     cJSON_AddStringToObject(o, "mma_type", m->use_wgmma ? "wgmma" : mxmma ? "mxmma"
                                            : m->use_umma ? "umma" : "mma");
-    cJSON_AddStringToObject(o, "layout_variant", m->use_raw_weight ? "raw" : hc_layout_variant_name(m));
+    cJSON_AddStringToObject(o, "layout_variant", hc_layer_layout_name(m));
     if (m->scale_layout != HC_SCALES_PERM) /* int32 words of four or two e8m0 groups */
         cJSON_AddStringToObject(o, "weight_scale_layout",
                                 m->scale_layout == HC_SCALES_UMMA ? "umma" : "mxmma");
