@@ -19,7 +19,7 @@
 
 #include "hc_format.h"
 
-#define HCK_ABI_VERSION 2
+#define HCK_ABI_VERSION 3
 
 /* weight layouts of humming-kernels 0.1.19 */
 enum { HCK_L_TILED = 0, HCK_L_PACKED_K = 1, HCK_L_FLAT = 2 };
@@ -37,7 +37,8 @@ enum {
     HCK_S_BF16 = 2,
     HCK_S_BYTE = 3,  /* one byte of scale_format (e4m3, e5m2, e8m0) */
     HCK_S_E5M0 = 4,  /* e8m0 re-biased for fp16 layers: 2^((byte >> 3) - 15) */
-    HCK_S_BLOCK = 5  /* float32 (E, Kp/gk, Np/gn) */
+    HCK_S_BLOCK = 5, /* float32 (E, Kp/gk, Np/gn) */
+    HCK_S_EXP = 6    /* fused e8m0 offsets (MXFP4 x fp8 / int8): 2^(byte + scale_exp_add) */
 };
 enum { HCK_Z_NONE = 0, HCK_Z_INT = 1, HCK_Z_F16 = 2, HCK_Z_BF16 = 3 };
 enum { HCK_A_NONE = 0, HCK_A_E4M3 = 1, HCK_A_E5M2 = 2, HCK_A_INT8 = 3, HCK_A_INT4 = 4 };
@@ -69,6 +70,13 @@ typedef struct hck_desc {
     int global_count;             /* 0 none, 1 shared, E per expert */
     int out_bf16;                 /* 0: float16 output and input, 1: bfloat16 */
     int act_quant;                /* HCK_A_* per-token quantization of x */
+    int split_sign;               /* fused e8m0 x fp8: a slot holds the magnitude of the
+                                     code in slot order, the sign of the interleaved one */
+    int scale_exp_add;            /* HCK_S_EXP: 1 with int8 activations (fp4 values x 2) */
+    int global_channel;           /* the second scale is (E?, Np) 16-bit of the layer
+                                     dtype, perm32 (a per-channel weight_scale_2, also
+                                     fused e8m0 x int8's); global_count 0. Only the
+                                     generic decode path takes it */
     /* host pointers to the post tensors and their byte sizes */
     const void *weight, *scale, *zero, *global, *bias;
     size_t weight_bytes, scale_bytes, zero_bytes, global_bytes, bias_bytes;
@@ -151,6 +159,16 @@ HCK_HD void hck_lane_slot(const hck_desc *d, int u, int *dn, int *dk, int *word,
     *dk = 4 * R * i5 + kk;
     *word = u / Nw;
     *shift = slot * Bp;
+}
+
+/* Code u of a lane from its padded words W (hck_lane_slot's word and shift):
+ * with split_sign, the magnitude bits come from slot u % (32 / Bp) in order. */
+HCK_HD uint32_t hck_lane_code(const hck_desc *d, const uint32_t *W, int u, int wd, int sh)
+{
+    const uint32_t mask = (1u << d->wbits) - 1;
+    if (!d->split_sign) return (W[wd] >> sh) & mask;
+    const int Bp = hck_pow2(d->wbits), o = u % (32 / Bp);
+    return ((W[wd] >> (o * Bp)) & (mask >> 1)) | ((W[wd] >> sh) & ((mask >> 1) + 1));
 }
 
 /* One slot of b final fields f -> the Bp padded fields v (inverse of the
@@ -314,6 +332,7 @@ HCK_HD double hck_scale(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t
     case HCK_S_F16:
     case HCK_S_BF16: return hck_half((uint16_t)(p->s[2 * t] | p->s[2 * t + 1] << 8), d->scale_kind == HCK_S_BF16);
     case HCK_S_E5M0: return ldexp(1.0, (p->s[t] >> 3) - 15);
+    case HCK_S_EXP: return ldexp(1.0, p->s[t] + d->scale_exp_add);
     default: return hck_float_code(d->scale_format, p->s[t]);
     }
 }
@@ -325,6 +344,10 @@ HCK_HD float hck_weight(const hck_desc *d, const hck_ptrs *p, uint32_t c, int64_
     const int64_t g = k / d->group_size;
     double v = (double)hck_code_value(d, p, c, e, n, g) * hck_scale(d, p, e, n, k, g);
     if (d->global_count) v *= (double)p->gl[d->global_count == 1 ? 0 : e];
+    if (d->global_channel) {
+        const uint16_t *h = (const uint16_t *)(const void *)p->gl;
+        v *= (double)hck_half(h[e * d->Np + (n / 32) * 32 + hck_inv_perm(32, (int)(n % 32))], d->out_bf16);
+    }
     return (float)v;
 }
 
@@ -358,7 +381,7 @@ HCK_HD void hck_decode(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t 
         int dn, dk, wd, sh;
         hck_lane_slot(d, u, &dn, &dk, &wd, &sh);
         const int64_t n = n0 + 4 * a * j + lane / 4 + dn, k = P * kb + R * (lane % 4) + dk;
-        val[u] = hck_weight(d, p, (W[wd] >> sh) & mask, e, n, k);
+        val[u] = hck_weight(d, p, hck_lane_code(d, W, u, wd, sh), e, n, k);
         at[u] = (int)(k - k0) * HCK_BLOCK_N + (int)(n - n0);
     }
 }

@@ -378,7 +378,7 @@ int form_of(const hck_desc &d)
 bool a8_takes(const hck_desc &d)
 {
     if (d.act_quant != HCK_A_E4M3 && d.act_quant != HCK_A_E5M2) return false;
-    if (d.zp_kind != HCK_Z_NONE || d.native_dequant || d.Np % 32) return false;
+    if (d.zp_kind != HCK_Z_NONE || d.native_dequant || d.global_channel || d.Np % 32) return false;
     if (d.layout == HCK_L_PACKED_K)
         return d.wbits == 4 && d.wkind == HCK_W_INT2FP && !d.zp_in_repack && d.transposed &&
                (d.scale_kind == HCK_S_F16 || d.scale_kind == HCK_S_BF16) && d.group_size % 64 == 0;

@@ -419,7 +419,7 @@ int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
 bool w4a16_takes(const hck_desc &d)
 {
     return d.layout == HCK_L_TILED && !d.transposed && !d.native_dequant && d.abits == 16 && d.wbits == 4 &&
-           d.wkind == HCK_W_UINT && d.zp_kind == HCK_Z_NONE &&
+           d.wkind == HCK_W_UINT && d.zp_kind == HCK_Z_NONE && !d.global_channel &&
            (d.scale_kind == HCK_S_F16 || d.scale_kind == HCK_S_BF16) &&
            ((d.scale_perm == 64 && d.group_size % 16 == 0) || (d.scale_perm == 32 && d.G == 1));
 }

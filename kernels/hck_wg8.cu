@@ -363,8 +363,8 @@ int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
 
 bool wg8_takes(const hck_desc &d, int sm)
 {
-    if (sm != 90 || d.act_quant != HCK_A_E4M3 || d.zp_kind != HCK_Z_NONE || d.native_dequant || d.Np % 128 ||
-        d.Kp % 128)
+    if (sm != 90 || d.act_quant != HCK_A_E4M3 || d.zp_kind != HCK_Z_NONE || d.native_dequant ||
+        d.global_channel || d.Np % 128 || d.Kp % 128)
         return false;
     if (d.layout == HCK_L_PACKED_K)
         return d.wbits == 4 && d.wkind == HCK_W_INT2FP && !d.zp_in_repack && d.transposed &&

@@ -127,17 +127,16 @@ static double convert_snr(fixture *f, const char *name, const char *flags)
     return convert_snr_at(f, name, "--arch sm90 --layout tiles", flags);
 }
 
-/* Where 0.1.19 tiles on sm90 do not go: int4 activations (0.1.19 runs them on
- * sm75-sm89 only) and MXFP4 x fp8 (its fused-e8m0 path, not implemented):
- * refused with the reason, nothing written. */
-static void expect_tiles_refusal(fixture *f, const char *preset, const char *why)
+/* Where 0.1.19 tiles do not go, e.g. int4 activations on sm90 (0.1.19 runs
+ * them on sm75-sm89 only): refused with the reason, nothing written (the
+ * NVRTC-dependent sm100 / sm120 layers: tests/test_layout_golden0119.c). */
+static void expect_tiles_refusal(fixture *f, const char *flags, const char *why)
 {
     char *out = hc_test_path_join(f->root, "refused"), *log = hc_test_path_join(f->root, "refused.log");
-    int rc = sh("'%s' '%s' '%s' --arch sm90 --layout tiles -q --format %s 2>'%s'", cli(), f->model,
-                out, preset, log);
+    int rc = sh("'%s' '%s' '%s' --layout tiles -q %s 2>'%s'", cli(), f->model, out, flags, log);
     char *msg = hc_test_read_file(log, NULL);
     if (rc == 0 || msg == NULL || strstr(msg, why) == NULL)
-        fail_msg("--format %s: exit %d: %s", preset, rc, msg ? msg : "");
+        fail_msg("%s: exit %d: %s", flags, rc, msg ? msg : "");
     assert_false(hc_test_exists(out));
     free(msg);
     free(log);
@@ -156,11 +155,9 @@ static void test_presets(void **state)
     for (int i = 0; i < 14; i++) {
         snprintf(flags, sizeof flags, "--format %s", presets[i]);
         if (i == 8) snr[i] = convert_snr_at(f, presets[i], "--arch sm80 --layout tiles", flags);
-        else if (i == 10) snr[i] = convert_snr_at(f, presets[i], "--arch sm90", flags);
         else snr[i] = convert_snr(f, presets[i], flags);
     }
-    expect_tiles_refusal(f, "w4a4", "int4 activations on sm75-sm89 only");
-    expect_tiles_refusal(f, "mxfp4-a8", "fused-e8m0 path) are not implemented");
+    expect_tiles_refusal(f, "--arch sm90 --format w4a4", "int4 activations on sm75-sm89 only");
     double g32 = convert_snr(f, "g32", "--weight-dtype uint4 --group-size 32");
     double g16 = convert_snr(f, "g16", "--weight-dtype uint4 --group-size 16");
     double mse = convert_snr(f, "mse", "--format w4a16 --quantizer mse");
@@ -324,40 +321,43 @@ static int expect_verified_on(const char *out, const char *source)
     return n;
 }
 
-/* Canonical layers 0.1.19's transform does not take in our implementation
- * (sm100, MXFP4 x fp8) are verified on the canonical tensors decoded from
- * their meaning: the metrics equal those of the same layers verified through
- * the 0.1.19 tiles on sm90 (an independent decoder, same activations), a
- * lossless repack of them shows no mismatch, and a corrupted code fails. */
+/* Canonical layers whose 0.1.19 tensors the decoder does not read (sm100 raw
+ * weights, UMMA scale words) are verified on the canonical tensors decoded
+ * from their meaning: the metrics equal those of the same layers verified
+ * through the 0.1.19 flat tiles on sm90 (an independent decoder, same
+ * activations), a lossless repack of them shows no mismatch, and a corrupted
+ * code fails. */
 static void test_canonical_decode_verified(void **state)
 {
     fixture *f = *state;
     char *c100 = hc_test_path_join(f->root, "cd-sm100"), *c90 = hc_test_path_join(f->root, "cd-sm90");
     char *mx = hc_test_path_join(f->root, "cd-mxfp4-a8"), *mx2 = hc_test_path_join(f->root, "cd-mx2");
-    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm100 --format w4a16", cli(), f->model, c100), 0);
-    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format w4a16", cli(), f->model, c90), 0);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm100 --format w8a8", cli(), f->model, c100), 0);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format w8a8", cli(), f->model, c90), 0);
     check_kernel_keys(c100, 0);
     check_kernel_keys(c90, 0);
     assert_int_equal(expect_verified_on(c100, "canonical"), 14);
     assert_int_equal(expect_verified_on(c90, "tiles-0.1.19"), 14);
     cJSON *a = report_layers(c100), *b = report_layers(c90);
-    static const char *const keys[] = {"weight_rel_err", "gemm_rel_err", "gemm_snr_db"};
+    static const char *const keys[] = {"weight_rel_err", "gemm_rel_err", "gemm_snr_db",
+                                       "qact_gemm_rel_err"};
     for (int i = 0; i < 14; i++) {
         const cJSON *la = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "layers"), i);
         const cJSON *lb = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "layers"), i);
         assert_string_equal(layer_str(la, "name"), layer_str(lb, "name"));
-        assert_true(layer_num(la, "weight_rel_err") > 0.01); /* a real 4-bit error */
-        for (int k = 0; k < 3; k++)
+        assert_true(layer_num(la, "weight_rel_err") > 0.005); /* a real fp8 error */
+        for (int k = 0; k < 4; k++)
             if (layer_num(la, keys[k]) != layer_num(lb, keys[k]))
                 fail_msg("%s %s: canonical %.17g, 0.1.19 tiles %.17g", layer_str(la, "name"),
                          keys[k], layer_num(la, keys[k]), layer_num(lb, keys[k]));
     }
     cJSON_Delete(a);
     cJSON_Delete(b);
-    /* MXFP4 x fp8: float -> canonical, then that output repacked losslessly */
-    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90 --format mxfp4-a8", cli(), f->model, mx), 0);
+    /* sm100 MXFP4 x fp8 (raw weights, UMMA scales): float -> canonical, then
+     * that output repacked losslessly */
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm100 --format mxfp4-a8", cli(), f->model, mx), 0);
     assert_int_equal(expect_verified_on(mx, "canonical"), 14);
-    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm90", cli(), mx, mx2), 0);
+    assert_int_equal(sh("'%s' '%s' '%s' -q --arch sm100", cli(), mx, mx2), 0);
     assert_int_equal(expect_verified_on(mx2, "canonical"), 14);
     cJSON *r = report_layers(mx2);
     const cJSON *l;
@@ -382,7 +382,7 @@ static void test_canonical_decode_verified(void **state)
     int passed, layers;
     report_mean(c100, "weight_snr_db", &passed, &layers);
     assert_int_equal(passed, layers - 1);
-    printf("    sm100 w4a16 and sm90 mxfp4-a8 canonical layers verified on their canonical "
+    printf("    sm100 w8a8 and mxfp4-a8 canonical layers verified on their canonical "
            "tensors; sm100 metrics == sm90 0.1.19-tile metrics\n");
     free(path), free(c100), free(c90), free(mx), free(mx2);
 }

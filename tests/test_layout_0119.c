@@ -13,7 +13,9 @@
  *   scale permutations; MoE: each expert transformed as a dense layer;
  * - MoE weights recoded as float{b}e0m{b-1}: the plain repack of the
  *   sign-magnitude codes of convert_symmetric_integer_weight;
+ * - fused e8m0: process_mxfp4_w4a8's code folding against exact arithmetic;
  * and the refusals of what is not implemented. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +28,7 @@
 #include <cjson/cJSON.h>
 
 #include "hc_layout.h"
+#include "hc_layout_ops.h"
 #include "hc_repack.h"
 
 static uint32_t lcg = 2024;
@@ -484,10 +487,13 @@ static void test_refusals(void **state)
         int sm;
         const char *why;
     } bad[] = {
-        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_F8E8M0, HC_FMT_BF16, 32, 90, "fused-e8m0 path"},
-        {HC_FMT_F4E2M1, HC_FMT_INT8, HC_FMT_F8E8M0, HC_FMT_BF16, 32, 90, "fused-e8m0 path"},
+        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_F8E8M0, HC_FMT_BF16, 64, 90, "need group size 32"},
+        {HC_FMT_F4E2M1, HC_FMT_INT8, HC_FMT_F8E8M0, HC_FMT_BF16, 128, 90, "need group size 32"},
+        {HC_FMT_F4E2M1, HC_FMT_INT8, HC_FMT_F8E4M3, HC_FMT_BF16, 32, 90, "integer activations"},
         {HC_FMT_UINT4, HC_FMT_INT4, HC_FMT_BF16, HC_FMT_BF16, 0, 90, "sm75-sm89 only"},
-        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_BF16, HC_FMT_BF16, 128, 100, "sm75-sm90"},
+        {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_BF16, HC_FMT_BF16, 128, 110, "sm100 and sm120"},
+        {HC_FMT_F8E4M3, HC_FMT_BF16, HC_FMT_BF16, HC_FMT_BF16, 0, 120, "NVRTC >= 13.2"},
+        {HC_FMT_F4E2M1, HC_FMT_BF16, HC_FMT_F8E8M0, HC_FMT_BF16, 32, 100, "NVRTC >= 13.2"},
         {HC_FMT_UINT4, HC_FMT_BF16, HC_FMT_F16, HC_FMT_BF16, 128, 90, "must be the activation dtype"},
         {HC_FMT_UINT8, HC_FMT_F8E4M3, HC_FMT_BF16, HC_FMT_BF16, 0, 90, "supported up to"},
         {HC_FMT_UINT4, HC_FMT_F8E4M3, HC_FMT_BF16, HC_FMT_BF16, 16, 90, "smallest is 32"},
@@ -512,6 +518,55 @@ static void test_refusals(void **state)
     hc_error err = {0};
     assert_int_equal(transform(&L, &m, &post, &err), HC_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "second scale"));
+    hc_layer_tensors_free(&L.pre);
+}
+
+/* fp4 code (sign, magnitude in half units 0,1,2,3,4,6,8,12) divided by 2^d
+ * and rounded to the nearest fp4 value, ties away from zero, the sign kept
+ * (also on a zero): the exact arithmetic process_mxfp4_w4a8 does in floats. */
+static uint32_t fold_ref(uint32_t code, int d)
+{
+    static const int half_units[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+    if (code == 8) code = 0;
+    if (d == 0) return code;
+    const double v = half_units[code & 7] / ldexp(1.0, d);
+    int best = 0;
+    for (int i = 1; i < 8; i++)
+        if (fabs(half_units[i] - v) <= fabs(half_units[best] - v)) best = i;
+    return (code & 8u) | (uint32_t)best;
+}
+
+/* Fused e8m0 (MXFP4 x fp8 / int8): the code folding against exact arithmetic,
+ * and what 0.1.19's preprocessing cannot take (the layout itself is checked
+ * bit for bit against Humming's vectors in test_layout_golden0119.c). */
+static void test_fused_e8m0(void **state)
+{
+    (void)state;
+    for (uint32_t c = 0; c < 16; c++)
+        for (int d = 0; d <= 127; d++)
+            if (hc_fp4_fold(c, d) != fold_ref(c, d)) fail_msg("fold %u by %d: %u, expected %u", c, d,
+                                                            hc_fp4_fold(c, d), fold_ref(c, d));
+    /* int8 activations with a per-tensor second scale */
+    hc_layer_config c = base_cfg(HC_FMT_F4E2M1, HC_FMT_INT8, HC_FMT_BF16, 32);
+    c.scale_format = HC_FMT_F8E8M0, c.scale_type = HC_SCALE_GROUP_TENSOR;
+    hc_layer_meta m;
+    hc_error err = {0};
+    assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 512, &m, &err), HC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "per-tensor weight_scale_2"));
+    /* a shift of 130: the preprocessing's scale factor would overflow */
+    layer L = {.cfg = base_cfg(HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_FMT_BF16, 32), .E = 1, .N = 256, .K = 256};
+    L.cfg.scale_format = HC_FMT_F8E8M0;
+    make_layer(&L, 0, 0);
+    uint8_t *s = L.pre.weight_scale.data;
+    s[0] = 240, s[1] = 99; /* folded base 229 */
+    hc_layer_tensors post;
+    assert_int_equal(transform(&L, &m, &post, &err), HC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "overflows"));
+    s[1] = 120; /* the others lie in 110..139: shifts up to 119 */
+    transform_ok(&L, &m, &post);
+    assert_int_equal(m.use_fused_e8m0, 1);
+    assert_int_equal(m.fused_split_sign, 1);
+    hc_layer_tensors_free(&post);
     hc_layer_tensors_free(&L.pre);
 }
 
@@ -545,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_bias_and_float_zero_point), cmocka_unit_test(test_moe_stacks),
         cmocka_unit_test(test_moe_e0m),         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_padding_record),  cmocka_unit_test(test_channel_scale_2),
+        cmocka_unit_test(test_fused_e8m0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

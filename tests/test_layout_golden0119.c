@@ -41,23 +41,78 @@
 typedef struct {
     const char *name;
     const char *refusal; /* NULL: bit-exact; else a part of the expected refusal */
+    int fixture;         /* 0: shared/golden-0119; 1: tests/fixtures/humming0119 */
 } vector_case;
 
-/* Every vector of the directory, and what we do with it today. */
+/* bfloat16 x fp4 / fp8 weights on sm100+: the layout depends on Humming's NVRTC */
+#define NVRTC "NVRTC >= 13.2"
+
+/* Every vector of the two directories, and what we do with it today. The
+ * fixtures are the paths golden-0119 lacks (fused e8m0, sm100 / sm120), made
+ * the same way (tests/fixtures/humming0119/README.md). */
 static const vector_case cases[] = {
-    {"moe2_w4a16_u4_g128_bf16", NULL}, {"w4a16_mxfp4_bf16", NULL},
-    {"w4a16_nvfp4_bf16", NULL},        {"w4a16_u4_g128_bf16", NULL},
-    {"w4a16_u4_g128_zp_f16", NULL},    {"w4a8_fp8_u4_ch_bf16", NULL},
-    {"w4a8_int8_u4_ch_f16", NULL},     {"w8a16_fp8e4m3_ch_bf16", NULL},
-    {"w8a16_u8_ch_bf16", NULL},        {"w8a8_fp8e4m3_ch_bf16", NULL},
+    {"moe2_w4a16_u4_g128_bf16", NULL, 0}, {"w4a16_mxfp4_bf16", NULL, 0},
+    {"w4a16_nvfp4_bf16", NULL, 0},        {"w4a16_u4_g128_bf16", NULL, 0},
+    {"w4a16_u4_g128_zp_f16", NULL, 0},    {"w4a8_fp8_u4_ch_bf16", NULL, 0},
+    {"w4a8_int8_u4_ch_f16", NULL, 0},     {"w8a16_fp8e4m3_ch_bf16", NULL, 0},
+    {"w8a16_u8_ch_bf16", NULL, 0},        {"w8a8_fp8e4m3_ch_bf16", NULL, 0},
+    {"w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"w4a8_mxfp4_int8_f16", NULL, 1},
+    {"w4a8_mxfp4_fp8_f16_pad", NULL, 1},
+    {"w4a8_mxfp4_int8_bf16_pad", NULL, 1},
+    {"w4a8_mxfp4_fp8_bf16_plain", NULL, 1},
+    {"w4a8_mxfp4s2_fp8_bf16", NULL, 1},
+    {"w4a8_mxfp4_fp8_bf16_wide", NULL, 1},
+    {"w4a8_mxfp4_int8_bf16_wide", NULL, 1},
+    {"moe2_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"moe2_w4a8_mxfp4_int8_f16", NULL, 1},
+    {"sm100_w4a16_u4_g128_bf16", NULL, 1},
+    {"sm100_w4a16_u4_g128_zp_f16", NULL, 1},
+    {"sm100_w8a16_u8_ch_bf16", NULL, 1},
+    {"sm100_w8a16_fp8e4m3_ch_f16", NULL, 1},
+    {"sm100_w8a16_fp8e4m3_ch_bf16", NVRTC, 1},
+    {"sm100_w4a16_mxfp4_bf16", NVRTC, 1},
+    {"sm100_w4a16_mxfp4_f16", NULL, 1},
+    {"sm100_w4a16_nvfp4_bf16", NVRTC, 1},
+    {"sm100_w8a8_fp8e4m3_ch_bf16", NULL, 1},
+    {"sm100_w8a8_int8_ch_f16", NULL, 1},
+    {"sm100_w4a8_fp8_u4_ch_bf16", NULL, 1},
+    {"sm100_w4a8_fp8_u4_g128_bf16", NULL, 1},
+    {"sm100_w4a8_int8_u4_ch_f16", NULL, 1},
+    {"sm100_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"sm100_w4a8_mxfp4_int8_f16", NULL, 1},
+    {"sm100_w4a8_mxfp4_fp8_f16_pad", NULL, 1},
+    {"moe2_sm100_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"sm120_w4a16_u4_g128_bf16", NULL, 1},
+    {"sm120_w4a16_u4_g128_zp_f16", NULL, 1},
+    {"sm120_w8a16_u8_ch_bf16", NULL, 1},
+    {"sm120_w8a16_fp8e4m3_ch_f16", NULL, 1},
+    {"sm120_w8a16_fp8e4m3_ch_bf16", NVRTC, 1},
+    {"sm120_w4a16_mxfp4_bf16", NVRTC, 1},
+    {"sm120_w4a16_mxfp4_f16", NULL, 1},
+    {"sm120_w4a16_nvfp4_bf16", NVRTC, 1},
+    {"sm120_w8a8_fp8e4m3_ch_bf16", NULL, 1},
+    {"sm120_w8a8_int8_ch_f16", NULL, 1},
+    {"sm120_w4a8_fp8_u4_ch_bf16", NULL, 1},
+    {"sm120_w4a8_fp8_u4_g128_bf16", NULL, 1},
+    {"sm120_w4a8_int8_u4_ch_f16", NULL, 1},
+    {"sm120_w4a8_mxfp4_fp8_bf16", NULL, 1},
+    {"sm120_w4a8_mxfp4_int8_f16", NULL, 1},
+    {"sm120_w4a8_mxfp4_fp8_f16_pad", NULL, 1},
+    {"moe2_sm120_w4a8_mxfp4_fp8_bf16", NULL, 1},
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 static const char *const roles[5] = {"weight", "weight_scale", "zero_point", "weight_scale_2",
                                      "bias"};
 
-static const char *vector_dir(char *buf, size_t len)
+static const char *vector_dir(int fixture, char *buf, size_t len)
 {
+    if (fixture) { /* run from the repository root, as tests/run_tests.sh does */
+        const char *f = getenv("HC_FIXTURES0119_DIR");
+        snprintf(buf, len, "%s", f && f[0] ? f : "tests/fixtures/humming0119");
+        return buf;
+    }
     const char *d = getenv("HC_SHARED_DIR");
     snprintf(buf, len, "%s/golden-0119", d && d[0] ? d : "../shared");
     return buf;
@@ -215,11 +270,41 @@ static int compare_layer_config(const char *vec, const hc_test_st_file *f,
     return !same;
 }
 
+/* Fused e8m0 (MXFP4 x fp8 / int8): 0.1.19 folds each expert's (fp8) or
+ * row's (int8) e8m0 exponents into the 11 (3) below the largest, padded rows
+ * counting as 127, and re-rounds the fp4 codes of a group whose exponent x
+ * lies below that base. So the decoded value of an element equals pre's when
+ * x >= base, else lies within half an fp4 step at the base, 2^(base-128)
+ * times the second scale. The base of the unit holding element (e, n); the
+ * expected bound on |decoded - pre| (0: equal). */
+static double fused_bound(const hc_layer_config *c, const hc_layer_meta *m,
+                          const hc_layer_tensors *pre, int64_t e, int64_t n, int64_t k)
+{
+    const uint8_t *s = pre->weight_scale.data;
+    const int64_t G = m->K / 32, int8 = c->act_format == HC_FMT_INT8;
+    int hi = !int8 && m->Np > m->N ? 127 : 0, lo = !int8 && m->Np > m->N ? 127 : 255;
+    for (int64_t r = int8 ? n : 0; r < (int8 ? n + 1 : m->N); r++)
+        for (int64_t g = 0; g < G; g++) {
+            const int x = s[(e * m->N + r) * G + g];
+            hi = x > hi ? x : hi, lo = x < lo ? x : lo;
+        }
+    const int base = hi - (hi - lo < (int8 ? 3 : 11) ? hi - lo : (int8 ? 3 : 11));
+    if (s[(e * m->N + n) * G + k / 32] >= base) return 0.0;
+    const double s2 = pre->global_scale.data ? fabs(((const float *)pre->global_scale.data)[e]) : 1.0;
+    return ldexp(1.0, base - 128) * s2;
+}
+
 /* The verifier's decoder (written apart from the transform) reads the
- * vector's own post.* back to exactly the values of its pre.*. */
+ * vector's own post.* back to exactly the values of its pre.* (fused e8m0:
+ * within fused_bound). */
 static int decode_gold(const char *vec, const hc_test_st_file *f, const hc_layer_config *c,
                        const hc_layer_meta *m, const hc_layer_tensors *pre)
 {
+    if (!hc_layer_decodable(m)) { /* sm100 raw weights, block-scaled MMA scales */
+        printf("%s: post.* not decoded: %s layers are verified from their canonical tensors\n", vec,
+               m->use_raw_weight ? "raw-weight" : "block-scaled MMA");
+        return 0;
+    }
     hc_layer_tensors gold;
     memset(&gold, 0, sizeof gold);
     for (int r = 0; r < 5; r++) {
@@ -233,13 +318,18 @@ static int decode_gold(const char *vec, const hc_test_st_file *f, const hc_layer
     hc_error err = {0};
     if (hc_verify_decode(c, m, &gold, W, NULL, &err) != HC_OK) fail_msg("%s: decode: %s", vec, err.msg);
     if (hc_dequant_pre(c, m, pre, R, NULL, &err) != HC_OK) fail_msg("%s: dequant: %s", vec, err.msg);
-    int64_t bad = 0;
+    int64_t bad = 0, moved = 0;
     for (int64_t e = 0; e < m->E; e++)
         for (int64_t i = 0; i < m->N; i++)
-            for (int64_t k = 0; k < m->K; k++)
-                bad += W[(e * m->Np + i) * m->Kp + k] != R[(e * m->N + i) * m->K + k];
-    printf("%s: post.* decoded by the verifier: %lld of %zu values differ from pre.*\n", vec,
-           (long long)bad, nr);
+            for (int64_t k = 0; k < m->K; k++) {
+                const float w = W[(e * m->Np + i) * m->Kp + k], r = R[(e * m->N + i) * m->K + k];
+                const double b = m->use_fused_e8m0 ? fused_bound(c, m, pre, e, i, k) : 0.0;
+                bad += b == 0.0 ? w != r : !(fabs((double)w - (double)r) <= b);
+                moved += w != r;
+            }
+    printf("%s: post.* decoded by the verifier: %lld of %zu values differ from pre.* "
+           "(%lld moved by the fused-e8m0 folding)\n", vec, (long long)bad, nr,
+           (long long)(moved - bad));
     free(W);
     free(R);
     hc_layer_tensors_free(&gold);
@@ -250,9 +340,10 @@ static int decode_gold(const char *vec, const hc_test_st_file *f, const hc_layer
 static int open_vector(const vector_case *vc, hc_test_st_file *f, cJSON **meta)
 {
     char dir[4096], path[4200];
-    vector_dir(dir, sizeof dir);
+    vector_dir(vc->fixture, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, vc->name);
     if (!hc_test_exists(dir)) {
+        if (vc->fixture) fail_msg("%s not found (run from the repository root)", dir);
         hc_test_skip_notice("golden", "%s not found: golden-0119 checks skipped", dir);
         return 0;
     }
@@ -477,7 +568,7 @@ static void test_versions_refused(void **state)
     (void)state;
     hc_test_st_file f;
     cJSON *meta = NULL;
-    if (!open_vector(&cases[3], &f, &meta)) {
+    if (!open_vector(&cases[3], &f, &meta)) { /* w4a16_u4_g128_bf16 */
         skip();
         return;
     }
@@ -486,7 +577,7 @@ static void test_versions_refused(void **state)
         {"--layout tiles --humming-version 0.1.18", "humming-kernels 0.1.19 only"},
         {"--layout tiles --humming-version a6455de", "humming-kernels 0.1.19 only"},
         {"--humming-version 0.1.19", "selects the tile layout"},
-        {"--layout tiles --arch sm100", "sm75-sm90"},
+        {"--layout tiles --arch sm120 --activation int4", "sm75-sm89 only"},
     };
     char *tmp = hc_test_mkdtemp("g0119v"), *in = hc_test_path_join(tmp, "in");
     char *out = hc_test_path_join(tmp, "out");
@@ -510,8 +601,19 @@ static void test_versions_refused(void **state)
     hc_test_st_close(&f);
 }
 
-/* y.humming is a sanity reference (README of golden-0119): relative RMS. */
+/* y.humming is a sanity reference (README of golden-0119): relative RMS.
+ * Humming's own MXFP4 x int8 forward lies 5.3-6.2% from the exact product of
+ * the weights its bytes hold (ours and the CPU GEMM agree to 2e-4; measured,
+ * tests/fixtures/humming0119/README.md), and the fp8 vector whose group
+ * exponents span 2^-40..2^40 sits at 1e-2: those get wider tolerances. */
 #define GOLDEN_TOL 1e-2
+
+static double golden_tol(const char *vec)
+{
+    if (strstr(vec, "mxfp4_int8")) return 8e-2;
+    if (strstr(vec, "_wide")) return 2e-2;
+    return GOLDEN_TOL;
+}
 
 static float *floats_of(const hc_tensor *t, int64_t n)
 {
@@ -554,10 +656,10 @@ static void gpu_compare(const char *vec, const hc_test_st_file *f, const hc_laye
     hc_verify_cmp h, g;
     hc_verify_compare(ye, yh, M * N, &h);
     hc_verify_compare(ye, yce, M * N, &g);
-    printf("GOLDEN-GPU %-26s our kernel on post.*: vs y.humming rel err %.3e, vs CPU GEMM rel err "
-           "%.3e (bound %.1e), non-finite %lld\n", vec, h.rel_err, g.rel_err,
-           hc_gpu_bound(c->param_format), (long long)(h.nonfinite + g.nonfinite));
-    assert_true(h.nonfinite == 0 && h.rel_err <= GOLDEN_TOL);
+    printf("GOLDEN-GPU %-26s our kernel on post.*: vs y.humming rel err %.3e (tolerance %.0e), vs "
+           "CPU GEMM rel err %.3e (bound %.1e), non-finite %lld\n", vec, h.rel_err, golden_tol(vec),
+           g.rel_err, hc_gpu_bound(c->param_format), (long long)(h.nonfinite + g.nonfinite));
+    assert_true(h.nonfinite == 0 && h.rel_err <= golden_tol(vec));
     assert_true(g.nonfinite == 0 && g.rel_err <= hc_gpu_bound(c->param_format));
     free(x), free(yh), free(yg), free(yc), free(W), free(xq), free(bias), free(ye), free(yce);
     hc_tensor_free(&tx);
@@ -577,6 +679,12 @@ static void test_vector_gpu(void **state)
     cJSON *meta = NULL;
     if (vc->refusal || !open_vector(vc, &f, &meta)) {
         skip();
+        return;
+    }
+    if (!hc_test_st_has(&f, "y.humming")) { /* sm100 / sm120 and MoE fixtures: no forward */
+        printf("%s: no y.humming (made for a GPU we do not have, or an expert stack)\n", vc->name);
+        cJSON_Delete(meta);
+        hc_test_st_close(&f);
         return;
     }
     hc_layer_config c;
@@ -603,9 +711,9 @@ static void test_vector_gpu(void **state)
 }
 
 /* The CPU reference GEMM (docs/verification.md) on the vector's own post.*,
- * with our per-token quantized activations, against y.humming; and our
- * per-token activation quantizer against Humming's x.quant * x.scale, which
- * must agree for every element of every vector. */
+ * with our per-token quantized activations, against y.humming (golden_tol);
+ * and our per-token activation quantizer against Humming's x.quant * x.scale,
+ * which must agree for every element of every vector that has them. */
 static void test_vector_cpu(void **state)
 {
     const vector_case *vc = *state;
@@ -613,6 +721,12 @@ static void test_vector_cpu(void **state)
     cJSON *meta = NULL;
     if (vc->refusal || !open_vector(vc, &f, &meta)) {
         skip();
+        return;
+    }
+    if (!hc_test_st_has(&f, "y.humming")) { /* sm100 / sm120 and MoE fixtures: no forward */
+        printf("%s: no y.humming (made for a GPU we do not have, or an expert stack)\n", vc->name);
+        cJSON_Delete(meta);
+        hc_test_st_close(&f);
         return;
     }
     hc_layer_config c;
@@ -663,9 +777,10 @@ static void test_vector_cpu(void **state)
         memcpy(ye + r * N, yc + (r * E / M * M + r) * N, (size_t)N * sizeof *ye);
     hc_verify_cmp h;
     hc_verify_compare(ye, yh, M * N, &h);
-    printf("GOLDEN-CPU %-26s CPU GEMM on post.*: vs y.humming rel err %.3e; our quantized "
-           "activations differ from x.quant in %lld\n", vc->name, h.rel_err, (long long)qdiff);
-    assert_true(h.nonfinite == 0 && h.rel_err <= GOLDEN_TOL);
+    printf("GOLDEN-CPU %-26s CPU GEMM on post.*: vs y.humming rel err %.3e (tolerance %.0e); "
+           "our quantized activations differ from x.quant in %lld\n", vc->name, h.rel_err,
+           golden_tol(vc->name), (long long)qdiff);
+    assert_true(h.nonfinite == 0 && h.rel_err <= golden_tol(vc->name));
     assert_int_equal(qdiff, 0);
     free(x), free(yh), free(W), free(bias), free(yc), free(ye);
     hc_tensor_free(&tx);
@@ -676,28 +791,41 @@ static void test_vector_cpu(void **state)
 }
 
 /* The table names every vector of the directory and no other file. */
-static void test_every_vector_listed(void **state)
+/* Vectors in directory `fixture` that the table lists; -1: no directory. */
+static long count_listed(int fixture)
 {
-    (void)state;
     char dir[4096];
-    DIR *d = opendir(vector_dir(dir, sizeof dir));
-    if (d == NULL) {
-        hc_test_skip_notice("golden", "%s not found: golden-0119 checks skipped", dir);
-        skip();
-        return;
-    }
-    size_t found = 0;
+    DIR *d = opendir(vector_dir(fixture, dir, sizeof dir));
+    if (d == NULL) return -1;
+    long found = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name), known = 0;
         if (len < 13 || strcmp(e->d_name + len - 12, ".safetensors") != 0) continue;
         for (size_t i = 0; i < N_CASES; i++)
-            known += strlen(cases[i].name) == len - 12 && !strncmp(cases[i].name, e->d_name, len - 12);
+            known += cases[i].fixture == fixture && strlen(cases[i].name) == len - 12 &&
+                     !strncmp(cases[i].name, e->d_name, len - 12);
         if (!known) fail_msg("%s/%s: a vector this test does not list", dir, e->d_name);
         found++;
     }
     closedir(d);
-    assert_int_equal(found, N_CASES);
+    return found;
+}
+
+/* The table names every vector of both directories and no other file. */
+static void test_every_vector_listed(void **state)
+{
+    (void)state;
+    long fixtures = 0;
+    for (size_t i = 0; i < N_CASES; i++) fixtures += cases[i].fixture;
+    assert_int_equal(count_listed(1), fixtures);
+    long golden = count_listed(0);
+    if (golden < 0) {
+        hc_test_skip_notice("golden", "golden-0119 not found: its vectors are not checked");
+        skip();
+        return;
+    }
+    assert_int_equal(golden, (long)N_CASES - fixtures);
 }
 
 int main(void)

@@ -50,7 +50,7 @@ static void log_plan(const hc_convert_options *opts, const hc_conv_plan *plan)
                     (long long)L->meta.N, (long long)L->meta.K,
                     hc_format_get(L->cfg.weight_format)->name,
                     hc_format_get(L->cfg.act_format)->name, hc_scale_type_name(L->meta.scale_type),
-                    plan->layout == HC_LAYOUT_TILES ? hc_layout_variant_name(&L->meta) : "canonical",
+                    plan->layout == HC_LAYOUT_TILES ? hc_layer_layout_name(&L->meta) : "canonical",
                     (long long)in, (long long)out,
                     L->why[0] ? "; " : "", L->why);
     }

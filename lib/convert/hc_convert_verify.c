@@ -135,7 +135,7 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
         snprintf(R->weight_format, sizeof R->weight_format, "%s", fname(L->cfg.weight_format));
         snprintf(R->act_format, sizeof R->act_format, "%s", fname(L->cfg.act_format));
         snprintf(R->scale_type, sizeof R->scale_type, "%s", hc_scale_type_name(m->scale_type));
-        snprintf(R->variant, sizeof R->variant, "%s", hc_layout_variant_name(m));
+        snprintf(R->variant, sizeof R->variant, "%s", hc_layer_layout_name(m));
         char g[32] = "channel";
         if (L->cfg.group_size > 0) snprintf(g, sizeof g, "g%lld", (long long)L->cfg.group_size);
         snprintf(R->format, sizeof R->format, "%s %s %s-scale x %s", fname(L->cfg.weight_format),
@@ -221,6 +221,7 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
     hc_error why = {0};
     if (hc_layer_plan(cfg, L->meta.is_moe, L->meta.E, L->meta.N, L->meta.K, m, &why) != HC_OK)
         return HC_OK;
+    if (!hc_layer_decodable(m)) return HC_OK; /* sm100 / sm120 block-scaled layouts */
     hc_status st = hc_layer_transform(cfg, m, canon, post, &why);
     if (st == HC_ERR_UNSUPPORTED) return HC_OK;
     if (st != HC_OK) HC_FAIL(err, st, "layer %s (0.1.19 tiles of the canonical tensors): %s",
@@ -231,9 +232,12 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
 
 /* What a layer is verified through: post (the tiles written, canon NULL) or,
  * for a canonical output, the 0.1.19 tiles of canon where 0.1.19 takes the
- * layer, else canon itself, decoded from its meaning. Sets *tiles (the
- * decoded tensors are tiles), *dec, cfg and m; t19 owns built tiles. */
-static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *post,
+ * layer, else canon itself, decoded from its meaning. Tiles the decoder does
+ * not read (sm100 raw weights, block-scaled MMA scales) are verified through
+ * the pre tensors they were built from. Sets *tiles (the decoded tensors are
+ * tiles), *dec, cfg and m; t19 owns built tiles. */
+static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *pre,
+                               const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, hc_layer_config *cfg,
                                hc_layer_meta *m, hc_layer_tensors *t19,
                                const hc_layer_tensors **dec, int *tiles, hc_error *err)
@@ -242,6 +246,10 @@ static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *p
     *m = L->meta;
     *dec = post;
     *tiles = 1;
+    if (canon == NULL && !hc_layer_decodable(m)) {
+        *dec = pre;
+        *tiles = 0;
+    }
     if (canon == NULL) return HC_OK;
     HC_TRY(canonical_0119(L, canon, cfg, m, t19, tiles, err));
     if (*tiles) {
@@ -285,7 +293,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     memset(&t19, 0, sizeof t19);
     const hc_layer_tensors *dec = NULL;
     int tiles = 1;
-    HC_TRY(verify_target(L, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
+    HC_TRY(verify_target(L, pre, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
     snprintf(R->verify_source, sizeof R->verify_source, "%s",
              tiles ? "tiles-0.1.19" : "canonical");
     /* without ref, the source is read by rows as the verifier needs them: a
@@ -314,8 +322,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                 by_rows ? (void *)&rs : (void *)&pr};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix),
-                              /* the kernels take no per-channel second scale: CPU only */
-                              .use_gpu = v->use_gpu && tiles && !cfg.scale_2_channel,
+                              .use_gpu = v->use_gpu && tiles,
                               .canonical = !tiles};
         hc_error verr = {0};
         hc_status vs = hc_verify_layer(&cfg, &mv, dec, &src, &p, &R->m, &verr);

@@ -50,9 +50,17 @@ typedef struct {
     hc_humming_version version;
 } hc_layer_config;
 
+/* 0.1.19 weight_scale layout of group scales (transform_humming_weight_scale). */
+typedef enum {
+    HC_SCALES_PERM = 0,  /* (E?, G, Np) permuted in chunks of 64 / 32 */
+    HC_SCALES_UMMA = 1,  /* sm100 block-scaled: int32 (E?, G/4, Np), 4 groups per word */
+    HC_SCALES_MXMMA = 2  /* sm120 block-scaled, one scale per 32 k: int32 (E?, G/2, Np/2) */
+} hc_scale_layout;
+
 /* Kernel-level decisions and shapes for one layer: 0.1.19's LayerConfig
  * properties. A canonical plan sets only the shapes (unpadded: Np = N,
- * Kp = K), the bits, the groups and the scale type and format. */
+ * Kp = K), the bits, the groups, the scale type and format and
+ * scale2_channel. */
 typedef struct {
     int64_t E;                   /* experts; 1 for a dense layer */
     int is_moe;                  /* tensors carry a leading E dim */
@@ -62,7 +70,7 @@ typedef struct {
     int kernel_weight_signed;    /* int weight with act bits == weight bits */
     int use_wgmma;               /* sm90's default MMA (not with int4 activations) */
     int transposed_mini_block;   /* the tiles' transposed mini-block order (packed-K) */
-    int use_fused_e8m0;          /* use_fused_e8m0_scale (not implemented: refused) */
+    int use_fused_e8m0;          /* use_fused_e8m0_scale: MXFP4 x fp8 / int8 (hc_layout_e8m0.c) */
     int use_int_weight_scale;    /* never in 0.1.19 for the layers we plan */
     int to_apply_on_c;           /* should_apply_bs_on_c: channel scales */
     int preprocess_int2fp;
@@ -80,14 +88,27 @@ typedef struct {
     int use_packed_k_layout;     /* sm90, 8-bit activations, even b, group 128: P = 64 rows */
     int use_native_dequant;      /* fp8 weights x fp16 on sm89: no slot interleave */
     int e8m0_as_e5m0;            /* e8m0 scales with fp16 output: re-biased bytes */
+    int fused_split_sign;        /* fused e8m0 x fp8 (interleave mode 2): each tile slot
+                                    holds the magnitude of the code in slot order and the
+                                    sign of the interleaved one */
+    int scale2_channel;          /* the output's second scale is per channel: (E?, Np)
+                                    in the layer dtype, perm32 as a bias (canonical:
+                                    (E?, N) unpermuted). Set by the plan from
+                                    cfg->scale_2_channel and for fused e8m0 x int8;
+                                    the one flag every consumer of outputs reads */
+    int use_umma;                /* sm100 LayerConfig.is_umma_supported */
+    int use_raw_weight;          /* sm100 UMMA: padded row-packed words (E?, Np, Kp*b/32) */
+    int use_block_scaled_mma;    /* sm100 UMMA / sm120 MXMMA with block-scaled operands */
+    hc_scale_layout scale_layout; /* group scales of block-scaled MMA */
 } hc_layer_meta;
 
 /* The tensors of one layer. Absent tensors have data == NULL. */
 typedef struct {
     hc_tensor weight, weight_scale, zero_point, bias;
     hc_tensor global_scale;  /* the second scale: (E,) / (1,) F32, or per channel
-                                (cfg->scale_2_channel) (E?, N) in the layer dtype;
-                                post: (E?, Np) permuted as a bias */
+                                (pre: cfg->scale_2_channel) (E?, N) in the layer
+                                dtype; post: meta->scale2_channel, (E?, Np)
+                                permuted as a bias */
     int weight_e0m;  /* post, 0.1.19: the symmetric integer codes were recoded as
                         sign-magnitude float{b}e0m{b-1} (hc_layer_e0m_applies) */
 } hc_layer_tensors;
@@ -95,7 +116,8 @@ typedef struct {
 /* Validates cfg for the given shapes and decides the kernel-level options.
  * N, K are the unpadded sizes, E the expert count (is_moe: tensors have an
  * expert dim). 0.1.19: vLLM's padding (N to 256, K to 128) and the
- * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90. Canonical:
+ * LayerConfig decisions of humming-kernels 0.1.19 for sm75-sm90, sm100 and
+ * sm120 (fused e8m0 included). Canonical:
  * the checks of humming-kernels 0.1.19's schema and LayerConfig for cfg->sm
  * (hc_layout_canonical.c), no padding and no kernel decisions. Fails with
  * HC_ERR_UNSUPPORTED (message saying what is supported) for combinations the
@@ -117,7 +139,7 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
  * values), malloc'ed compact text; NULL when out of memory or for a canonical
  * plan (vLLM decides the LayerConfig at load).
  * has_bias / has_scale_2: the layer has a bias / a second scale (per tensor,
- * or per channel with cfg->scale_2_channel). */
+ * or per channel: meta->scale2_channel). */
 char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta, int has_bias,
                            int has_scale_2, int weight_e0m);
 
@@ -141,5 +163,14 @@ void hc_layer_tensors_free(hc_layer_tensors *t);
 const char *hc_layout_variant_name(const hc_layer_meta *meta);
 /* Name of a scale type as in Humming's schema: "channel", "group", ... */
 const char *hc_scale_type_name(hc_scale_type t);
+
+/* Whether the verifier's decoder and our GPU kernels read the layer's 0.1.19
+ * tensors: not the sm100 raw weights nor the block-scaled MMA scale layouts
+ * (such layers are verified from their canonical tensors). */
+int hc_layer_decodable(const hc_layer_meta *meta);
+
+/* The weight layout's name in records and logs: hc_layout_variant_name, or
+ * "raw" for 0.1.19's sm100 raw weights. */
+const char *hc_layer_layout_name(const hc_layer_meta *meta);
 
 #endif

@@ -200,5 +200,6 @@ hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_
     m->G = K / m->group_size;
     m->scale_type = cfg->scale_type;
     m->scale_format = cfg->scale_format;
+    m->scale2_channel = cfg->scale_2_channel; /* kept as the input has it */
     return HC_OK;
 }

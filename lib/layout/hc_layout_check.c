@@ -120,6 +120,10 @@ hc_status hc_layout_check_0119(const hc_layer_config *cfg, const hc_layer_meta *
     if (pre->global_scale.data && cfg->scale_type == HC_SCALE_BLOCK)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "weight_scale_2: humming-kernels 0.1.19 takes a second "
                 "scale only with group scales or channel scales");
+    if (pre->global_scale.data && m->scale2_channel && !cfg->scale_2_channel)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "weight_scale_2: MXFP4 weights with int8 activations "
+                "take a per-channel second scale in humming-kernels 0.1.19 (its "
+                "check_and_pad_tensors refuses a per-tensor one)");
     /* the recoding also moves float zero points; not implemented */
     if (cfg->has_zero_point && hc_layer_e0m_applies(cfg, m, pre))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "weight: the %s expert weights with float zero points "

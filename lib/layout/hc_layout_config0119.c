@@ -25,6 +25,16 @@ const char *hc_humming_version_name(hc_humming_version v)
     return v == HC_HUMMING_0_1_19 ? "0.1.19" : "canonical";
 }
 
+int hc_layer_decodable(const hc_layer_meta *meta)
+{
+    return !meta->use_raw_weight && meta->scale_layout == HC_SCALES_PERM;
+}
+
+const char *hc_layer_layout_name(const hc_layer_meta *meta)
+{
+    return meta->use_raw_weight ? "raw" : hc_layout_variant_name(meta);
+}
+
 static const char *fname(hc_format_id f) { return hc_format_get(f)->name; }
 
 /* LayerConfig.b_dtype: integer weights are signed exactly when the
@@ -87,9 +97,11 @@ static void add_dtypes(cJSON *o, const hc_layer_config *c, const hc_layer_meta *
 static void add_scales(cJSON *o, const hc_layer_config *c, const hc_layer_meta *m, int has_bias,
                        int has_scale_2)
 {
+    /* fused e8m0 always has one: the folded exponent base, per channel with
+     * int8 activations (meta->scale2_channel) */
     int s2 = c->scale_type == HC_SCALE_GROUP_TENSOR ||
-             (has_scale_2 && c->scale_type != HC_SCALE_TENSOR);
-    const char *s2_type = !s2 ? "none" : c->scale_2_channel ? "channel" : "tensor";
+             (has_scale_2 && c->scale_type != HC_SCALE_TENSOR) || m->use_fused_e8m0;
+    const char *s2_type = !s2 ? "none" : m->scale2_channel ? "channel" : "tensor";
     cJSON_AddNumberToObject(o, "input_scale_group_size", 0);
     cJSON_AddNumberToObject(o, "weight_scale_group_size",
                             (double)(c->group_size > 0 ? c->group_size : 0));

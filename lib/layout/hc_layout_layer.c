@@ -1,7 +1,7 @@
 /* hc_layout_layer.c - hc_layer_transform: humming-kernels 0.1.19's
- * transform_humming_tensors (pad, weight repack - tiled, packed-K or flat -,
- * scales with e8m0 re-biased for fp16 output, zero points, bias, second
- * scale). Works on padded copies that always carry an expert dim; the
+ * transform_humming_tensors (pad, fused e8m0, weight repack - tiled,
+ * packed-K, flat or raw -, scales with e8m0 re-biased for fp16 output or as
+ * UMMA / MXMMA words, zero points, bias, second scale). Works on padded copies that always carry an expert dim; the
  * outputs drop it again for dense layers. */
 #include <stdlib.h>
 #include <string.h>
@@ -162,8 +162,8 @@ static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_tensor *o
     return hc_repack_weight(&p, wk->w.data, out->data, err);
 }
 
-/* 0.1.19 flat weights: signed codes, the top bit of each code flipped (int8
- * minus 128, int4 minus 8, and the ldmatrix path's sign flip are all that). */
+/* 0.1.19 flat and raw weights: signed codes, the top bit of each code flipped
+ * (int8 minus 128, int4 minus 8, and the ldmatrix path's sign flip are all that). */
 static uint32_t flat_xor(const hc_layer_meta *m)
 {
     if (!m->use_ldmatrix_dequant && !m->int8_byte_flip && !m->int4_nibble_flip) return 0;
@@ -178,9 +178,10 @@ static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_t
                                 hc_error *err)
 {
     int b = m->weight_bits;
-    if (m->use_flat_weight) {
+    if (m->use_flat_weight || m->use_raw_weight) {
         HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->Np, m->Kp * b / 32, err));
-        hc_flat_weight(wk->w.data, out->data, m->E, m->Np, m->Kp, b, flat_xor(m));
+        if (m->use_raw_weight) hc_raw_weight(wk->w.data, out->data, (int64_t)(out->nbytes / 4), flat_xor(m));
+        else hc_flat_weight(wk->w.data, out->data, m->E, m->Np, m->Kp, b, flat_xor(m));
         return HC_OK;
     }
     if (!m->use_packed_k_layout) return repack(m, wk, out, err);
@@ -192,12 +193,23 @@ static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_t
     return st;
 }
 
-/* 5.4: block scales transposed; others (E, Np, G) -> (E?, G, Np) permuted. */
+/* 5.4: block scales transposed; others (E, Np, G) -> (E?, G, Np) permuted;
+ * 0.1.19 block-scaled MMA: UMMA / MXMMA words. */
 static hc_status layout_scales(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
                                hc_error *err)
 {
     const hc_tensor *s = &wk->s;
     size_t es = (size_t)hc_dtype_bits(s->dtype) / 8;
+    if (m->scale_layout == HC_SCALES_UMMA) { /* e8m0 bytes of block-scaled MMA */
+        HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->G / 4, m->Np, err));
+        hc_umma_scales(s->data, out->data, m->E, m->Np, m->G);
+        return HC_OK;
+    }
+    if (m->scale_layout == HC_SCALES_MXMMA) {
+        HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->G / 2, m->Np / 2, err));
+        hc_mxmma_scales(s->data, out->data, m->E, m->Np, m->G);
+        return HC_OK;
+    }
     HC_TRY(alloc_out(out, s->dtype, m, 2, s->shape[2], s->shape[1], err));
     if (m->scale_type == HC_SCALE_BLOCK)
         hc_transpose_last2(s->data, out->data, m->E, s->shape[1], s->shape[2], es);
@@ -262,10 +274,14 @@ static hc_status run_steps(const hc_layer_config *cfg, const hc_layer_meta *plan
         m = &e0m_meta;
     }
     HC_TRY(pad_inputs(cfg, m, pre, post->weight_e0m, wk, err));
-    if (pre->global_scale.data && !cfg->scale_2_channel)
+    if (m->use_fused_e8m0) /* its second scale: the folded exponent base */
+        HC_TRY(hc_fused_e8m0_step(cfg, m, &pre->global_scale, wk->w.data, wk->s.data, &wk->s2,
+                                  &post->global_scale, err));
+    else if (pre->global_scale.data && !m->scale2_channel)
         HC_TRY(alloc_global(m, &pre->global_scale, &post->global_scale, err));
     if (wk->zp.data && wk->zp.dtype == HC_DT_I32) HC_TRY(unpack_zero_points(m, wk, err));
     HC_TRY(arrange_weight(m, wk, &post->weight, err));
+    if (m->fused_split_sign) hc_split_sign_words(post->weight.data, (int64_t)(post->weight.nbytes / 4));
     if (m->e8m0_as_e5m0 && wk->s.data) hc_e8m0_as_e5m0(wk->s.data, (int64_t)wk->s.nbytes);
     if (wk->s.data) HC_TRY(layout_scales(m, wk, &post->weight_scale, err));
     if (wk->zp.data) HC_TRY(layout_zero_point(m, wk, &post->zero_point, err));

@@ -38,6 +38,27 @@ void hc_zp_pack_bytes(const uint8_t *codes, uint8_t *out, int64_t count, int b);
 hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                                   int64_t K, hc_layer_meta *meta, hc_error *err);
 
+/* 0.1.19 fused e8m0 (hc_layout_e8m0.c): process_mxfp4_w4a8 on one fp4 code,
+ * shifted down by d exponent steps (-0 becomes +0 first). */
+uint32_t hc_fp4_fold(uint32_t code, int d);
+
+/* 0.1.19 fused e8m0 on the padded working tensors: fp4 words w (E, Np, Kp/8)
+ * and e8m0 scale bytes s (E, Np, G) padded with 127, group size 32, in place
+ * (the K padding of real rows becomes their largest exponent, exponents are
+ * folded into the offsets Humming keeps, codes re-rounded). The new
+ * weight_scale_2: m->scale2_channel, s2 (the padded (E, 1, Np) per-channel
+ * copy in the layer dtype, allocated when its data is NULL) scaled in place;
+ * else gs_out gets it from gs_in (float32 (E?); data NULL: 1). On failure s2
+ * may stay allocated (its owner frees it). HC_ERR_UNSUPPORTED where 0.1.19's
+ * preprocessing overflows. */
+hc_status hc_fused_e8m0_step(const hc_layer_config *cfg, const hc_layer_meta *m,
+                             const hc_tensor *gs_in, uint32_t *w, uint8_t *s, hc_tensor *s2,
+                             hc_tensor *gs_out, hc_error *err);
+
+/* Interleave mode 2 of 0.1.19's repack (fused e8m0 x fp8), in place on tiled
+ * words of 4-bit codes and 8-bit activations written in mode 3. */
+void hc_split_sign_words(uint32_t *w, int64_t count);
+
 /* hc_layer_plan for cfg->version == HC_HUMMING_0_1_19 (hc_layout_plan0119.c). */
 hc_status hc_layer_plan_0119(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                              int64_t K, hc_layer_meta *meta, hc_error *err);
@@ -54,6 +75,18 @@ void hc_flat_weight(const uint32_t *in, uint32_t *out, int64_t E, int64_t N, int
  * b words of each lane split into two halves of b/2 (b even). */
 void hc_packed_k_permute(const uint32_t *in, uint32_t *out, int64_t E, int64_t N, int64_t K,
                          int b);
+
+/* 0.1.19 raw weight (use_raw_weight, sm100 UMMA): the padded row-packed words
+ * (E, N, K*b/32), each XORed with `xor_mask`; count words. */
+void hc_raw_weight(const uint32_t *in, uint32_t *out, int64_t count, uint32_t xor_mask);
+
+/* 0.1.19 block-scaled group scales, bytes (E, N, G) -> int32 words of 4 bytes.
+ * UMMA (sm100): (E, G/4, N), the word at (q, 128 nb + 4 j + i) holding groups
+ * 4q..4q+3 of row 128 nb + 32 i + j (N % 128 == 0, G % 4 == 0). MXMMA (sm120,
+ * one scale per 32 k of 8-bit activations): (E, G/2, N/2), the word at (q,
+ * 8 nb + j) holding groups 2q, 2q+1 of rows 16 nb + j, 16 nb + 8 + j. */
+void hc_umma_scales(const uint8_t *in, uint8_t *out, int64_t E, int64_t N, int64_t G);
+void hc_mxmma_scales(const uint8_t *in, uint8_t *out, int64_t E, int64_t N, int64_t G);
 
 /* In place on `count` e8m0 scale bytes: Humming's pack_e8m0_scale_for_fp16,
  * x -> clamp(x - 112, 0, 30) << 3 (padded E5M0: 2^-14 .. 2^15). */

@@ -1,8 +1,8 @@
 /* hc_layout_plan0119.c - the decisions humming-kernels 0.1.19 makes for one
  * layer (LayerConfig in humming/config/config.py, is_humming_schema_compatible
  * in humming/schema/humming.py, transform_humming_weight in
- * humming/transform.py) for the GPUs whose layout we reproduce (sm75-sm90),
- * and vLLM 0.33's padding (N to a multiple of 256, K to 128). */
+ * humming/transform.py) for the GPUs whose layout we reproduce (sm75-sm90,
+ * sm100, sm120), and vLLM 0.33's padding (N to a multiple of 256, K to 128). */
 #include "hc_layout.h"
 #include "hc_layout_ops.h"
 
@@ -71,14 +71,45 @@ static hc_status check_dtypes(const hc_layer_config *c, hc_error *err)
     return HC_OK;
 }
 
+/* MXFP4 x fp8 e4m3 / int8 (LayerConfig.use_fused_e8m0_scale): fp4 weights with
+ * e8m0 group scales, unless the GPU's block-scaled MMA takes fp8 x fp4 natively. */
+static int is_fused_e8m0(const hc_layer_config *c, int block_scaled_mma)
+{
+    return (c->act_format == HC_FMT_F8E4M3 || c->act_format == HC_FMT_INT8) &&
+           c->weight_format == HC_FMT_F4E2M1 && c->scale_format == HC_FMT_F8E8M0 &&
+           c->group_size > 0 && !(block_scaled_mma && c->act_format == HC_FMT_F8E4M3);
+}
+
+/* What 0.1.19's fused-e8m0 preprocessing can take: process_mxfp4_w4a8_weight
+ * folds one e8m0 exponent per 32 codes (it asserts that count), and with int8
+ * activations the second scale becomes per channel, which a per-tensor input
+ * scale cannot be (check_and_pad_tensors expands it as float32 and its own
+ * validation then refuses it). */
+static hc_status check_fused_e8m0(const hc_layer_config *c, hc_error *err)
+{
+    if (c->group_size != 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "MXFP4 weights with %s activations need group size 32 "
+                "(humming-kernels 0.1.19's fused-e8m0 path folds one scale per 32 codes; got "
+                "%lld)", fmt(c->act_format)->name, (long long)c->group_size);
+    if (c->scale_type != HC_SCALE_GROUP && c->scale_type != HC_SCALE_GROUP_TENSOR)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "MXFP4 weights with %s activations need group scales",
+                fmt(c->act_format)->name);
+    if (c->act_format == HC_FMT_INT8 && c->scale_type == HC_SCALE_GROUP_TENSOR)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "MXFP4 weights with a per-tensor weight_scale_2 and "
+                "int8 activations: humming-kernels 0.1.19 makes the second scale per channel "
+                "there and fails on a per-tensor one (check_and_pad_tensors)");
+    return HC_OK;
+}
+
 /* Weights against integer activations (is_humming_schema_compatible). */
 static hc_status check_int_act(const hc_layer_config *c, hc_error *err)
 {
     const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
+    if (is_fused_e8m0(c, 0)) return check_fused_e8m0(c, err);
     if (!is_int(c->weight_format))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with %s activations: integer activations "
-                "take integer weights (MXFP4 x int8, the fused-e8m0 path, is not implemented "
-                "for 0.1.19 yet)", b->name, a->name);
+                "take integer weights, or MXFP4 (float4e2m1 with float8e8m0 scales per 32) "
+                "with int8 activations", b->name, a->name);
     if (b->bits > a->bits)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights with %s activations", b->bits, a->name);
     if (c->has_zero_point && b->bits == a->bits)
@@ -113,14 +144,6 @@ static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
     return HC_OK;
 }
 
-/* MXFP4 x fp8 / int8 (use_fused_e8m0_scale). */
-static int is_fused_e8m0(const hc_layer_config *c)
-{
-    return (c->act_format == HC_FMT_F8E4M3 || c->act_format == HC_FMT_INT8) &&
-           c->weight_format == HC_FMT_F4E2M1 && c->scale_format == HC_FMT_F8E8M0 &&
-           c->group_size > 0;
-}
-
 /* Scale type against group sizes (LayerConfig.__post_init__, group limits). */
 static hc_status check_scales(const hc_layer_config *c, hc_error *err)
 {
@@ -153,21 +176,58 @@ static hc_status check_scales(const hc_layer_config *c, hc_error *err)
     return HC_OK;
 }
 
+/* LayerConfig.is_umma_supported (sm100 family) for per-token activations. */
+static int umma_supported(const hc_layer_config *c)
+{
+    if (c->sm / 10 != 10 && c->sm / 10 != 11) return 0;
+    const int block = c->scale_type == HC_SCALE_BLOCK, gs = (int)c->group_size;
+    const int epilogue = gs == 0 && !block; /* no group / block weight scales */
+    const int mx = !block && (gs == 0 || (gs == 32 && c->scale_format == HC_FMT_F8E8M0));
+    const int fp8_act = c->act_format == HC_FMT_F8E4M3 || c->act_format == HC_FMT_F8E5M2;
+    if (fmt(c->act_format)->bits == 16) return 1; /* f16 / bf16 UMMA */
+    if (fp8_act) return epilogue || mx;
+    return c->act_format == HC_FMT_INT8 && (c->sm == 100 || c->sm == 110) &&
+           is_int(c->weight_format) && epilogue;
+}
+
+/* LayerConfig.mxmma_supported (sm120 family) for per-token activations. */
+static int mxmma_supported(const hc_layer_config *c)
+{
+    if (c->sm / 10 != 12 || c->scale_type == HC_SCALE_BLOCK) return 0;
+    if (c->act_format != HC_FMT_F8E4M3 && c->act_format != HC_FMT_F8E5M2) return 0;
+    return c->group_size == 0 || (c->group_size == 32 && c->scale_format == HC_FMT_F8E8M0);
+}
+
+/* Whether 0.1.19's use_native_dequant depends on the CUDA compiler Humming
+ * finds at run time, beyond what vLLM 0.33's CUDA 13 implies: bfloat16
+ * activations with fp4 / fp6 / fp8 weights on sm100+ take it from NVRTC 13.2
+ * (LayerConfig.use_native_dequant), and the slots of the tiles change. */
+static int native_dequant_depends_on_nvrtc(const hc_layer_config *c)
+{
+    const hc_format_id b = c->weight_format;
+    return c->sm >= 100 && c->act_format == HC_FMT_BF16 &&
+           (b == HC_FMT_F4E2M1 || b == HC_FMT_F6E3M2 || b == HC_FMT_F6E2M3 || is_fp8(b));
+}
+
 static hc_status check_config(const hc_layer_config *c, hc_error *err)
 {
-    if (c->sm < 75 || c->sm > 90)
+    if (c->sm < 75 || (c->sm > 90 && c->sm != 100 && c->sm != 120))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "humming-kernels 0.1.19 tiles are implemented for "
-                "sm75-sm90 (sm%d: its UMMA / MXMMA layouts are not implemented yet)", c->sm);
+                "sm75-sm90, sm100 and sm120 (got sm%d)", c->sm);
     HC_TRY(check_dtypes(c, err));
+    if (native_dequant_depends_on_nvrtc(c))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s weights with bfloat16 activations on sm%d: "
+                "humming-kernels 0.1.19 lays them out for native dequantization only when it "
+                "compiles with NVRTC >= 13.2 (LayerConfig.use_native_dequant), so the tiles "
+                "depend on the serving machine's toolchain; use float16 or the canonical layout",
+                fmt(c->weight_format)->name, c->sm);
     const hc_format_info *b = fmt(c->weight_format);
     if (b->bits > 8 || b->bits > fmt(c->act_format)->bits)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights need %s activations", b->bits,
                 b->bits > 4 ? "8- or 16-bit" : "4-, 8- or 16-bit");
-    if (is_fused_e8m0(c))
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "MXFP4 weights with %s activations (humming-kernels "
-                "0.1.19's fused-e8m0 path) are not implemented for 0.1.19 yet: use 16-bit "
-                "activations or the canonical layout", fmt(c->act_format)->name);
     HC_TRY(is_int(c->act_format) ? check_int_act(c, err) : check_float_act(c, err));
+    if (!is_int(c->act_format) && is_fused_e8m0(c, mxmma_supported(c) || umma_supported(c)))
+        HC_TRY(check_fused_e8m0(c, err));
     return check_scales(c, err);
 }
 
@@ -194,22 +254,48 @@ static hc_status check_shape(const hc_layer_config *c, hc_layer_meta *m, hc_erro
     return HC_OK;
 }
 
+/* sm100 / sm120: raw weights, block-scaled MMA and its scale layout. */
+static void decide_blackwell(const hc_layer_config *c, hc_layer_meta *m)
+{
+    const int umma = umma_supported(c), a = m->act_bits, b = m->weight_bits;
+    m->use_umma = umma;
+    const hc_format_id w = c->weight_format;
+    m->use_block_scaled_mma = mxmma_supported(c) ||
+                              (umma && !is_int(c->act_format) && a <= 8 && c->group_size > 0);
+    if (a == b) m->use_raw_weight = umma;
+    else m->use_raw_weight = umma && is_fp8(c->act_format) &&
+                             (w == HC_FMT_F4E2M1 || w == HC_FMT_F6E3M2 || w == HC_FMT_F6E2M3);
+    if (m->use_block_scaled_mma && c->scale_type != HC_SCALE_CHANNEL &&
+        c->scale_type != HC_SCALE_TENSOR)
+        m->scale_layout = c->sm / 10 == 12 ? HC_SCALES_MXMMA : HC_SCALES_UMMA;
+}
+
 /* The LayerConfig properties that shape the tensors. */
 static void decide(const hc_layer_config *c, hc_layer_meta *m)
 {
     int a = m->act_bits, b = m->weight_bits, wint = is_int(c->weight_format);
     int aint = is_int(c->act_format), zp = c->has_zero_point;
     m->use_wgmma = c->sm / 10 == 9 && c->act_format != HC_FMT_INT4; /* default MMA only */
+    if (c->sm >= 100) decide_blackwell(c, m);
     m->use_ldmatrix_dequant = !zp && wint && ((c->act_format == HC_FMT_INT8 && b == 4) ||
                                               (c->act_format == HC_FMT_INT4 && b == 2));
-    m->use_flat_weight = m->use_ldmatrix_dequant || a == b;
+    m->use_flat_weight = m->use_ldmatrix_dequant || (a == b && !m->use_raw_weight);
+    m->use_fused_e8m0 = is_fused_e8m0(c, m->use_block_scaled_mma);
+    /* the fused path prefers packed-K only with input groups >= 128 (never per token) */
     m->use_packed_k_layout = c->sm / 10 == 9 && !m->use_flat_weight && a == 8 && b % 2 == 0 &&
-                             c->group_size == 128;
+                             c->group_size == 128 && !m->use_fused_e8m0;
     m->transposed_mini_block = m->use_packed_k_layout;
-    m->use_native_dequant = !m->use_flat_weight && c->sm / 10 != 9 && c->sm >= 89 &&
-                            c->act_format == HC_FMT_F16 &&
-                            (c->weight_format == HC_FMT_F8E4M3 || c->weight_format == HC_FMT_F8E5M2);
-    m->to_apply_on_c = c->group_size == 0;  /* should_apply_bs_on_c */
+    /* float16 activations (bfloat16 ones on sm100+ are refused: NVRTC-dependent) */
+    const hc_format_id w = c->weight_format;
+    m->use_native_dequant = !m->use_flat_weight && !m->use_raw_weight && c->sm / 10 != 9 &&
+                            c->sm >= 89 && c->act_format == HC_FMT_F16 &&
+                            (w == HC_FMT_F8E4M3 || w == HC_FMT_F8E5M2 ||
+                             (c->sm >= 100 && (w == HC_FMT_F4E2M1 || w == HC_FMT_F6E3M2 ||
+                                               w == HC_FMT_F6E2M3)));
+    /* should_apply_bs_on_c */
+    if (m->use_fused_e8m0) m->to_apply_on_c = 0;
+    else if (m->use_block_scaled_mma && c->sm / 10 == 12) m->to_apply_on_c = c->scale_type == HC_SCALE_CHANNEL;
+    else m->to_apply_on_c = c->group_size == 0;
     m->kernel_weight_signed = wint && aint && a == b;
     m->int8_byte_flip = c->act_format == HC_FMT_INT8 && wint && b == 8;
     m->int4_nibble_flip = c->act_format == HC_FMT_INT4 && wint && b == 4;
@@ -217,7 +303,13 @@ static void decide(const hc_layer_config *c, hc_layer_meta *m)
         m->preprocess_int2fp = a < 16 || (c->act_format == HC_FMT_BF16 && b > (zp ? 6 : 7));
     m->zp_in_repack = m->preprocess_int2fp && zp && !c->is_fp_zero_point;
     m->e8m0_as_e5m0 = c->scale_format == HC_FMT_F8E8M0 && c->param_format == HC_FMT_F16 &&
-                      c->scale_type != HC_SCALE_TENSOR;
+                      c->scale_type != HC_SCALE_TENSOR && !m->use_fused_e8m0 &&
+                      !m->use_block_scaled_mma;
+    /* fused e8m0: fp8 activations repack with interleave mode 2; int8 ones get a
+     * per-channel second scale (prepare_layer_config's use_channel_scale_2), as
+     * does an input whose second scale is per channel */
+    m->fused_split_sign = m->use_fused_e8m0 && c->act_format == HC_FMT_F8E4M3;
+    m->scale2_channel = c->scale_2_channel || (m->use_fused_e8m0 && c->act_format == HC_FMT_INT8);
     m->scale_type = c->scale_type;
     m->scale_format = c->scale_format;
 }

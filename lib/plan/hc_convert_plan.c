@@ -41,13 +41,14 @@ static void set_desc_e(hc_out_desc *d, hc_dtype dt, const hc_layer_meta *m, int6
 }
 
 /* The weight: tiles (E?, Kp/P, Np*P*b/32); 0.1.19 packed-K has P = 64 and
- * flat weights keep the row-packed shape (E?, Np, Kp*b/32). */
+ * flat and raw weights keep the row-packed shape (E?, Np, Kp*b/32). */
 static void describe_weight(hc_conv_layer *L)
 {
     const hc_layer_meta *m = &L->meta;
     int64_t Np = m->Np, Kp = m->Kp, b = m->weight_bits;
     int64_t P = m->use_packed_k_layout ? 64 : 256 / m->act_bits;
-    if (m->use_flat_weight) set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Np, Kp * b / 32);
+    if (m->use_flat_weight || m->use_raw_weight)
+        set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Np, Kp * b / 32);
     else set_desc_e(&L->out[HC_ROLE_WEIGHT], HC_DT_I32, m, Kp / P, Np * P * b / 32);
 }
 
@@ -62,7 +63,11 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
     int64_t G = c->group_size > 0 ? Kp / c->group_size : 1;
     hc_dtype param = hc_dtype_of_format(c->param_format);
     describe_weight(L);
-    if (m->scale_type == HC_SCALE_BLOCK)
+    if (m->scale_layout == HC_SCALES_UMMA) /* 0.1.19 block-scaled MMA: int32 words */
+        set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_I32, m, G / 4, Np);
+    else if (m->scale_layout == HC_SCALES_MXMMA)
+        set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_I32, m, G / 2, Np / 2);
+    else if (m->scale_type == HC_SCALE_BLOCK)
         set_desc_e(&L->out[HC_ROLE_SCALE], HC_DT_F32, m, Kp / c->group_size, Np / c->group_size_n);
     else if (m->scale_type != HC_SCALE_TENSOR)
         set_desc_e(&L->out[HC_ROLE_SCALE], hc_dtype_of_format(m->scale_format), m, G, Np);
@@ -72,10 +77,11 @@ void hc_conv_describe_outputs(hc_conv_layer *L)
         set_desc_e(&L->out[HC_ROLE_ZERO], HC_DT_I32, m, G, Np * (m->weight_bits <= 4 ? 4 : 8) / 32);
     }
     int64_t row2[2] = {m->E, Np}, row1[1] = {Np}; /* (E?, Np): bias, channel second scale */
-    if (L->has_global && c->scale_2_channel) {
+    int has_s2 = L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale;
+    if (has_s2 && m->scale2_channel) {
         if (m->is_moe) set_desc(&L->out[HC_ROLE_GLOBAL], param, 2, row2);
         else set_desc(&L->out[HC_ROLE_GLOBAL], param, 1, row1);
-    } else if (L->has_global || m->use_fused_e8m0 || m->use_int_weight_scale) {
+    } else if (has_s2) {
         int64_t shape[1] = {m->E};
         set_desc(&L->out[HC_ROLE_GLOBAL], HC_DT_F32, 1, shape);
     }

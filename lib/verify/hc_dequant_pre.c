@@ -147,21 +147,24 @@ int hc_dequant_pre_lossless(const hc_layer_config *cfg, const hc_layer_meta *m,
 {
     if (m->use_int_weight_scale) return 0;
     if (!m->use_fused_e8m0) return 1;
-    /* 5.3: lossless iff no group needs shifting: per expert the byte range
-     * (padding byte 127 included when there is padding) fits in Rmax. */
-    int rmax = cfg->act_format == HC_FMT_INT8 ? 3 : 12;
-    int64_t per = pre->weight_scale.nbytes / (size_t)m->E;
-    int padded = m->Np != m->N || m->Kp != m->K;
+    /* 0.1.19 fused e8m0: lossless iff no group needs shifting, i.e. the byte
+     * range of each unit fits in Rmax (11 with fp8 activations, 3 with int8
+     * ones). Units are rows when the second scale is per channel (always with
+     * int8), else experts, whose padded rows add byte 127 (the K padding
+     * repeats each row's largest byte: no new range). docs/layout.md, fused e8m0. */
+    const int rmax = cfg->act_format == HC_FMT_INT8 ? 3 : 11;
+    const int64_t total = (int64_t)pre->weight_scale.nbytes;
+    const int64_t units = m->scale2_channel ? m->E * m->N : m->E, unit = total / units;
+    const int padded = !m->scale2_channel && m->Np != m->N;
     const uint8_t *s = pre->weight_scale.data;
-    for (int64_t e = 0; e < m->E; e++) {
+    for (int64_t u = 0; u < units; u++) {
         int hi = padded ? 127 : 0, lo = padded ? 127 : 255;
-        for (int64_t i = 0; i < per; i++) {
-            int v = s[e * per + i];
-            if (v > hi) hi = v;
-            if (v < lo) lo = v;
+        for (int64_t i = 0; i < unit; i++) {
+            const int v = s[u * unit + i];
+            hi = v > hi ? v : hi;
+            lo = v < lo ? v : lo;
         }
         if (hi - lo > rmax) return 0;
     }
-    (void)cfg;
     return 1;
 }

@@ -138,6 +138,7 @@ static int scale_kind(const hc_layer_meta *m, const hc_tensor *s)
 {
     if (m->scale_type == HC_SCALE_TENSOR || s->data == NULL) return HCK_S_NONE;
     if (m->scale_type == HC_SCALE_BLOCK) return HCK_S_BLOCK;
+    if (m->use_fused_e8m0) return HCK_S_EXP;
     if (m->e8m0_as_e5m0) return HCK_S_E5M0;
     if (s->dtype == HC_DT_F16) return HCK_S_F16;
     if (s->dtype == HC_DT_BF16) return HCK_S_BF16;
@@ -169,7 +170,10 @@ void hc_gpu_describe(const hc_layer_config *cfg, const hc_layer_meta *m,
                  : z->dtype == HC_DT_I32 ? HCK_Z_INT
                  : z->dtype == HC_DT_BF16 ? HCK_Z_BF16 : HCK_Z_F16;
     d->bias_kind = post->bias.data == NULL ? 0 : post->bias.dtype == HC_DT_BF16 ? 2 : 1;
-    d->global_count = post->global_scale.data ? (int)post->global_scale.shape[0] : 0;
+    d->global_channel = post->global_scale.data && m->scale2_channel;
+    d->global_count = post->global_scale.data && !m->scale2_channel ? (int)post->global_scale.shape[0] : 0;
+    d->split_sign = m->fused_split_sign;
+    d->scale_exp_add = m->use_fused_e8m0 && cfg->act_format == HC_FMT_INT8;
     d->out_bf16 = cfg->param_format == HC_FMT_BF16;
     d->act_quant = act_quant_of(cfg->act_format);
     d->weight = post->weight.data, d->weight_bytes = post->weight.nbytes;
@@ -197,9 +201,6 @@ static hc_status create(const hc_layer_config *cfg, const hc_layer_meta *meta,
     if (hc_gpu_available(why, sizeof why) <= 0) HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s", why);
     if (meta->version != HC_HUMMING_0_1_19)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "GPU: the kernels run humming-kernels 0.1.19 layouts only");
-    if (cfg->scale_2_channel)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "GPU: the kernels take a per-tensor second scale only "
-                "(this layer's weight_scale_2 is per channel)");
     hck_desc d;
     hc_gpu_describe(cfg, meta, post, &d);
     int rc = K.create(&d, L, why, sizeof why);

@@ -71,11 +71,14 @@ typedef struct {
     double *scale;      /* (E, Np, G), or block (E, Np/gn, Kp/gk); NULL: 1 */
     double *zero;       /* (E, Np, G) zero point as a number; NULL: none */
     int *zcode;         /* (E, Np, G) integer zero-point codes (int zp only) */
-    double *global;     /* (E); NULL: 1 */
+    double *global;     /* (E), or (E, Np) for a per-channel second scale; NULL: 1 */
+    int global_rows;    /* global is per channel */
     /* the 32 values of a lane (spec 4.3 inverted), fixed per layer: the value u
      * sits at n = 64 nb + 4 a j + lane / 4 + dn[u], k = P kb + R (lane % 4) + dk[u],
      * in padded word wd[u] at bit sh[u] */
     int dn[32], dk[32], wd[32], sh[32];
+    int shm[32];        /* fused e8m0 x fp8 (fused_split_sign): the slot of the
+                           magnitude bits of value u, in order (sh[u] keeps the sign) */
     int is_float;
     double flut[256];   /* float weight codes -> value (is_float) */
     int e0m;            /* 0.1.19 MoE: sign-magnitude codes (post->weight_e0m) */
@@ -97,6 +100,7 @@ static void lane_map(decode_ctx *c)
         c->dk[u] = 4 * R * i5 + kk;
         c->wd[u] = u / Nw;
         c->sh[u] = slot * Bp;
+        c->shm[u] = (m->fused_split_sign ? o : slot) * Bp;
     }
     c->is_float = hc_format_get(c->cfg->weight_format)->kind == HC_KIND_FLOAT;
     for (uint32_t v = 0; c->is_float && v < 256 && v < (1u << b); v++)
@@ -177,6 +181,22 @@ static hc_status decode_zero(decode_ctx *c, const hc_tensor *z, hc_error *err)
     return HC_OK;
 }
 
+/* Code of value u of a lane from its padded words Wd. */
+static inline uint32_t lane_code(const decode_ctx *c, const uint32_t *Wd, int u, uint32_t mask)
+{
+    const uint32_t w = Wd[c->wd[u]];
+    if (!c->m->fused_split_sign) return (w >> c->sh[u]) & mask;
+    const uint32_t top = (mask >> 1) + 1;
+    return ((w >> c->shm[u]) & (mask >> 1)) | ((w >> c->sh[u]) & top);
+}
+
+/* Second scale of (e, n): per expert or per channel; 1 without. */
+static inline double global_of(const decode_ctx *c, int64_t e, int64_t n)
+{
+    if (c->global == NULL) return 1.0;
+    return c->global_rows ? c->global[e * c->m->Np + n] : c->global[e];
+}
+
 static void ctx_free(decode_ctx *c)
 {
     free(c->scale);
@@ -230,18 +250,17 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
     /* 5.3 with int8 activations: the kernel multiplies fp4 values by 2 to make
      * them integers; the global scale carries the 0.5. */
     const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
-    const double gl = c->global ? c->global[e] : 1.0;
     /* a whole tile row lies in one group when the group size is a multiple of P */
     const int64_t g_row = m->group_size % P == 0 ? (int64_t)P * kb / m->group_size : -1;
     for (int u = 0; u < 32; u++) {
         const int64_t n = n0 + c->dn[u], k = k0 + c->dk[u];
-        const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
+        const uint32_t code = lane_code(c, Wd, u, mask);
         const int64_t g = g_row >= 0 ? g_row : k / m->group_size;
         const uint32_t mag = code & (mask >> 1);
         const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
                          : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
-        if (c->global) v *= gl;
+        if (c->global) v *= global_of(c, e, n);
         W[(e * m->Np + n - row0) * m->Kp + k] = (float)v;
     }
 }
@@ -299,24 +318,9 @@ static void decode_flat(const decode_ctx *c, const void *words, float *W)
                 double x = c->is_float ? c->flut[code]
                                        : (double)((int32_t)(code << (32 - b)) >> (32 - b));
                 double v = x * elem_scale(c, e, n, k, g);
-                if (c->global) v *= c->global[e];
+                if (c->global) v *= global_of(c, e, n);
                 W[(e * Np + n) * Kp + k] = (float)v;
             }
-}
-
-/* A per-channel second scale (E?, Np), permuted as a bias (perm32), folded
- * into the group scales: in double, s * ws2 and the code times it are exact
- * (at most 11 + 11 + 8 significant bits), so the value equals code * s * ws2. */
-static void fold_scale_2(decode_ctx *c, const hc_tensor *g)
-{
-    const hc_layer_meta *m = c->m;
-    int inv[32];
-    inverse_perm(32, inv);
-    for (int64_t e = 0; e < m->E; e++)
-        for (int64_t n = 0; n < m->Np; n++) {
-            double v = half_value(g->dtype, rd16(g->data, e * m->Np + (n / 32) * 32 + inv[n % 32]));
-            for (int64_t gi = 0; gi < m->G; gi++) c->scale[(e * m->Np + n) * m->G + gi] *= v;
-        }
 }
 
 /* Checks the post tensors and fills c (scales, zero points, global scales
@@ -332,13 +336,22 @@ static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
     lane_map(c);
     HC_TRY(decode_scales(c, &post->weight_scale, err));
     HC_TRY(decode_zero(c, &post->zero_point, err));
-    if (post->global_scale.data && cfg->scale_2_channel) {
-        fold_scale_2(c, &post->global_scale);
-    } else if (post->global_scale.data) {
+    const hc_tensor *gs = &post->global_scale;
+    if (gs->data && meta->scale2_channel) { /* (E?, Np) layer dtype, perm32 */
+        int inv[32];
+        inverse_perm(32, inv);
+        c->global_rows = 1;
+        c->global = malloc((size_t)(meta->E * meta->Np) * sizeof(double));
+        HC_CHECK_ALLOC(err, c->global, "decoded per-channel second scales");
+        for (int64_t e = 0; e < meta->E; e++)
+            for (int64_t n = 0; n < meta->Np; n++)
+                c->global[e * meta->Np + n] = half_value(
+                    gs->dtype, rd16(gs->data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
+    } else if (gs->data) {
         c->global = malloc((size_t)meta->E * sizeof(double));
         HC_CHECK_ALLOC(err, c->global, "decoded global scales");
         for (int64_t e = 0; e < meta->E; e++)
-            c->global[e] = rdf32(post->global_scale.data, post->global_scale.shape[0] == 1 ? 0 : e);
+            c->global[e] = rdf32(gs->data, gs->shape[0] == 1 ? 0 : e);
     }
     return HC_OK;
 }
@@ -406,7 +419,7 @@ static float code_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n
     const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
                      : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
     double v = x * x2 * elem_scale(c, e, n, 0, g);
-    if (c->global) v *= c->global[e];
+    if (c->global) v *= global_of(c, e, n);
     return (float)v;
 }
 
@@ -446,7 +459,7 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
                 const int r0 = 4 * a * j + lane / 4;
                 float *out = W + (int64_t)r0 * m->Kp + (int64_t)P * kb + R * (lane % 4);
                 for (int u = 0; u < 32; u++) {
-                    const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
+                    const uint32_t code = lane_code(c, Wd, u, mask);
                     out[c->dn[u] * m->Kp + c->dk[u]] = T[(r0 + c->dn[u]) * codes + code];
                 }
             }
@@ -532,10 +545,10 @@ hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *
                           err));
         }
     }
-    if (post->global_scale.data && cfg->scale_2_channel) {
+    if (post->global_scale.data && m->scale2_channel) {
         nd = shp(m, s, m->Np, 0, 0);
         HC_TRY(expect("weight_scale_2", &post->global_scale, 1, param, nd, s, err));
-    } else if (cfg->scale_2_channel) {
+    } else if (m->scale2_channel) {
         HC_FAIL(err, HC_ERR_FORMAT, "post weight_scale_2: missing (per channel)");
     } else if (post->global_scale.data) {
         int64_t gs[1] = {m->E};

@@ -24,8 +24,14 @@ static void kernel_keys(cJSON *o, const hc_layer_meta *m)
 {
     cJSON_AddNumberToObject(o, "padded_n", (double)m->Np);
     cJSON_AddNumberToObject(o, "padded_k", (double)m->Kp);
-    cJSON_AddStringToObject(o, "mma_type", m->use_wgmma ? "wgmma" : "mma");
-    cJSON_AddStringToObject(o, "layout_variant", hc_layout_variant_name(m));
+    /* get_default_mma_type; the tuning may pick another over the same tensors */
+    const int mxmma = m->use_block_scaled_mma && !m->use_umma;
+    cJSON_AddStringToObject(o, "mma_type", m->use_wgmma ? "wgmma" : mxmma ? "mxmma"
+                                           : m->use_umma ? "umma" : "mma");
+    cJSON_AddStringToObject(o, "layout_variant", hc_layer_layout_name(m));
+    if (m->scale_layout != HC_SCALES_PERM) /* int32 words of four or two e8m0 groups */
+        cJSON_AddStringToObject(o, "weight_scale_layout",
+                                m->scale_layout == HC_SCALES_UMMA ? "umma" : "mxmma");
     cJSON_AddBoolToObject(o, "kernel_weight_signed", m->kernel_weight_signed);
     cJSON_AddBoolToObject(o, "use_fused_e8m0_scale", m->use_fused_e8m0);
     cJSON_AddBoolToObject(o, "use_int_weight_scale", m->use_int_weight_scale);

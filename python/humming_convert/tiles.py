@@ -94,16 +94,16 @@ def expected_tensors(record, layer_config):
     param = _ST_DTYPE.get(c["c_dtype"])
     if param not in ("F16", "BF16"):
         raise ValueError(f"c_dtype {c['c_dtype']!r} is not float16 or bfloat16")
-    if c.get("use_fused_e8m0_scale") or c.get("use_int_weight_scale"):
-        raise ValueError("fused e8m0 and int weight scales are not in the 0.1.19 tiles "
-                         "that humming-convert writes (layout_version 2)")
+    if c.get("use_int_weight_scale"):
+        raise ValueError("int weight scales are not in the 0.1.19 tiles that humming-convert "
+                         "writes (layout_version 2)")
     variant = record.get("layout_variant")
     if variant == "packed_k":
         w = [kp // 64, np_ * 64 * b // 32]
     elif variant == "tiled":
         p = 256 // a
         w = [kp // p, np_ * p * b // 32]
-    elif variant == "flat":
+    elif variant in ("flat", "raw"):
         w = [np_, kp * b // 32]
     else:
         raise ValueError(f"unknown layout_variant {variant!r}")
@@ -113,7 +113,14 @@ def expected_tensors(record, layer_config):
     want = {"weight": ("I32", lead + w)}
     st, gs = c.get("weight_scale_type"), int(c.get("weight_scale_group_size") or 0)
     groups = kp // gs if gs else 1
-    if st in ("group", "channel"):
+    scale_layout = record.get("weight_scale_layout")
+    if scale_layout == "umma":  # sm100 block-scaled MMA: 4 e8m0 groups per int32
+        want["weight_scale"] = ("I32", lead + [groups // 4, np_])
+    elif scale_layout == "mxmma":  # sm120: 2 groups x 2 rows per int32
+        want["weight_scale"] = ("I32", lead + [groups // 2, np_ // 2])
+    elif scale_layout is not None:
+        raise ValueError(f"unknown weight_scale_layout {scale_layout!r}")
+    elif st in ("group", "channel"):
         if c.get("bs_dtype") not in _ST_DTYPE:
             raise ValueError(f"unknown bs_dtype {c.get('bs_dtype')!r}")
         want["weight_scale"] = (_ST_DTYPE[c["bs_dtype"]], lead + [groups, np_])
@@ -135,7 +142,7 @@ def expected_tensors(record, layer_config):
     s2 = c.get("weight_scale_2_type") or "none"
     if s2 == "tensor":
         want["weight_scale_2"] = ("F32", [e or 1])
-    elif s2 == "channel":  # one per output row, permuted as a bias
+    elif s2 == "channel":  # one per output row, permuted as a bias (also fused e8m0 x int8)
         want["weight_scale_2"] = (param, lead + [np_])
     elif s2 != "none":
         raise ValueError(f"weight_scale_2_type {s2!r} is not written by humming-convert")

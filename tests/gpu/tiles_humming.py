@@ -30,7 +30,7 @@ HummingLayer with num_experts = E built from the stacked canonical tensors, (v) 
 sequence on the same stack; the tensors are compared whole, and the forward per expert
 as a dense layer (TilesLayer.expert(e); Humming's MoE GEMM needs routing, not run here).
 
-nvfp4 is converted with --global-scale channel in both layouts (PRESET_FLAGS): the
+nvfp4 is converted with --global-scale channel in both layouts (FORMAT_FLAGS): the
 canonical layout makes the second scale of fused modules per channel, the tiles keep a
 per-tensor one unless told; the per-tensor form is golden-0119's w4a16_nvfp4 vector.
 When the canonical layout refuses a preset for the whole model, both layouts are
@@ -67,8 +67,11 @@ import humming_convert  # noqa: E402
 from humming_convert import TilesLayer  # noqa: E402
 from test_tiles_loader import write_odd  # noqa: E402
 
-PRESETS = "w4a16 w8a16 w2a16 w4a8 w4a8-int8 w8a8 w8a8-int8 mxfp4 mxint4 fp8 nvfp4"
-PRESET_FLAGS = {"nvfp4": ["--global-scale", "channel"]}  # the form both layouts hold
+PRESETS = ("w4a16 w8a16 w2a16 w4a8 w4a8-int8 w8a8 w8a8-int8 mxfp4 mxint4 fp8 nvfp4 mxfp4-a8 "
+           "mxfp4-int8")
+# formats that are not presets of --list-formats: their CLI flags
+FORMAT_FLAGS = {"mxfp4-int8": ["--format", "mxfp4", "--activation", "int8"],
+                "nvfp4": ["--format", "nvfp4", "--global-scale", "channel"]}  # the form both layouts hold
 NAMES = humming_convert.tiles.TENSOR_NAMES
 PAD_N, PAD_K, M = 256, 128, 16
 PARTNER = {"gate_proj": "up_proj", "up_proj": "gate_proj", "w1": "w3", "w3": "w1"}
@@ -330,14 +333,14 @@ def main():
                 continue
             t0 = time.time()
             tiles, canon = (os.path.join(work, f"{model}-{preset}-{k}") for k in ("tiles", "canonical"))
-            extra = PRESET_FLAGS.get(preset, [])
-            t_ok, t_msg = convert(cli, src, tiles, ["--format", preset, "--layout", "tiles",
-                                                    "--humming-version", "0.1.19"] + extra)
+            fmt = FORMAT_FLAGS.get(preset, ["--format", preset])
+            t_ok, t_msg = convert(cli, src, tiles, fmt + ["--layout", "tiles",
+                                                          "--humming-version", "0.1.19"])
             if not t_ok:
                 (refused if t_msg.startswith("refused") else failed).append(f"{model}:{preset}")
                 log(f"TILES {label}: tiles {t_msg}")
                 continue
-            c_ok, c_msg = convert(cli, src, canon, ["--format", preset] + extra)
+            c_ok, c_msg = convert(cli, src, canon, fmt)
             if not c_ok and c_msg.startswith("refused"):
                 recipe = os.path.join(work, f"dense-only-{preset}.yaml")
                 with open(recipe, "w") as f:

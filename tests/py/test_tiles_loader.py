@@ -50,7 +50,22 @@ CASES = [
     ("sharded", "padded", ["--format", "w4a8", "--max-shard-size", "200K"], "sharded output"),
     ("mxfp4-odd", "odd", ["--format", "mxfp4"], "e8m0 scales, bias, N and K padding"),
     ("fp8-odd", "odd", ["--format", "fp8"], "channel scales, bias, K padding"),
+    ("mxfp4-a8", "odd", ["--format", "mxfp4-a8"], "fused e8m0 x fp8, bias, padding"),
+    ("mxfp4-int8", "example", ["--format", "mxfp4", "--activation", "int8"],
+     "fused e8m0 x int8, channel weight_scale_2"),
+    ("mxfp4a8-sm100", "example", ["--format", "mxfp4-a8", "--arch", "sm100"],
+     "sm100 raw weights, UMMA scales"),
+    ("mxfp4a8-sm120", "example", ["--format", "mxfp4-a8", "--arch", "sm120"], "sm120 MXMMA scales"),
+    ("w8a8-sm100", "example", ["--format", "w8a8", "--arch", "sm100"], "sm100 raw fp8 weights"),
 ]
+
+
+def arch_of(flags):
+    """The --arch of a case's flags (sm90 when none) and the flags without it."""
+    if "--arch" not in flags:
+        return 90, flags
+    i = flags.index("--arch")
+    return int(flags[i + 1][2:]), flags[:i] + flags[i + 2:]
 
 
 def write_odd(d):
@@ -107,14 +122,15 @@ def main():
         outs = {}
         for name, model, flags, what in CASES:
             out = os.path.join(d, name)
+            sm, flags = arch_of(flags)
             run([CLI, models[model], out, "--layout", "tiles", "--humming-version", "0.1.19",
-                 "--arch", "sm90", "-q", "--verify", "off"] + flags)
+                 "--arch", f"sm{sm}", "-q", "--verify", "off"] + flags)
             outs[name] = out
             n, bad = 0, []
             for p in layers_of(out):
                 try:
-                    info = check_layer(out, p, **ENV)
-                    assert info["layer_config"]["sm_version"] == 90 and info["dtype"] == "float16"
+                    info = check_layer(out, p, **dict(ENV, sm_version=sm))
+                    assert info["layer_config"]["sm_version"] == sm and info["dtype"] == "float16"
                     n += 1
                 except (ValueError, AssertionError) as e:
                     bad.append(f"{p}: {e}")
@@ -132,9 +148,15 @@ def main():
                 ("nvfp4-ch", STACK, "weight_scale_2", [4, 768]),
                 ("nvfp4-ch", DENSE, "weight_scale_2", [512]),
                 ("mxfp4-odd", ODD, "weight_scale", [384 // 32, 512]),
-                ("mxfp4-odd", ODD, "bias", [512])]
+                ("mxfp4-odd", ODD, "bias", [512]),
+                ("mxfp4-a8", ODD, "weight_scale_2", [1]),
+                ("mxfp4-int8", DENSE, "weight_scale_2", [256]),
+                ("mxfp4a8-sm100", DENSE, "weight", [256, 256 * 4 // 32]),
+                ("mxfp4a8-sm100", DENSE, "weight_scale", [256 // 32 // 4, 256]),
+                ("mxfp4a8-sm120", DENSE, "weight_scale", [256 // 32 // 2, 256 // 2])]
         for name, p, t, shape in spot:
-            got = check_layer(outs[name], p, **ENV)["tensors"][t][3]
+            sm = arch_of([f for c in CASES if c[0] == name for f in c[2]])[0]
+            got = check_layer(outs[name], p, **dict(ENV, sm_version=sm))["tensors"][t][3]
             if got != shape:
                 print(f"  {name} {p}.{t}: shape {got}, expected {shape}")
                 failed.append(f"{name}:{t}")
