@@ -566,8 +566,21 @@ static void test_fused_e8m0(void **state)
     transform_ok(&L, &m, &post);
     assert_int_equal(m.use_fused_e8m0, 1);
     assert_int_equal(m.fused_split_sign, 1);
+    assert_int_equal(m.scale2_channel, 0);
     hc_layer_tensors_free(&post);
     hc_layer_tensors_free(&L.pre);
+    /* int8 activations: the plan makes the second scale per channel, which a
+     * per-tensor input next to group scales cannot be */
+    layer I = {.cfg = base_cfg(HC_FMT_F4E2M1, HC_FMT_INT8, HC_FMT_BF16, 32), .E = 1, .N = 256, .K = 256};
+    I.cfg.scale_format = HC_FMT_F8E8M0;
+    make_layer(&I, 0, 0);
+    int64_t one = 1;
+    assert_int_equal(hc_tensor_alloc(&I.pre.global_scale, HC_DT_F32, 1, &one, NULL), HC_OK);
+    *(float *)I.pre.global_scale.data = 2.0f;
+    assert_int_equal(transform(&I, &m, &post, &err), HC_ERR_UNSUPPORTED);
+    assert_int_equal(m.scale2_channel, 1);
+    assert_non_null(strstr(err.msg, "per-channel second scale"));
+    hc_layer_tensors_free(&I.pre);
 }
 
 /* vLLM's padding and the LayerConfig record of an odd shape. */

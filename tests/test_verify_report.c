@@ -190,15 +190,16 @@ static void test_corruption_fails_report(void **state)
     free(out);
 }
 
-/* A canonical layer that 0.1.19's tiles do not take in our implementation
- * (MXFP4 x fp8, the fused-e8m0 path) is verified on its own tensors, decoded
- * from their meaning: a corrupted scale there fails the report too. */
+/* A canonical layer whose 0.1.19 tensors our decoder does not read (MXFP4 x
+ * fp8 on sm100: block-scaled UMMA scale words) is verified on its own
+ * tensors, decoded from their meaning: a corrupted scale there fails the
+ * report too. */
 static void test_canonical_layer_corruption_fails(void **state)
 {
     fixture *f = *state;
     char *out = out_dir(f, "canon"), *in = out_dir(f, "float-in"), args[4096];
     assert_int_equal(hc_test_gen_model(in, "--format float16"), 0);
-    snprintf(args, sizeof args, "'%s' '%s' --arch sm90 --format mxfp4-a8", in, out);
+    snprintf(args, sizeof args, "'%s' '%s' --arch sm100 --format mxfp4-a8", in, out);
     assert_int_equal(cli(f, args), 0);
     snprintf(args, sizeof args, "report '%s'", out);
     assert_int_equal(cli(f, args), 0);
