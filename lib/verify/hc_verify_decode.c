@@ -71,8 +71,7 @@ typedef struct {
     double *scale;      /* (E, Np, G), or block (E, Np/gn, Kp/gk); NULL: 1 */
     double *zero;       /* (E, Np, G) zero point as a number; NULL: none */
     int *zcode;         /* (E, Np, G) integer zero-point codes (int zp only) */
-    double *global;     /* (E), or (E, Np) for a per-channel second scale; NULL: 1 */
-    int global_rows;    /* global is per channel */
+    double *global;     /* (E); NULL: 1 (a per-channel one is folded into scale) */
     /* the 32 values of a lane (spec 4.3 inverted), fixed per layer: the value u
      * sits at n = 64 nb + 4 a j + lane / 4 + dn[u], k = P kb + R (lane % 4) + dk[u],
      * in padded word wd[u] at bit sh[u] */
@@ -190,13 +189,6 @@ static inline uint32_t lane_code(const decode_ctx *c, const uint32_t *Wd, int u,
     return ((w >> c->shm[u]) & (mask >> 1)) | ((w >> c->sh[u]) & top);
 }
 
-/* Second scale of (e, n): per expert or per channel; 1 without. */
-static inline double global_of(const decode_ctx *c, int64_t e, int64_t n)
-{
-    if (c->global == NULL) return 1.0;
-    return c->global_rows ? c->global[e * c->m->Np + n] : c->global[e];
-}
-
 static void ctx_free(decode_ctx *c)
 {
     free(c->scale);
@@ -250,6 +242,7 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
     /* 5.3 with int8 activations: the kernel multiplies fp4 values by 2 to make
      * them integers; the global scale carries the 0.5. */
     const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
+    const double gl = c->global ? c->global[e] : 1.0;
     /* a whole tile row lies in one group when the group size is a multiple of P */
     const int64_t g_row = m->group_size % P == 0 ? (int64_t)P * kb / m->group_size : -1;
     for (int u = 0; u < 32; u++) {
@@ -260,7 +253,7 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
         const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
                          : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
-        if (c->global) v *= global_of(c, e, n);
+        if (c->global) v *= gl;
         W[(e * m->Np + n - row0) * m->Kp + k] = (float)v;
     }
 }
@@ -318,9 +311,25 @@ static void decode_flat(const decode_ctx *c, const void *words, float *W)
                 double x = c->is_float ? c->flut[code]
                                        : (double)((int32_t)(code << (32 - b)) >> (32 - b));
                 double v = x * elem_scale(c, e, n, k, g);
-                if (c->global) v *= global_of(c, e, n);
+                if (c->global) v *= c->global[e];
                 W[(e * Np + n) * Kp + k] = (float)v;
             }
+}
+
+/* A per-channel second scale (E?, Np), permuted as a bias (perm32), folded
+ * into the group scales: in double, s * ws2 and the code times it are exact
+ * (at most 11 + 11 + 8 significant bits; fused e8m0's s is a power of two), so
+ * the value equals code * s * ws2 and c->global stays per expert. */
+static void fold_scale_2(decode_ctx *c, const hc_tensor *g)
+{
+    const hc_layer_meta *m = c->m;
+    int inv[32];
+    inverse_perm(32, inv);
+    for (int64_t e = 0; e < m->E; e++)
+        for (int64_t n = 0; n < m->Np; n++) {
+            double v = half_value(g->dtype, rd16(g->data, e * m->Np + (n / 32) * 32 + inv[n % 32]));
+            for (int64_t gi = 0; gi < m->G; gi++) c->scale[(e * m->Np + n) * m->G + gi] *= v;
+        }
 }
 
 /* Checks the post tensors and fills c (scales, zero points, global scales
@@ -337,16 +346,10 @@ static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
     HC_TRY(decode_scales(c, &post->weight_scale, err));
     HC_TRY(decode_zero(c, &post->zero_point, err));
     const hc_tensor *gs = &post->global_scale;
-    if (gs->data && meta->scale2_channel) { /* (E?, Np) layer dtype, perm32 */
-        int inv[32];
-        inverse_perm(32, inv);
-        c->global_rows = 1;
-        c->global = malloc((size_t)(meta->E * meta->Np) * sizeof(double));
-        HC_CHECK_ALLOC(err, c->global, "decoded per-channel second scales");
-        for (int64_t e = 0; e < meta->E; e++)
-            for (int64_t n = 0; n < meta->Np; n++)
-                c->global[e * meta->Np + n] = half_value(
-                    gs->dtype, rd16(gs->data, e * meta->Np + (n / 32) * 32 + inv[n % 32]));
+    if (gs->data && meta->scale2_channel) {
+        if (c->scale == NULL)
+            HC_FAIL(err, HC_ERR_FORMAT, "post weight_scale_2: per channel without group scales");
+        fold_scale_2(c, gs);
     } else if (gs->data) {
         c->global = malloc((size_t)meta->E * sizeof(double));
         HC_CHECK_ALLOC(err, c->global, "decoded global scales");
@@ -419,7 +422,7 @@ static float code_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n
     const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
                      : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
     double v = x * x2 * elem_scale(c, e, n, 0, g);
-    if (c->global) v *= global_of(c, e, n);
+    if (c->global) v *= c->global[e];
     return (float)v;
 }
 
