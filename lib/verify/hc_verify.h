@@ -179,19 +179,6 @@ typedef struct {
 } hc_verify_cmp;
 void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out);
 
-/* hc_verify_compare in pieces: the sums of one chunk of at most 2^16
- * elements (hc_verify_compare cuts n into such chunks from the start), and
- * the metrics of chunk sums added in the order given. Computing every chunk
- * with hc_verify_compare_chunk and finishing with all of them in chunk order
- * gives hc_verify_compare's result exactly. */
-typedef struct {
-    double err2, ref2, got2, dot, maxe;
-    int64_t bad;
-} hc_verify_sums;
-#define HC_VERIFY_CHUNK ((int64_t)1 << 16)
-void hc_verify_compare_chunk(const float *got, const float *ref, int64_t n, hc_verify_sums *out);
-void hc_verify_compare_finish(const hc_verify_sums *chunks, int64_t n_chunks, hc_verify_cmp *out);
-
 /* Error bounds (docs/verification.md). */
 double hc_verify_weight_bound(hc_format_id weight_format, int lossless);
 double hc_verify_act_bound(hc_format_id act_format);
@@ -208,36 +195,42 @@ double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m,
 int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
                                   const float *W, const float *got, double clip, int64_t E,
                                   int64_t N, int64_t K);
-/* Adds to hist the count of |got - ref| per decade of rms(ref): bin 0 exact,
- * bin j for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the last bin also for
- * NaN/Inf; portable 1 runs the plain loop, 0 the fastest (same counts). */
-void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
-                         int64_t *hist);
-
-/* hc_verify_quant_check in pieces, for layers whose groups are one row high
- * (hc_verify_group_rows_ok): the statistics of one row (W and got: K
- * values), and the bound and violations from all rows' statistics in row
- * order, which equal hc_verify_quant_check's. */
+/* The weight checks of one row in one pass (docs/verification.md, "Weight
+ * sums"): sums over the elements where got is finite, in 8 double lanes
+ * (element k in lane k mod 8) added in a fixed tree; counts of bad (non-
+ * finite got), mism (got != ref, NaN included), violations (|got - ref| >
+ * limit * amax of the element's group) and the error histogram, added to
+ * hist: bin 0 exact, bin j for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the
+ * last also for NaN/Inf d. portable 1 runs the plain loop, 0 the fastest
+ * this CPU runs: the same bits. */
 typedef struct {
-    double amax_energy, energy;
-    int64_t violations;
-} hc_verify_group_sums;
+    double err2, ref2, got2, dot, maxe;
+    double amax_energy;  /* sum over the row's groups of n_g * amax_g^2 (gk > 0) */
+    int64_t bad, mism, violations;
+} hc_verify_row_sums;
+typedef struct {
+    int64_t gk;      /* group width along the row; 0: no group statistics */
+    double limit;    /* step limit, a fraction of the group amax (hc_verify_step_limit) */
+    double rms, thr[HC_VERIFY_HIST_BINS];  /* hc_verify_hist_thresholds */
+    int portable;
+} hc_verify_row_opts;
+void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const float *ref,
+                         int64_t K, hc_verify_row_sums *out, int64_t *hist);
+/* Sum of squares of one row in the same lanes and tree. */
+double hc_verify_row_energy(const float *ref, int64_t K, int portable);
+/* The histogram thresholds of an rms (thr[j] = rms * 10^(j-9), j >= 2). */
+void hc_verify_hist_thresholds(double rms, double *thr);
+/* Groups one row high (channel, group): the per-row group statistics apply. */
 int hc_verify_group_rows_ok(const hc_layer_meta *m);
-void hc_verify_quant_row(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
-                         const float *got, double clip, int64_t K, hc_verify_group_sums *out);
-void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
-                            const hc_verify_group_sums *rows, int64_t n_rows, double *bound,
-                            int64_t *violations);
-/* hc_verify_histogram in pieces: the rms of all of ref and the decade
- * thresholds (returns rms), then the counts of any part of got / ref added
- * to hist; the parts' counts add up to hc_verify_histogram's. */
-double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr);
-/* The same from sums of squares r2 accumulated over consecutive pieces of
- * ref (hc_verify_sq_add; every piece but the last a multiple of 4 long). */
-void hc_verify_sq_add(const float *ref, int64_t n, double *r2);
-double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr);
-void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
-                             const double *thr, int portable, int64_t *hist);
+/* Group width along K and the step limit of a float source. */
+int64_t hc_verify_group_width(const hc_layer_meta *m, int64_t K);
+double hc_verify_step_limit(const hc_layer_config *cfg, const hc_layer_meta *m, double clip);
+/* The bound of weight_rel_err from a layer's sum of n_g * amax_g^2 and its
+ * source energy (sum of w^2). */
+double hc_verify_bound_of(const hc_layer_config *cfg, const hc_layer_meta *m,
+                          double amax_energy, double energy);
+/* hc_verify_compare's metrics from the total of row sums (added in row order). */
+void hc_verify_rows_metrics(const hc_verify_row_sums *total, hc_verify_cmp *out);
 
 /* Both of the above in one walk over the groups: *bound and *violations. */
 void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
