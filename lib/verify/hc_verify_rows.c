@@ -93,7 +93,7 @@ typedef struct {
     __m256i viol, zero, valid, inf, reach[B];
 } vlanes;
 
-HC_AVX2 static void vhalf(vlanes *V, int h, __m128 gf, __m128 rf, __m256d lim, int count_viol,
+HC_AVX2 static inline __attribute__((always_inline)) void vhalf(vlanes *V, int h, __m128 gf, __m128 rf, __m256d lim, int count_viol,
                           const __m256d *thr)
 {
     const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY),
