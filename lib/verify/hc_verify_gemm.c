@@ -84,23 +84,34 @@ HC_AVX2_FMA static void add_lanes(double *dacc, __m256 a)
 
 /* Two weight rows at once (da: w0's lanes, db: w1's): eight independent
  * FMA chains instead of four hide the FMA latency; each (row, token) sees
- * the operations of blocks_fma. */
+ * the operations of blocks_fma. The tokens are written out so that the
+ * accumulators stay in registers (an indexed array of them was kept on the
+ * stack, each FMA waiting on a store and a load). */
 HC_AVX2_FMA static void blocks2_fma(const float *const *xr, const float *w0, const float *w1,
                                     int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
 {
+    const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
     for (; k0 < k1; k0 += HC_DOT_BLOCK) {
         const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
-        __m256 a[4], b[4];
-        for (int t = 0; t < 4; t++) a[t] = b[t] = _mm256_setzero_ps();
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
         for (int64_t k = k0; k < kend; k += 8) {
             const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
-            for (int t = 0; t < 4; t++) {
-                const __m256 xv = _mm256_loadu_ps(xr[t] + k);
-                a[t] = _mm256_fmadd_ps(xv, v0, a[t]);
-                b[t] = _mm256_fmadd_ps(xv, v1, b[t]);
-            }
+            __m256 xv = _mm256_loadu_ps(x0 + k);
+            a0 = _mm256_fmadd_ps(xv, v0, a0);
+            b0 = _mm256_fmadd_ps(xv, v1, b0);
+            xv = _mm256_loadu_ps(x1 + k);
+            a1 = _mm256_fmadd_ps(xv, v0, a1);
+            b1 = _mm256_fmadd_ps(xv, v1, b1);
+            xv = _mm256_loadu_ps(x2 + k);
+            a2 = _mm256_fmadd_ps(xv, v0, a2);
+            b2 = _mm256_fmadd_ps(xv, v1, b2);
+            xv = _mm256_loadu_ps(x3 + k);
+            a3 = _mm256_fmadd_ps(xv, v0, a3);
+            b3 = _mm256_fmadd_ps(xv, v1, b3);
         }
-        for (int t = 0; t < 4; t++) add_lanes(da[t], a[t]), add_lanes(db[t], b[t]);
+        add_lanes(da[0], a0), add_lanes(da[1], a1), add_lanes(da[2], a2), add_lanes(da[3], a3);
+        add_lanes(db[0], b0), add_lanes(db[1], b1), add_lanes(db[2], b2), add_lanes(db[3], b3);
     }
 }
 
