@@ -405,6 +405,18 @@ static int table_applies(const decode_ctx *c)
            m->weight_bits <= 8;
 }
 
+/* The words of lane `lane` of chunk j of the tile whose word 0 is at base
+ * (tiles other than packed-K: a tile's words are contiguous, lane-major). */
+static void lane_words(const hc_layer_meta *m, const void *words, int64_t base, int64_t e,
+                       int64_t kb, int64_t nb, int j, int lane, uint32_t *F)
+{
+    const int b = m->weight_bits;
+    if (m->use_packed_k_layout)
+        for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+    else
+        for (int w = 0; w < b; w++) F[w] = rd32(words, base + ((int64_t)j * 32 + lane) * b + w);
+}
+
 static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e, int64_t nb,
                                float *W)
 {
@@ -412,26 +424,33 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
     const int a = m->act_bits, b = m->weight_bits, P = 256 / a, R = 32 / a;
     const int codes = 1 << b, chunks = 16 / a;
     const uint32_t mask = (1u << b) - 1;
-    const int64_t rows = m->Kp / P, n_base = 64 * nb;
+    const int64_t rows = m->Kp / P, n_base = 64 * nb, Kp = m->Kp;
     float T[64 * 256];
-    int64_t table_g = -1;
+    int64_t off[32], tix[32], table_g = -1;
+    for (int u = 0; u < 32; u++) { /* the lane map as offsets into W and the table */
+        off[u] = c->dn[u] * Kp + c->dk[u];
+        tix[u] = (int64_t)c->dn[u] * codes;
+    }
     for (int64_t kb = 0; kb < rows; kb++) {
         const int64_t g = (int64_t)P * kb / m->group_size;
         for (int r = 0; g != table_g && r < 64; r++)
             for (int code = 0; code < codes; code++)
                 T[r * codes + code] = code_value(c, (uint32_t)code, e, n_base + r, g);
         table_g = g;
+        const int64_t base = m->use_packed_k_layout ? 0 : tile_word(m, e, kb, nb, 0, 0, 0);
+        if (!m->use_packed_k_layout && kb + 2 < rows) /* the tile two rows on: 2 P b words */
+            for (int64_t at = tile_word(m, e, kb + 2, nb, 0, 0, 0), w = 0; w < 2 * P * b; w += 16)
+                __builtin_prefetch((const uint32_t *)words + at + w);
         for (int j = 0; j < chunks; j++)
             for (int lane = 0; lane < 32; lane++) {
                 uint32_t F[8], Wd[8];
-                for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+                lane_words(m, words, base, e, kb, nb, j, lane, F);
                 hck_uncompact(b, F, Wd);
                 const int r0 = 4 * a * j + lane / 4;
-                float *out = W + (int64_t)r0 * m->Kp + (int64_t)P * kb + R * (lane % 4);
-                for (int u = 0; u < 32; u++) {
-                    const uint32_t code = (Wd[c->wd[u]] >> c->sh[u]) & mask;
-                    out[c->dn[u] * m->Kp + c->dk[u]] = T[(r0 + c->dn[u]) * codes + code];
-                }
+                float *out = W + (int64_t)r0 * Kp + (int64_t)P * kb + R * (lane % 4);
+                const float *Tr = T + r0 * codes;
+                for (int u = 0; u < 32; u++)
+                    out[off[u]] = Tr[tix[u] + ((Wd[c->wd[u]] >> c->sh[u]) & mask)];
             }
     }
 }
