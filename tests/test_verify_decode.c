@@ -309,9 +309,9 @@ static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
     }
 }
 
-/* Panels (K % 1024 == 0, no padding) give the whole-weight path's metrics:
- * lossless and float sources, quantized activations, bias, experts, and a
- * corrupted word and scale. */
+/* Panels (no padding) give the whole-weight path's metrics: lossless
+ * sources (equal, and one element off), float sources, quantized
+ * activations, bias, experts, and a corrupted word and scale. */
 static void test_panels_equal_whole(void **state)
 {
     (void)state;
@@ -350,6 +350,10 @@ static void test_panels_equal_whole(void **state)
             assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
             hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
             both_paths(&c, &m, &post, &s);
+            const float keep = src[5 * K + 9]; /* a lossless layer with one element off */
+            src[5 * K + 9] = keep * 1.5f + 1.0f;
+            both_paths(&c, &m, &post, &s);
+            src[5 * K + 9] = keep;
             for (int64_t j = 0; j < n; j += 5) src[j] *= 1.001f; /* a float source */
             s.lossless = 0;
             s.float_source = 1;
