@@ -107,6 +107,7 @@ HC_AVX2 static inline __attribute__((always_inline)) void vhalf(vlanes *V, int h
     V->valid = _mm256_sub_epi64(V->valid, _mm256_castpd_si256(_mm256_and_pd(
         _mm256_cmp_pd(ad, zero, _CMP_GT_OQ), _mm256_cmp_pd(ad, inf, _CMP_LT_OQ))));
     V->inf = _mm256_sub_epi64(V->inf, _mm256_castpd_si256(_mm256_cmp_pd(ad, inf, _CMP_EQ_OQ)));
+#pragma GCC unroll 8
     for (int t = 2; t < B; t++)
         V->reach[t] = _mm256_sub_epi64(V->reach[t],
                                        _mm256_castpd_si256(_mm256_cmp_pd(ad, thr[t], _CMP_GE_OQ)));
@@ -184,6 +185,64 @@ HC_AVX2 static void span_avx2(lanes *L, const float *got, const float *ref, int6
     span_generic(L, got, ref, z, k1, lim, count_viol, thr);
 }
 
+/* Blocks of 8 of [k0, k1) (multiples of 8) into V. */
+HC_AVX2 static inline __attribute__((always_inline)) void
+blocks_avx2(vlanes *V, lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
+            double lim, int count_viol, const __m256d *th)
+{
+    const __m256d vl = _mm256_set1_pd(lim);
+    int64_t mism = 0, bad = 0;
+    for (int64_t k = k0; k < k1; k += 8) {
+        const __m256 g = _mm256_loadu_ps(got + k), r = _mm256_loadu_ps(ref + k);
+        const int ne = _mm256_movemask_ps(_mm256_cmp_ps(g, r, _CMP_NEQ_UQ));
+        const int nf = _mm256_movemask_ps(_mm256_cmp_ps(
+            _mm256_andnot_ps(_mm256_set1_ps(-0.0f), g), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
+        mism += __builtin_popcount((unsigned)ne);
+        bad += __builtin_popcount((unsigned)nf);
+        vhalf(V, 0, _mm256_castps256_ps128(g), _mm256_castps256_ps128(r), vl, count_viol, th);
+        vhalf(V, 1, _mm256_extractf128_ps(g, 1), _mm256_extractf128_ps(r, 1), vl, count_viol, th);
+    }
+    L->n += k1 - k0;
+    L->mism += mism;
+    L->bad += bad;
+}
+
+/* A whole row whose groups (gk > 0) hold whole blocks of 8, or without
+ * groups (gk == 0): the lanes stay in registers across the groups; the
+ * K % 8 tail element by element. *amax_energy as hc_verify_row_check. */
+HC_AVX2 static void row_avx2(lanes *L, const float *got, const float *ref, int64_t K,
+                             int64_t gk, double limit, const double *thr, double *amax_energy)
+{
+    vlanes V;
+    __m256d th[B];
+    vload(&V, L);
+    for (int t = 2; t < B; t++) th[t] = _mm256_set1_pd(thr[t]);
+    const int64_t step = gk > 0 ? gk : K / 8 * 8, K8 = K / 8 * 8;
+    double ae = 0;
+    for (int64_t k0 = 0; k0 < K8 && step > 0; k0 += step) {
+        const int64_t k1 = k0 + step < K8 ? k0 + step : K8;
+        double lim = 0;
+        if (gk > 0) {
+            const double a = amax_avx2(ref + k0, (k0 + gk < K ? k0 + gk : K) - k0);
+            ae += (double)((k0 + gk < K ? k0 + gk : K) - k0) * a * a;
+            lim = limit * a;
+        }
+        blocks_avx2(&V, L, got, ref, k0, k1, lim, gk > 0, th);
+    }
+    vstore(&V, L);
+    if (K8 < K) { /* the tail: the last group's rest (its amax taken above when K8 > 0) */
+        const int64_t g0 = gk > 0 ? K8 / gk * gk : 0;
+        double lim = 0;
+        if (gk > 0) {
+            const double a = amax_avx2(ref + g0, K - g0);
+            if (g0 == K8) ae += (double)(K - g0) * a * a; /* a group of the tail alone */
+            lim = limit * a;
+        }
+        span_generic(L, got, ref, K8, K, lim, gk > 0, thr);
+    }
+    *amax_energy = ae;
+}
+
 /* Sums of squares into the 8 lanes l over whole blocks of 8; returns the
  * elements done. */
 HC_AVX2 static int64_t energy_avx2(const float *ref, int64_t K, double *l)
@@ -253,8 +312,17 @@ void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const fl
     memset(&L, 0, sizeof L);
     double thr[B] = {0}; /* a threshold of 0 (rms near underflow) must not count d == 0 */
     for (int t = 2; t < B; t++) thr[t] = o->thr[t] > 0 ? o->thr[t] : 0x1p-1074;
-    const int64_t gk = o->gk > 0 && o->gk < K ? o->gk : K;
     double amax_energy = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (span == span_avx2 && o->gk % 8 == 0) {
+        row_avx2(&L, got, ref, K, o->gk > 0 && o->gk < K ? o->gk : o->gk > 0 ? K : 0, o->limit,
+                 thr, &amax_energy);
+        out->amax_energy = amax_energy;
+        finish(&L, o->rms, out, hist);
+        return;
+    }
+#endif
+    const int64_t gk = o->gk > 0 && o->gk < K ? o->gk : K;
     for (int64_t k0 = 0; k0 < K; k0 += gk) {
         const int64_t k1 = k0 + gk < K ? k0 + gk : K;
         double lim = 0;
