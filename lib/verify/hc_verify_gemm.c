@@ -115,6 +115,48 @@ HC_AVX2_FMA static void blocks2_fma(const float *const *xr, const float *w0, con
     }
 }
 
+/* blocks2_fma with AVX-512's 32 registers: the same float32 FMAs (256-bit),
+ * and each (row, token)'s 8 double lanes held in one 512-bit register over
+ * the whole range instead of being loaded, added and stored per block: the
+ * same additions in the same order, so the same doubles. */
+#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
+
+HC_AVX512 static void blocks2_avx512(const float *const *xr, const float *w0, const float *w1,
+                                     int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
+{
+    const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+    __m512d A0 = _mm512_loadu_pd(da[0]), A1 = _mm512_loadu_pd(da[1]);
+    __m512d A2 = _mm512_loadu_pd(da[2]), A3 = _mm512_loadu_pd(da[3]);
+    __m512d B0 = _mm512_loadu_pd(db[0]), B1 = _mm512_loadu_pd(db[1]);
+    __m512d B2 = _mm512_loadu_pd(db[2]), B3 = _mm512_loadu_pd(db[3]);
+    for (; k0 < k1; k0 += HC_DOT_BLOCK) {
+        const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int64_t k = k0; k < kend; k += 8) {
+            const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
+            const __m256 y0 = _mm256_loadu_ps(x0 + k), y1 = _mm256_loadu_ps(x1 + k);
+            const __m256 y2 = _mm256_loadu_ps(x2 + k), y3 = _mm256_loadu_ps(x3 + k);
+            a0 = _mm256_fmadd_ps(y0, v0, a0);
+            b0 = _mm256_fmadd_ps(y0, v1, b0);
+            a1 = _mm256_fmadd_ps(y1, v0, a1);
+            b1 = _mm256_fmadd_ps(y1, v1, b1);
+            a2 = _mm256_fmadd_ps(y2, v0, a2);
+            b2 = _mm256_fmadd_ps(y2, v1, b2);
+            a3 = _mm256_fmadd_ps(y3, v0, a3);
+            b3 = _mm256_fmadd_ps(y3, v1, b3);
+        }
+        A0 = _mm512_add_pd(A0, _mm512_cvtps_pd(a0)), A1 = _mm512_add_pd(A1, _mm512_cvtps_pd(a1));
+        A2 = _mm512_add_pd(A2, _mm512_cvtps_pd(a2)), A3 = _mm512_add_pd(A3, _mm512_cvtps_pd(a3));
+        B0 = _mm512_add_pd(B0, _mm512_cvtps_pd(b0)), B1 = _mm512_add_pd(B1, _mm512_cvtps_pd(b1));
+        B2 = _mm512_add_pd(B2, _mm512_cvtps_pd(b2)), B3 = _mm512_add_pd(B3, _mm512_cvtps_pd(b3));
+    }
+    _mm512_storeu_pd(da[0], A0), _mm512_storeu_pd(da[1], A1);
+    _mm512_storeu_pd(da[2], A2), _mm512_storeu_pd(da[3], A3);
+    _mm512_storeu_pd(db[0], B0), _mm512_storeu_pd(db[1], B1);
+    _mm512_storeu_pd(db[2], B2), _mm512_storeu_pd(db[3], B3);
+}
+
 HC_AVX2_FMA static void blocks_fma(const float *const *xr, const float *w, int64_t k0,
                                    int64_t k1, double (*dacc)[8])
 {
@@ -176,11 +218,25 @@ static void blocks2_fast(const float *const *xr, const float *w0, const float *w
  * 64 KiB) stays in cache while every row of the panel reads it. */
 #define HC_GEMM_KC 1024
 
+typedef void (*blocks2_fn)(const float *const *xr, const float *w0, const float *w1,
+                           int64_t k0, int64_t k1, double (*da)[8], double (*db)[8]);
+
+/* The two-row form this CPU runs fastest (the FMA forms only). */
+static blocks2_fn blocks2_impl(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        return blocks2_avx512;
+#endif
+    return blocks2_fast;
+}
+
 hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride)
 {
     const blocks_fn blocks = blocks_impl();
+    const blocks2_fn blocks2 = blocks2_impl();
     const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8;
     double (*dacc)[8] = calloc((size_t)(rows * M4 * 4 + 1), sizeof *dacc);
     if (dacc == NULL) return HC_ERR_NOMEM;
@@ -191,7 +247,7 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
                 const float *xr[4];
                 token_rows(x + 4 * q * K, K, M - 4 * q, xr);
                 if (r + 1 < rows && blocks == blocks_fast)
-                    blocks2_fast(xr, W + r * Kw, W + (r + 1) * Kw, kc, kend,
+                    blocks2(xr, W + r * Kw, W + (r + 1) * Kw, kc, kend,
                                  dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
                 else
                     for (int64_t i = r; i < r + 2 && i < rows; i++)
