@@ -161,6 +161,17 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride);
 
+/* hc_verify_gemm_rows in parts along K: acc (hc_verify_gemm_acc_len
+ * doubles, zeroed) takes the sums of columns [k0, k1) (k0 a multiple of 64:
+ * the blocks fall where they fall in one call) of x (M, K) and W (rows,
+ * ldw), whose column 0 is k0; parts in k order; end writes y[t * y_stride +
+ * r] [+ bias[r]]. The same floats as hc_verify_gemm_rows. */
+int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M);
+void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
+                        const float *W, int64_t rows, int64_t ldw, double *acc);
+void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
+                        int64_t y_stride);
+
 /* Per-token activation quantization as the kernel does (spec 6.2), in place:
  * x (M, K) becomes the dequantized quantized values. fmt: F8E4M3, F8E5M2,
  * INT8, INT4; others leave x unchanged. */
@@ -216,6 +227,18 @@ typedef struct {
 } hc_verify_row_opts;
 void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const float *ref,
                          int64_t K, hc_verify_row_sums *out, int64_t *hist);
+/* hc_verify_row_check in parts along the row: begin, parts of the row in
+ * order (every part but the last a multiple of 8 and of the group width
+ * long: its groups start at its start), end. The same bits as one call. */
+typedef struct {
+    double err2[8], ref2[8], got2[8], dot[8], maxe[8], amax_energy;
+    int64_t n, bad, mism, viol, zero, valid, inf, reach[HC_VERIFY_HIST_BINS];
+} hc_verify_row_state;
+void hc_verify_row_begin(hc_verify_row_state *s);
+void hc_verify_row_part(const hc_verify_row_opts *o, const float *got, const float *ref,
+                        int64_t n, hc_verify_row_state *s);
+void hc_verify_row_end(const hc_verify_row_opts *o, const hc_verify_row_state *s,
+                       hc_verify_row_sums *out, int64_t *hist);
 /* Sum of squares of one row in the same lanes and tree. */
 double hc_verify_row_energy(const float *ref, int64_t K, int portable);
 /* The histogram thresholds of an rms (thr[j] = rms * 10^(j-9), j >= 2). */

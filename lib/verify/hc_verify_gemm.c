@@ -231,40 +231,71 @@ static blocks2_fn blocks2_impl(void)
     return blocks2_fast;
 }
 
-hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
-                              int64_t rows, int64_t Kw, const float *bias, float *y,
-                              int64_t y_stride)
+int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M) { return rows * ((M + 3) / 4) * 4 * 9; }
+
+/* The K % 8 tail terms in [k0, k1) of the (row, token) sums, in double and
+ * in k order, as dot4_finish adds them. */
+static void tail_terms(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
+                       const float *W, int64_t rows, int64_t ldw, double *tail)
+{
+    const int64_t M4 = (M + 3) / 4;
+    for (int64_t k = k0 > K / 8 * 8 ? k0 : K / 8 * 8; k < k1; k++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t q = 0; q < M4; q++) {
+                const float *xr[4];
+                token_rows(x + 4 * q * K, K, M - 4 * q, xr);
+                for (int t = 0; t < 4; t++)
+                    tail[(r * M4 + q) * 4 + t] += (double)xr[t][k] * (double)W[r * ldw + k - k0];
+            }
+}
+
+void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
+                        const float *W, int64_t rows, int64_t ldw, double *acc)
 {
     const blocks_fn blocks = blocks_impl();
     const blocks2_fn blocks2 = blocks2_impl();
-    const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8;
-    double (*dacc)[8] = calloc((size_t)(rows * M4 * 4 + 1), sizeof *dacc);
-    if (dacc == NULL) return HC_ERR_NOMEM;
-    for (int64_t kc = 0; kc < K8; kc += HC_GEMM_KC) {
-        const int64_t kend = kc + HC_GEMM_KC < K8 ? kc + HC_GEMM_KC : K8;
+    const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8, kv = (k1 < K8 ? k1 : K8) - k0;
+    double (*dacc)[8] = (double (*)[8])acc;
+    for (int64_t kc = 0; kc < kv; kc += HC_GEMM_KC) {
+        const int64_t kend = kc + HC_GEMM_KC < kv ? kc + HC_GEMM_KC : kv;
         for (int64_t r = 0; r < rows; r += 2)
             for (int64_t q = 0; q < M4; q++) {
                 const float *xr[4];
                 token_rows(x + 4 * q * K, K, M - 4 * q, xr);
+                for (int t = 0; t < 4; t++) xr[t] += k0; /* W's column 0 is k0 */
                 if (r + 1 < rows && blocks == blocks_fast)
-                    blocks2(xr, W + r * Kw, W + (r + 1) * Kw, kc, kend,
-                                 dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
+                    blocks2(xr, W + r * ldw, W + (r + 1) * ldw, kc, kend,
+                            dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
                 else
                     for (int64_t i = r; i < r + 2 && i < rows; i++)
-                        blocks(xr, W + i * Kw, kc, kend, dacc + (i * M4 + q) * 4);
+                        blocks(xr, W + i * ldw, kc, kend, dacc + (i * M4 + q) * 4);
             }
     }
+    tail_terms(x, M, K, k0, k1, W, rows, ldw, acc + rows * M4 * 4 * 8);
+}
+
+void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
+                        int64_t y_stride)
+{
+    const int64_t M4 = (M + 3) / 4;
+    const double (*dacc)[8] = (const double (*)[8])acc, *tail = acc + rows * M4 * 4 * 8;
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t q = 0; q < M4; q++) {
-            const float *xr[4];
-            double d[4];
-            const int64_t t_rows = M - 4 * q < 4 ? M - 4 * q : 4;
-            token_rows(x + 4 * q * K, K, t_rows, xr);
-            dot4_finish(xr, W + r * Kw, K, dacc + (r * M4 + q) * 4, d);
+        for (int64_t t = 0; t < M; t++) {
+            const int64_t i = (r * M4 + t / 4) * 4 + t % 4;
             const double b = bias ? bias[r] : 0.0;
-            for (int64_t t = 0; t < t_rows; t++) y[(4 * q + t) * y_stride + r] = (float)(d[t] + b);
+            y[t * y_stride + r] = (float)(lanes_total(dacc[i], tail[i]) + b);
         }
-    free(dacc);
+}
+
+hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
+                              int64_t rows, int64_t Kw, const float *bias, float *y,
+                              int64_t y_stride)
+{
+    double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, M) + 1, sizeof *acc);
+    if (acc == NULL) return HC_ERR_NOMEM;
+    hc_verify_gemm_acc(x, M, K, 0, K, W, rows, Kw, acc);
+    hc_verify_gemm_end(acc, M, rows, bias, y, y_stride);
+    free(acc);
     return HC_OK;
 }
 

@@ -15,10 +15,7 @@
 
 enum { B = HC_VERIFY_HIST_BINS };
 
-typedef struct {
-    double err2[8], ref2[8], got2[8], dot[8], maxe[8];
-    int64_t n, bad, mism, viol, zero, valid, inf, reach[B];
-} lanes;
+typedef hc_verify_row_state lanes;
 
 static double tree(const double *l)
 {
@@ -209,16 +206,17 @@ blocks_avx2(vlanes *V, lanes *L, const float *got, const float *ref, int64_t k0,
 
 /* A whole row whose groups (gk > 0) hold whole blocks of 8, or without
  * groups (gk == 0): the lanes stay in registers across the groups; the
- * K % 8 tail element by element. *amax_energy as hc_verify_row_check. */
+ * K % 8 tail element by element; the groups' n_g amax_g^2 added to
+ * L->amax_energy in order. */
 HC_AVX2 static void row_avx2(lanes *L, const float *got, const float *ref, int64_t K,
-                             int64_t gk, double limit, const double *thr, double *amax_energy)
+                             int64_t gk, double limit, const double *thr)
 {
     vlanes V;
     __m256d th[B];
     vload(&V, L);
     for (int t = 2; t < B; t++) th[t] = _mm256_set1_pd(thr[t]);
     const int64_t step = gk > 0 ? gk : K / 8 * 8, K8 = K / 8 * 8;
-    double ae = 0;
+    double ae = L->amax_energy;
     for (int64_t k0 = 0; k0 < K8 && step > 0; k0 += step) {
         const int64_t k1 = k0 + step < K8 ? k0 + step : K8;
         double lim = 0;
@@ -240,7 +238,7 @@ HC_AVX2 static void row_avx2(lanes *L, const float *got, const float *ref, int64
         }
         span_generic(L, got, ref, K8, K, lim, gk > 0, thr);
     }
-    *amax_energy = ae;
+    L->amax_energy = ae;
 }
 
 /* Sums of squares into the 8 lanes l over whole blocks of 8; returns the
@@ -302,23 +300,20 @@ static void finish(const lanes *L, double rms, hc_verify_row_sums *out, int64_t 
     hist[B - 1] += reach[B - 1] + nonfinite;
 }
 
-void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const float *ref,
-                         int64_t K, hc_verify_row_sums *out, int64_t *hist)
+void hc_verify_row_begin(hc_verify_row_state *s) { memset(s, 0, sizeof *s); }
+
+void hc_verify_row_part(const hc_verify_row_opts *o, const float *got, const float *ref,
+                        int64_t K, hc_verify_row_state *L)
 {
     span_fn span;
     amax_fn amax;
     pick(o->portable, &span, &amax);
-    lanes L;
-    memset(&L, 0, sizeof L);
     double thr[B] = {0}; /* a threshold of 0 (rms near underflow) must not count d == 0 */
     for (int t = 2; t < B; t++) thr[t] = o->thr[t] > 0 ? o->thr[t] : 0x1p-1074;
-    double amax_energy = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (span == span_avx2 && o->gk % 8 == 0) {
-        row_avx2(&L, got, ref, K, o->gk > 0 && o->gk < K ? o->gk : o->gk > 0 ? K : 0, o->limit,
-                 thr, &amax_energy);
-        out->amax_energy = amax_energy;
-        finish(&L, o->rms, out, hist);
+        row_avx2(L, got, ref, K, o->gk > 0 && o->gk < K ? o->gk : o->gk > 0 ? K : 0, o->limit,
+                 thr);
         return;
     }
 #endif
@@ -328,13 +323,27 @@ void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const fl
         double lim = 0;
         if (o->gk > 0) {
             const double a = amax(ref + k0, k1 - k0);
-            amax_energy += (double)(k1 - k0) * a * a;
+            L->amax_energy += (double)(k1 - k0) * a * a;
             lim = o->limit * a;
         }
-        span(&L, got, ref, k0, k1, lim, o->gk > 0, thr);
+        span(L, got, ref, k0, k1, lim, o->gk > 0, thr);
     }
-    out->amax_energy = amax_energy;
-    finish(&L, o->rms, out, hist);
+}
+
+void hc_verify_row_end(const hc_verify_row_opts *o, const hc_verify_row_state *s,
+                       hc_verify_row_sums *out, int64_t *hist)
+{
+    out->amax_energy = s->amax_energy;
+    finish(s, o->rms, out, hist);
+}
+
+void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const float *ref,
+                         int64_t K, hc_verify_row_sums *out, int64_t *hist)
+{
+    hc_verify_row_state s;
+    hc_verify_row_begin(&s);
+    hc_verify_row_part(o, got, ref, K, &s);
+    hc_verify_row_end(o, &s, out, hist);
 }
 
 double hc_verify_row_energy(const float *ref, int64_t K, int portable)
