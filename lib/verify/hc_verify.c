@@ -332,16 +332,6 @@ static int panels_apply(const hc_layer_meta *m, const hc_verify_source *src)
            (!src->float_source || hc_verify_group_rows_ok(m));
 }
 
-/* y (E, M, N) at rows n0.. n0 + 63 of expert e from panel P (bias: the
- * panel's 64 values, or NULL), as hc_verify_gemm computes them; 0 when out
- * of memory. */
-static int panel_gemm(const hc_layer_meta *m, const float *x, int64_t M, const float *P,
-                      int64_t e, int64_t n0, const float *bias, float *y)
-{
-    return hc_verify_gemm_rows(x, M, m->K, P, 64, m->K, bias, y + e * M * m->N + n0, m->N) ==
-           HC_OK;
-}
-
 /* Source rows row0.. row0 + count - 1 (K each) into buf. */
 static void source_rows(const hc_verify_source *src, int64_t row0, int64_t count, int64_t K,
                         float *buf)
@@ -359,57 +349,125 @@ static int same_bias(const float *bd, const float *bs)
     return bd == NULL ? bs == NULL : bs != NULL && memcmp(bd, bs, 64 * sizeof *bd) == 0;
 }
 
-/* One panel: decoded into P, source rows (read into S when not in memory),
- * the row checks (histogram into hist), the decoded GEMMs, and the source
- * GEMM: where the panel equals its source (weights compare equal, bias
- * bit for bit), the source GEMM performs the decoded GEMM's operations on
- * the same values (up to the sign of zeros, which no metric tells apart),
- * so its sums are copied instead. 0 when out of memory. */
-static int one_panel(const hc_layer_meta *m, const hc_layer_tensors *post,
-                     const hc_verify_source *src, const hc_verify_decoder *dec,
-                     const hc_verify_row_opts *o, int M, buffers *b, int64_t i, float *P,
-                     float *S, int64_t *hist)
+/* Columns of k per slab: a panel is decoded, checked and multiplied a slab
+ * of 64 x HC_VERIFY_SLAB floats (256 KiB, in L2) at a time. A slab holds
+ * whole GEMM blocks (64 k), tile rows (256 / act_bits k) and scale groups
+ * (the row checks' groups, and the decoder's tables, one per group); where
+ * the groups do not divide it (channel-wise), the slab is the whole row. */
+#define HC_VERIFY_SLAB 1024
+
+static int64_t slab_width(const hc_layer_meta *m, const hc_verify_row_opts *o)
 {
-    const int64_t tiles = m->N / 64, e = i / tiles, n0 = 64 * (i % tiles), K = m->K;
-    const int64_t row0 = e * m->N + n0;
-    const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
-    hc_verify_decode_panel(dec, e, i % tiles, P);
-    const float *ref = src->weight ? src->weight + row0 * K : S;
-    if (!src->weight) source_rows(src, row0, 64, K, S);
-    int64_t mism = 0;
-    for (int64_t r = 0; r < 64; r++) {
-        hc_verify_row_check(o, P + r * K, ref + r * K, K, &b->rows[row0 + r], hist);
-        mism += b->rows[row0 + r].mism;
-    }
-    int ok = panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
-    if (b->yq) ok &= panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
-    const float *sbias = src->bias ? src->bias + e * m->N + n0 : NULL;
-    if (mism == 0 && same_bias(bias, sbias)) /* equal weights: the same sums, bit for bit */
-        for (int64_t t = 0; t < M; t++)
-            memcpy(b->yref + (e * M + t) * m->N + n0, b->y + (e * M + t) * m->N + n0,
-                   64 * sizeof(float));
-    else
-        ok &= panel_gemm(m, b->x, M, ref, e, n0, sbias, b->yref);
-    return ok;
+    if (m->K <= HC_VERIFY_SLAB || (o->gk > 0 && HC_VERIFY_SLAB % o->gk != 0) ||
+        (m->group_size > 0 && HC_VERIFY_SLAB % m->group_size != 0))
+        return m->K;
+    return HC_VERIFY_SLAB;
 }
 
-/* Decodes and checks every panel in parallel, panel buffers per thread. */
+/* A thread's panel buffers: a slab of the decoded panel, the source rows
+ * (when read by rows), the rows' check states and the three GEMMs' sums. */
+typedef struct {
+    int64_t ks, acc_len;
+    float *P, *S;
+    hc_verify_row_state *st;
+    double *acc; /* y, yq, yref: acc_len each */
+} panel_ws;
+
+static int ws_alloc(const hc_layer_meta *m, const hc_verify_source *src, int64_t ks, int M,
+                    panel_ws *w)
+{
+    w->ks = ks;
+    w->acc_len = hc_verify_gemm_acc_len(64, M);
+    w->P = malloc((size_t)(64 * ks) * sizeof(float));
+    w->S = src->weight ? NULL : malloc((size_t)(64 * m->K) * sizeof(float));
+    w->st = malloc(64 * sizeof *w->st);
+    w->acc = malloc((size_t)(3 * w->acc_len) * sizeof(double));
+    return w->P && (src->weight || w->S) && w->st && w->acc;
+}
+
+static void ws_free(panel_ws *w)
+{
+    free(w->P);
+    free(w->S);
+    free(w->st);
+    free(w->acc);
+}
+
+/* Slab [k0, k0 + kw) of panel (e, nb): decoded, checked against the source
+ * rows ref (stride K), added to the GEMMs' sums. While the panel equals its
+ * source (*equal), the source GEMM's sums are the decoded GEMM's (the same
+ * operations on the same values; lanes start at +0, so not even the sign
+ * of a zero differs): they are copied at the first slab that differs. */
+static void panel_slab(const hc_layer_meta *m, const hc_verify_decoder *dec,
+                       const hc_verify_row_opts *o, int M, const buffers *b, int64_t e,
+                       int64_t nb, const float *ref, int64_t k0, int64_t kw, panel_ws *w,
+                       int *equal)
+{
+    const int64_t K = m->K, ks = w->ks, len = w->acc_len;
+    double *acc_y = w->acc, *acc_yq = w->acc + len, *acc_ref = w->acc + 2 * len;
+    hc_verify_decode_panel_part(dec, e, nb, k0, k0 + kw, w->P, ks);
+    int64_t mism = 0;
+    for (int64_t r = 0; r < 64; r++) {
+        const int64_t before = w->st[r].mism;
+        hc_verify_row_part(o, w->P + r * ks, ref + r * K + k0, kw, &w->st[r]);
+        mism += w->st[r].mism - before;
+    }
+    if (*equal && mism) {
+        memcpy(acc_ref, acc_y, (size_t)len * sizeof *acc_ref);
+        *equal = 0;
+    }
+    if (!*equal) hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, ref + k0, 64, K, acc_ref);
+    hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, w->P, 64, ks, acc_y);
+    if (b->yq) hc_verify_gemm_acc(b->xq, M, K, k0, k0 + kw, w->P, 64, ks, acc_yq);
+}
+
+/* Panel i (rows n0.. n0 + 63 of expert e) slab by slab: its rows' sums into
+ * b->rows, histogram into hist, its columns of y, yq and yref. */
+static void one_panel(const hc_layer_meta *m, const hc_layer_tensors *post,
+                      const hc_verify_source *src, const hc_verify_decoder *dec,
+                      const hc_verify_row_opts *o, int M, buffers *b, int64_t i, panel_ws *w,
+                      int64_t *hist)
+{
+    const int64_t tiles = m->N / 64, e = i / tiles, n0 = 64 * (i % tiles), K = m->K, N = m->N;
+    const int64_t row0 = e * N + n0, len = w->acc_len;
+    const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
+    const float *sbias = src->bias ? src->bias + e * N + n0 : NULL;
+    const float *ref = src->weight ? src->weight + row0 * K : w->S;
+    if (!src->weight) source_rows(src, row0, 64, K, w->S);
+    for (int64_t r = 0; r < 64; r++) hc_verify_row_begin(&w->st[r]);
+    memset(w->acc, 0, (size_t)(3 * len) * sizeof *w->acc);
+    int equal = 1;
+    for (int64_t k0 = 0; k0 < K; k0 += w->ks)
+        panel_slab(m, dec, o, M, b, e, i % tiles, ref, k0, K - k0 < w->ks ? K - k0 : w->ks, w,
+                   &equal);
+    for (int64_t r = 0; r < 64; r++) hc_verify_row_end(o, &w->st[r], &b->rows[row0 + r], hist);
+    const int64_t at = e * M * N + n0;
+    hc_verify_gemm_end(w->acc, M, 64, bias, b->y + at, N);
+    if (b->yq) hc_verify_gemm_end(w->acc + len, M, 64, bias, b->yq + at, N);
+    if (equal && same_bias(bias, sbias))
+        for (int64_t t = 0; t < M; t++)
+            memcpy(b->yref + at + t * N, b->y + at + t * N, 64 * sizeof(float));
+    else
+        hc_verify_gemm_end(equal ? w->acc : w->acc + 2 * len, M, 64, sbias, b->yref + at, N);
+}
+
+/* Decodes and checks every panel in parallel, buffers per thread. */
 static hc_status check_panels(const hc_layer_meta *m, const hc_layer_tensors *post,
                               const hc_verify_source *src, const hc_verify_decoder *dec,
                               const hc_verify_row_opts *o, int M, buffers *b, int64_t *hist,
                               hc_error *err)
 {
-    const int64_t panels = m->E * (m->N / 64);
-    const size_t panel = (size_t)(64 * m->K);
+    const int64_t panels = m->E * (m->N / 64), ks = slab_width(m, o);
     int fail = 0;
 #pragma omp parallel reduction(+ : fail, hist[:HC_VERIFY_HIST_BINS]) if (panels > 1)
     {
-        float *P = malloc(panel * (src->weight ? 1 : 2) * sizeof(float));
-        fail += P == NULL;
+        panel_ws w;
+        const int ok = ws_alloc(m, src, ks, M, &w);
+        fail += !ok;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < panels; i++)
-            if (P) fail += !one_panel(m, post, src, dec, o, M, b, i, P, P + panel, hist);
-        free(P);
+            if (ok) one_panel(m, post, src, dec, o, M, b, i, &w, hist);
+        ws_free(&w);
     }
     if (fail) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating verification panels");
     return HC_OK;

@@ -112,6 +112,10 @@ hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta
 /* Rows 64 nb .. 64 nb + 63 of expert e into W (64, Kp): the values
  * hc_verify_decode puts there. Safe to call from several threads. */
 void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W);
+/* Columns [k0, k1) of that panel (multiples of the tile's 256 / act_bits
+ * rows of k) into W (64 rows, stride ldw, column 0 at k0). */
+void hc_verify_decode_panel_part(const hc_verify_decoder *d, int64_t e, int64_t nb, int64_t k0,
+                                 int64_t k1, float *W, int64_t ldw);
 void hc_verify_decoder_free(hc_verify_decoder *d);
 
 /* Checks dtype and shape of every post tensor against the plan. */

@@ -216,9 +216,11 @@ elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
     return c->scale[(e * m->Np + n) * m->G + g];
 }
 
-/* One lane of one tile: b words -> 32 values placed in W. */
+/* One lane of one tile: b words -> 32 values placed in W (row stride ldw,
+ * column 0 at k = kofs). */
 static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64_t kb,
-                        int64_t nb, int j, int lane, int64_t row0, float *W)
+                        int64_t nb, int j, int lane, int64_t row0, float *W, int64_t ldw,
+                        int64_t kofs)
 {
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits;
@@ -242,7 +244,7 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
                          : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
         if (c->global) v *= gl;
-        W[(e * m->Np + n - row0) * m->Kp + k] = (float)v;
+        W[(e * m->Np + n - row0) * ldw + k - kofs] = (float)v;
     }
 }
 
@@ -256,16 +258,16 @@ static int64_t tile_word(const hc_layer_meta *m, int64_t e, int64_t kb, int64_t 
 }
 
 /* Tile row kb of n tile nb of expert e into W, whose first row is row0
- * (counted in (e, n) rows). */
+ * (counted in (e, n) rows), row stride ldw, column 0 at k = kofs. */
 static void decode_tile(const decode_ctx *c, const void *words, int64_t e, int64_t kb,
-                        int64_t nb, int64_t row0, float *W)
+                        int64_t nb, int64_t row0, float *W, int64_t ldw, int64_t kofs)
 {
     const int b = c->m->weight_bits, chunks = 16 / c->m->act_bits;
     for (int j = 0; j < chunks; j++)
         for (int lane = 0; lane < 32; lane++) {
             uint32_t F[8];
             for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(c->m, e, kb, nb, j, lane, w));
-            decode_lane(c, F, e, kb, nb, j, lane, row0, W);
+            decode_lane(c, F, e, kb, nb, j, lane, row0, W, ldw, kofs);
         }
 }
 
@@ -276,7 +278,7 @@ static void decode_tiles(const decode_ctx *c, const void *words, float *W)
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * m->Kp * m->Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t kb = 0; kb < rows; kb++)
-            for (int64_t nb = 0; nb < tiles; nb++) decode_tile(c, words, e, kb, nb, 0, W);
+            for (int64_t nb = 0; nb < tiles; nb++) decode_tile(c, words, e, kb, nb, 0, W, m->Kp, 0);
 }
 
 /* 0.1.19 flat weights: row n's K*b/32 row-packed words, cut into 128-bit
@@ -417,21 +419,23 @@ static void lane_words(const hc_layer_meta *m, const void *words, int64_t base, 
         for (int w = 0; w < b; w++) F[w] = rd32(words, base + ((int64_t)j * 32 + lane) * b + w);
 }
 
+/* Tile rows [kb0, kb1) of n tile nb into W (64 rows, stride ldw, column 0
+ * at k = P kb0). */
 static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e, int64_t nb,
-                               float *W)
+                               int64_t kb0, int64_t kb1, float *W, int64_t ldw)
 {
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits, P = 256 / a, R = 32 / a;
     const int codes = 1 << b, chunks = 16 / a;
     const uint32_t mask = (1u << b) - 1;
-    const int64_t rows = m->Kp / P, n_base = 64 * nb, Kp = m->Kp;
+    const int64_t rows = kb1, n_base = 64 * nb;
     float T[64 * 256];
     int64_t off[32], tix[32], table_g = -1;
     for (int u = 0; u < 32; u++) { /* the lane map as offsets into W and the table */
-        off[u] = c->dn[u] * Kp + c->dk[u];
+        off[u] = c->dn[u] * ldw + c->dk[u];
         tix[u] = (int64_t)c->dn[u] * codes;
     }
-    for (int64_t kb = 0; kb < rows; kb++) {
+    for (int64_t kb = kb0; kb < rows; kb++) {
         const int64_t g = (int64_t)P * kb / m->group_size;
         for (int r = 0; g != table_g && r < 64; r++)
             for (int code = 0; code < codes; code++)
@@ -447,7 +451,7 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
                 lane_words(m, words, base, e, kb, nb, j, lane, F);
                 hck_uncompact(b, F, Wd);
                 const int r0 = 4 * a * j + lane / 4;
-                float *out = W + (int64_t)r0 * Kp + (int64_t)P * kb + R * (lane % 4);
+                float *out = W + (int64_t)r0 * ldw + (int64_t)P * (kb - kb0) + R * (lane % 4);
                 const float *Tr = T + r0 * codes;
                 for (int u = 0; u < 32; u++)
                     out[off[u]] = Tr[tix[u] + ((Wd[c->wd[u]] >> c->sh[u]) & mask)];
@@ -455,16 +459,22 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
     }
 }
 
-void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
+void hc_verify_decode_panel_part(const hc_verify_decoder *d, int64_t e, int64_t nb, int64_t k0,
+                                 int64_t k1, float *W, int64_t ldw)
 {
     const hc_layer_meta *m = d->c.m;
+    const int64_t P = 256 / m->act_bits;
     if (table_applies(&d->c)) {
-        decode_panel_table(&d->c, d->post->weight.data, e, nb, W);
+        decode_panel_table(&d->c, d->post->weight.data, e, nb, k0 / P, k1 / P, W, ldw);
         return;
     }
-    const int64_t rows = m->Kp / (256 / m->act_bits);
-    for (int64_t kb = 0; kb < rows; kb++)
-        decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W);
+    for (int64_t kb = k0 / P; kb < k1 / P; kb++)
+        decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W, ldw, k0);
+}
+
+void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
+{
+    hc_verify_decode_panel_part(d, e, nb, 0, d->c.m->Kp, W, d->c.m->Kp);
 }
 
 void hc_verify_decoder_free(hc_verify_decoder *d)
