@@ -114,11 +114,43 @@ static void test_gemm_rows_equal_dots(void **state)
     free(W);
 }
 
+/* hc_verify_gemm_acc in parts along K (slabs of 1024 and of 64, the K % 8
+ * tail in the last) gives hc_verify_gemm_rows's floats. */
+static void test_gemm_parts_equal_rows(void **state)
+{
+    (void)state;
+    const int64_t M = 7, K = 2 * 1024 + 67, rows = 5;
+    float *x = malloc((size_t)(M * K) * sizeof *x), *W = malloc((size_t)(rows * K) * sizeof *W);
+    float *slab = malloc((size_t)(rows * 1024) * sizeof *slab), y[7 * 5], z[7 * 5], bias[5];
+    double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, M), sizeof *acc);
+    assert_true(x && W && slab && acc);
+    for (int64_t i = 0; i < M * K; i++) x[i] = frand();
+    for (int64_t i = 0; i < rows * K; i++) W[i] = frand();
+    for (int r = 0; r < rows; r++) bias[r] = frand();
+    assert_int_equal(hc_verify_gemm_rows(x, M, K, W, rows, K, bias, y, rows), HC_OK);
+    for (int64_t step = 64; step <= 1024; step += 960) {
+        memset(acc, 0, (size_t)hc_verify_gemm_acc_len(rows, M) * sizeof *acc);
+        for (int64_t k0 = 0; k0 < K; k0 += step) {
+            const int64_t kw = K - k0 < step ? K - k0 : step;
+            for (int64_t r = 0; r < rows; r++) /* a copy of the slab, row stride 1024 */
+                memcpy(slab + r * 1024, W + r * K + k0, (size_t)kw * sizeof *slab);
+            hc_verify_gemm_acc(x, M, K, k0, k0 + kw, slab, rows, 1024, acc);
+        }
+        hc_verify_gemm_end(acc, M, rows, bias, z, rows);
+        assert_memory_equal(y, z, sizeof y);
+    }
+    free(x);
+    free(W);
+    free(slab);
+    free(acc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms_agree_and_bound),
         cmocka_unit_test(test_gemm_rows_equal_dots),
+        cmocka_unit_test(test_gemm_parts_equal_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

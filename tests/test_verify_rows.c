@@ -198,12 +198,38 @@ static void test_one_wrong_element_caught(void **state)
     }
 }
 
+/* hc_verify_row_part over parts of whole groups (and multiples of 8) in
+ * order gives one call's bits, in both forms. */
+static void test_row_parts_equal_one_call(void **state)
+{
+    (void)state;
+    enum { K = 4099 };
+    static float got[K], ref[K];
+    fill(0, got, ref, K);
+    for (int portable = 0; portable < 2; portable++)
+        for (int64_t gk = 0; gk <= 128; gk = gk ? 2 * gk : 8) { /* groups dividing 1024 */
+            hc_verify_row_opts o = {.gk = gk, .limit = 0.07, .rms = 0.5, .portable = portable};
+            hc_verify_hist_thresholds(o.rms, o.thr);
+            hc_verify_row_sums a, b;
+            int64_t ha[B] = {0}, hb[B] = {0};
+            hc_verify_row_check(&o, got, ref, K, &a, ha);
+            hc_verify_row_state st;
+            hc_verify_row_begin(&st);
+            for (int64_t k0 = 0; k0 < K; k0 += 1024)
+                hc_verify_row_part(&o, got + k0, ref + k0, K - k0 < 1024 ? K - k0 : 1024, &st);
+            hc_verify_row_end(&o, &st, &b, hb);
+            expect_same(&a, &b, "parts vs one call");
+            assert_memory_equal(ha, hb, sizeof ha);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_forms_agree),
         cmocka_unit_test(test_row_sums_accurate),
         cmocka_unit_test(test_one_wrong_element_caught),
+        cmocka_unit_test(test_row_parts_equal_one_call),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
