@@ -117,6 +117,9 @@ void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, f
 void hc_verify_decode_panel_part(const hc_verify_decoder *d, int64_t e, int64_t nb, int64_t k0,
                                  int64_t k1, float *W, int64_t ldw);
 void hc_verify_decoder_free(hc_verify_decoder *d);
+/* Tests: decode panels element by element only (the vector forms give the
+ * same floats). */
+void hc_verify_decoder_portable(hc_verify_decoder *d);
 
 /* Checks dtype and shape of every post tensor against the plan. */
 hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,

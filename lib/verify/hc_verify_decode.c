@@ -79,7 +79,44 @@ typedef struct {
     int is_float;
     double flut[256];   /* float weight codes -> value (is_float) */
     int e0m;            /* 0.1.19 MoE: sign-magnitude codes (post->weight_e0m) */
+    /* the lane map seen from the output (quad_map): four lanes 4q..4q+3 fill,
+     * for each of their row classes c (rows 4 a j + q + qdn[c]), the P values
+     * of a tile row; value i = c P + k comes from word qw[i] of the quad's
+     * padded words (lane-major) at bit qsh[i]. quad_ok: the map was found. */
+    int quad_ok, quad_rows, qdn[32];
+    int32_t qw[128], qsh[128];
+    int portable;       /* tests: the element-by-element panel decoding only */
 } decode_ctx;
+
+/* The lane map inverted per quad of lanes (decode_ctx): every (lane of the
+ * quad, value u) lands on one (row class, k < P), each exactly once, or the
+ * map is not used. */
+static void quad_map(decode_ctx *c)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, P = 256 / a, R = 32 / a, Bp = next_pow2(m->weight_bits);
+    int seen[128] = {0}, rows = 0;
+    c->quad_ok = 0;
+    for (int u = 0; u < 32; u++) { /* the distinct row offsets, in order */
+        int at = 0;
+        while (at < rows && c->qdn[at] < c->dn[u]) at++;
+        if (at < rows && c->qdn[at] == c->dn[u]) continue;
+        memmove(c->qdn + at + 1, c->qdn + at, (size_t)(rows - at) * sizeof *c->qdn);
+        c->qdn[at] = c->dn[u];
+        rows++;
+    }
+    if (rows * P != 128) return;
+    for (int l = 0; l < 4; l++)
+        for (int u = 0; u < 32; u++) {
+            int cls = 0, k = R * l + c->dk[u];
+            while (c->qdn[cls] != c->dn[u]) cls++;
+            if (k >= P || seen[cls * P + k]++) return;
+            c->qw[cls * P + k] = l * Bp + c->wd[u];
+            c->qsh[cls * P + k] = c->sh[u];
+        }
+    c->quad_rows = rows;
+    c->quad_ok = 1;
+}
 
 /* Fills the per-layer lane map and the float code table. */
 static void lane_map(decode_ctx *c)
@@ -317,6 +354,7 @@ static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
     c->m = meta;
     c->e0m = post->weight_e0m;
     lane_map(c);
+    quad_map(c);
     HC_TRY(decode_scales(c, &post->weight_scale, err));
     HC_TRY(decode_zero(c, &post->zero_point, err));
     if (post->global_scale.data) {
@@ -421,6 +459,84 @@ static void lane_words(const hc_layer_meta *m, const void *words, int64_t base, 
 
 /* Tile rows [kb0, kb1) of n tile nb into W (64 rows, stride ldw, column 0
  * at k = P kb0). */
+/* One quad of lanes (4q..4q+3) of chunk j of tile (kb, nb): for each row
+ * class the tile row's P values, by table T (64 rows x 2^b codes), into W
+ * (stride ldw, column 0 at the tile row's first k). */
+typedef void (*quad_fn)(const decode_ctx *c, const void *words, int64_t base, int64_t e,
+                        int64_t kb, int64_t nb, int j, int q, const float *T, float *W,
+                        int64_t ldw);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* Eight values at a time: the words by a gather from the quad's padded
+ * words, the codes by shifts, the values by a gather from the table (the
+ * floats the element loop stores). */
+__attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const void *words,
+                                                      int64_t base, int64_t e, int64_t kb,
+                                                      int64_t nb, int j, int q, const float *T,
+                                                      float *W, int64_t ldw)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b), P = 256 / a;
+    const int codes = 1 << b;
+    uint32_t QW[32] = {0};
+    for (int l = 0; l < 4; l++) {
+        uint32_t F[8];
+        lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
+        hck_uncompact(b, F, QW + l * Bp);
+    }
+    const __m256i mask = _mm256_set1_epi32(codes - 1);
+    const int r0 = 4 * a * j + q;
+    if (b <= 4) { /* 16 words, 16 values a row: permutes of two registers, no gathers */
+        const __m256i w_lo = _mm256_loadu_si256((const __m256i *)QW);
+        const __m256i w_hi = _mm256_loadu_si256((const __m256i *)(QW + 8));
+        const __m256i eight = _mm256_set1_epi32(8);
+        for (int cls = 0; cls < c->quad_rows; cls++) {
+            const int row = r0 + c->qdn[cls];
+            const float *Tr = T + row * codes;
+            const __m256 t_lo = _mm256_loadu_ps(Tr), t_hi = codes > 8 ? _mm256_loadu_ps(Tr + 8) : t_lo;
+            float *out = W + (int64_t)row * ldw;
+            for (int k = 0; k < P; k += 8) {
+                const int i = cls * P + k;
+                const __m256i wi = _mm256_loadu_si256((const __m256i *)(c->qw + i));
+                const __m256i hi_w = _mm256_cmpgt_epi32(eight, wi); /* wi < 8 */
+                const __m256i w = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(w_hi, wi),
+                                                     _mm256_permutevar8x32_epi32(w_lo, wi), hi_w);
+                const __m256i code = _mm256_and_si256(
+                    _mm256_srlv_epi32(w, _mm256_loadu_si256((const __m256i *)(c->qsh + i))), mask);
+                const __m256 lo_c = _mm256_castsi256_ps(_mm256_cmpgt_epi32(eight, code));
+                _mm256_storeu_ps(out + k, _mm256_blendv_ps(_mm256_permutevar8x32_ps(t_hi, code),
+                                                           _mm256_permutevar8x32_ps(t_lo, code), lo_c));
+            }
+        }
+        return;
+    }
+    for (int cls = 0; cls < c->quad_rows; cls++) {
+        const int row = r0 + c->qdn[cls];
+        const float *Tr = T + row * codes;
+        float *out = W + (int64_t)row * ldw;
+        for (int k = 0; k < P; k += 8) {
+            const int i = cls * P + k;
+            const __m256i w = _mm256_i32gather_epi32((const int *)QW,
+                                                     _mm256_loadu_si256((const __m256i *)(c->qw + i)), 4);
+            const __m256i code = _mm256_and_si256(
+                _mm256_srlv_epi32(w, _mm256_loadu_si256((const __m256i *)(c->qsh + i))), mask);
+            _mm256_storeu_ps(out + k, _mm256_i32gather_ps(Tr, code, 4));
+        }
+    }
+}
+#endif
+
+static quad_fn quad_impl(const decode_ctx *c)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (c->quad_ok && !c->portable && __builtin_cpu_supports("avx2")) return quad_avx2;
+#endif
+    (void)c;
+    return NULL;
+}
+
 static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e, int64_t nb,
                                int64_t kb0, int64_t kb1, float *W, int64_t ldw)
 {
@@ -431,6 +547,7 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
     const int64_t rows = kb1, n_base = 64 * nb;
     float T[64 * 256];
     int64_t off[32], tix[32], table_g = -1;
+    const quad_fn quad = quad_impl(c);
     for (int u = 0; u < 32; u++) { /* the lane map as offsets into W and the table */
         off[u] = c->dn[u] * ldw + c->dk[u];
         tix[u] = (int64_t)c->dn[u] * codes;
@@ -445,6 +562,12 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
         if (!m->use_packed_k_layout && kb + 2 < rows) /* the tile two rows on: 2 P b words */
             for (int64_t at = tile_word(m, e, kb + 2, nb, 0, 0, 0), w = 0; w < 2 * P * b; w += 16)
                 __builtin_prefetch((const uint32_t *)words + at + w);
+        if (quad) {
+            for (int j = 0; j < chunks; j++)
+                for (int q = 0; q < 8; q++)
+                    quad(c, words, base, e, kb, nb, j, q, T, W + (int64_t)P * (kb - kb0), ldw);
+            continue;
+        }
         for (int j = 0; j < chunks; j++)
             for (int lane = 0; lane < 32; lane++) {
                 uint32_t F[8], Wd[8];
@@ -476,6 +599,8 @@ void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, f
 {
     hc_verify_decode_panel_part(d, e, nb, 0, d->c.m->Kp, W, d->c.m->Kp);
 }
+
+void hc_verify_decoder_portable(hc_verify_decoder *d) { d->c.portable = 1; }
 
 void hc_verify_decoder_free(hc_verify_decoder *d)
 {
