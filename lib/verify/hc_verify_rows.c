@@ -7,7 +7,7 @@
  * in a fixed tree at the end of the row. The AVX2 form and the portable form
  * perform the same double operations per lane in the same order (no
  * contraction: -ffp-contract=off), so they give the same bits
- * (tests/test_verify_gemm.c); counts are exact in both. */
+ * (tests/test_verify_rows.c); counts are exact in both. */
 #include <math.h>
 #include <string.h>
 
@@ -84,14 +84,16 @@ HC_AVX2 static float amax_avx2(const float *r, int64_t n)
     return t > m ? t : m;
 }
 
-/* Four lanes of elem: the double sums of lanes at (o = 0 or 4). */
+/* elem's state in registers: the double sums of lanes 0-3 (h = 0) and 4-7
+ * (h = 1), the counts in 64-bit lanes. */
 typedef struct {
     __m256d err2[2], ref2[2], got2[2], dot[2], maxe[2];
     __m256i viol, zero, valid, inf, reach[B];
 } vlanes;
 
-HC_AVX2 static inline __attribute__((always_inline)) void vhalf(vlanes *V, int h, __m128 gf, __m128 rf, __m256d lim, int count_viol,
-                          const __m256d *thr)
+/* elem for four elements into half h of V (inlined: V stays in registers). */
+HC_AVX2 static inline __attribute__((always_inline)) void
+vhalf(vlanes *V, int h, __m128 gf, __m128 rf, __m256d lim, int count_viol, const __m256d *thr)
 {
     const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY),
                   zero = _mm256_setzero_pd();
@@ -152,36 +154,6 @@ HC_AVX2 static void vstore(const vlanes *V, lanes *L)
     for (int t = 2; t < B; t++) L->reach[t] += hsum64(V->reach[t]);
 }
 
-/* Whole blocks of 8 from a multiple of 8; the ends element by element. */
-HC_AVX2 static void span_avx2(lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
-                              double lim, int count_viol, const double *thr)
-{
-    int64_t a = (k0 + 7) / 8 * 8, z = k1 / 8 * 8;
-    if (z - a < 8) {
-        span_generic(L, got, ref, k0, k1, lim, count_viol, thr);
-        return;
-    }
-    span_generic(L, got, ref, k0, a, lim, count_viol, thr);
-    vlanes V;
-    __m256d th[B];
-    vload(&V, L);
-    for (int t = 2; t < B; t++) th[t] = _mm256_set1_pd(thr[t]);
-    const __m256d vl = _mm256_set1_pd(lim);
-    for (int64_t k = a; k < z; k += 8) {
-        const __m256 g = _mm256_loadu_ps(got + k), r = _mm256_loadu_ps(ref + k);
-        const int ne = _mm256_movemask_ps(_mm256_cmp_ps(g, r, _CMP_NEQ_UQ));
-        const int nf = _mm256_movemask_ps(_mm256_cmp_ps(
-            _mm256_andnot_ps(_mm256_set1_ps(-0.0f), g), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
-        L->n += 8;
-        L->mism += __builtin_popcount((unsigned)ne);
-        L->bad += __builtin_popcount((unsigned)nf);
-        vhalf(&V, 0, _mm256_castps256_ps128(g), _mm256_castps256_ps128(r), vl, count_viol, th);
-        vhalf(&V, 1, _mm256_extractf128_ps(g, 1), _mm256_extractf128_ps(r, 1), vl, count_viol, th);
-    }
-    vstore(&V, L);
-    span_generic(L, got, ref, z, k1, lim, count_viol, thr);
-}
-
 /* Blocks of 8 of [k0, k1) (multiples of 8) into V. */
 HC_AVX2 static inline __attribute__((always_inline)) void
 blocks_avx2(vlanes *V, lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
@@ -202,6 +174,25 @@ blocks_avx2(vlanes *V, lanes *L, const float *got, const float *ref, int64_t k0,
     L->n += k1 - k0;
     L->mism += mism;
     L->bad += bad;
+}
+
+/* Whole blocks of 8 from a multiple of 8; the ends element by element. */
+HC_AVX2 static void span_avx2(lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
+                              double lim, int count_viol, const double *thr)
+{
+    int64_t a = (k0 + 7) / 8 * 8, z = k1 / 8 * 8;
+    if (z - a < 8) {
+        span_generic(L, got, ref, k0, k1, lim, count_viol, thr);
+        return;
+    }
+    span_generic(L, got, ref, k0, a, lim, count_viol, thr);
+    vlanes V;
+    __m256d th[B];
+    vload(&V, L);
+    for (int t = 2; t < B; t++) th[t] = _mm256_set1_pd(thr[t]);
+    blocks_avx2(&V, L, got, ref, a, z, lim, count_viol, th);
+    vstore(&V, L);
+    span_generic(L, got, ref, z, k1, lim, count_viol, thr);
 }
 
 /* A whole row whose groups (gk > 0) hold whole blocks of 8, or without
