@@ -213,6 +213,11 @@ double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m,
 int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
                                   const float *W, const float *got, double clip, int64_t E,
                                   int64_t N, int64_t K);
+/* Both of the above in one walk over the groups: *bound and *violations
+ * (groups over several rows; groups one row high: hc_verify_row_check). */
+void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
+                           const float *got, double clip, int64_t E, int64_t N, int64_t K,
+                           double *bound, int64_t *violations);
 /* The weight checks of one row in one pass (docs/verification.md, "Weight
  * sums"): sums over the elements where got is finite, in 8 double lanes
  * (element k in lane k mod 8) added in a fixed tree; counts of bad (non-
@@ -262,9 +267,5 @@ double hc_verify_bound_of(const hc_layer_config *cfg, const hc_layer_meta *m,
 /* hc_verify_compare's metrics from the total of row sums (added in row order). */
 void hc_verify_rows_metrics(const hc_verify_row_sums *total, hc_verify_cmp *out);
 
-/* Both of the above in one walk over the groups: *bound and *violations. */
-void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
-                           const float *got, double clip, int64_t E, int64_t N, int64_t K,
-                           double *bound, int64_t *violations);
 
 #endif
