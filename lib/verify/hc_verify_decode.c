@@ -419,18 +419,22 @@ hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta
     return HC_OK;
 }
 
-/* The value decode_lane gives code at (e, n) in group g, by the same
- * operations. */
-static float code_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+/* The values decode_lane gives the 2^b codes at (e, n) in group g, by the
+ * same operations, into T. */
+static void code_values(const decode_ctx *c, int64_t e, int64_t n, int64_t g, float *T)
 {
     const hc_layer_meta *m = c->m;
-    const uint32_t mask = (1u << m->weight_bits) - 1, mag = code & (mask >> 1);
+    const uint32_t mask = (1u << m->weight_bits) - 1;
     const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
-    const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
-                     : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
-    double v = x * x2 * elem_scale(c, e, n, 0, g);
-    if (c->global) v *= c->global[e];
-    return (float)v;
+    const double sc = elem_scale(c, e, n, 0, g), gl = c->global ? c->global[e] : 1.0;
+    for (uint32_t code = 0; code <= mask; code++) {
+        const uint32_t mag = code & (mask >> 1);
+        const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+                         : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+        double v = x * x2 * sc;
+        if (c->global) v *= gl;
+        T[code] = (float)v;
+    }
 }
 
 /* Panel decoding by table: where a tile row lies in one group and scales are
@@ -554,9 +558,7 @@ static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e
     }
     for (int64_t kb = kb0; kb < rows; kb++) {
         const int64_t g = (int64_t)P * kb / m->group_size;
-        for (int r = 0; g != table_g && r < 64; r++)
-            for (int code = 0; code < codes; code++)
-                T[r * codes + code] = code_value(c, (uint32_t)code, e, n_base + r, g);
+        for (int r = 0; g != table_g && r < 64; r++) code_values(c, e, n_base + r, g, T + r * codes);
         table_g = g;
         const int64_t base = m->use_packed_k_layout ? 0 : tile_word(m, e, kb, nb, 0, 0, 0);
         if (!m->use_packed_k_layout && kb + 2 < rows) /* the tile two rows on: 2 P b words */
