@@ -1,6 +1,6 @@
 /* test_verify_rows.c - the weight checks of one row (hc_verify_row_check,
- * lib/verify/hc_verify_rows.c): the AVX2 form equals the portable form bit
- * for bit (sums, counts, histogram) on rows with NaN / Inf, zeros,
+ * lib/verify/hc_verify_rows.c): the AVX-512 and AVX2 forms equal the
+ * portable form bit for bit (sums, counts, histogram) on rows with NaN / Inf, zeros,
  * subnormals, differences exactly on a decade threshold, lengths and group
  * widths around the 8-lane edges (unaligned groups included) and an all-zero
  * reference; the counts equal a plain recount from the definitions, the sums
@@ -90,13 +90,16 @@ static void expect_same(const hc_verify_row_sums *a, const hc_verify_row_sums *b
 static void check_row(hc_verify_row_opts *o, const float *got, const float *ref, int64_t K)
 {
     hc_verify_row_sums a, b, want;
-    int64_t ha[B] = {0}, hb[B] = {0}, hw[B] = {0};
+    int64_t ha[B] = {0}, hw[B] = {0};
     o->portable = 1;
     hc_verify_row_check(o, got, ref, K, &a, ha);
-    o->portable = 0;
-    hc_verify_row_check(o, got, ref, K, &b, hb);
-    expect_same(&a, &b, "portable vs fast");
-    assert_memory_equal(ha, hb, sizeof ha);
+    for (int isa = 0; isa <= 2; isa += 2) { /* the fastest (AVX-512), at most AVX2 */
+        int64_t hb[B] = {0};
+        o->portable = isa;
+        hc_verify_row_check(o, got, ref, K, &b, hb);
+        expect_same(&a, &b, isa ? "portable vs AVX2" : "portable vs fastest");
+        assert_memory_equal(ha, hb, sizeof ha);
+    }
     assert_true(hc_verify_row_energy(ref, K, 1) == hc_verify_row_energy(ref, K, 0) ||
                 isnan(hc_verify_row_energy(ref, K, 1)));
     recount(o, got, ref, K, &want, hw);
@@ -182,7 +185,7 @@ static void test_one_wrong_element_caught(void **state)
             hc_verify_row_opts o = {.gk = gk ? gk : 64, .limit = 1.0 / 7.0, .rms = 2.0};
             hc_verify_hist_thresholds(o.rms, o.thr);
             got[at] = ref[at] + 0.44f; /* a step: 3 / 7 = 0.43 */
-            for (int portable = 0; portable < 2; portable++) {
+            for (int portable = 0; portable < 3; portable++) {
                 hc_verify_row_sums s;
                 int64_t h[B] = {0};
                 o.portable = portable;
@@ -206,7 +209,7 @@ static void test_row_parts_equal_one_call(void **state)
     enum { K = 4099 };
     static float got[K], ref[K];
     fill(0, got, ref, K);
-    for (int portable = 0; portable < 2; portable++)
+    for (int portable = 0; portable < 3; portable++)
         for (int64_t gk = 0; gk <= 128; gk = gk ? 2 * gk : 8) { /* groups dividing 1024 */
             hc_verify_row_opts o = {.gk = gk, .limit = 0.07, .rms = 0.5, .portable = portable};
             hc_verify_hist_thresholds(o.rms, o.thr);

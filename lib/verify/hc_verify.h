@@ -224,8 +224,8 @@ void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, c
  * finite got), mism (got != ref, NaN included), violations (|got - ref| >
  * limit * amax of the element's group) and the error histogram, added to
  * hist: bin 0 exact, bin j for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the
- * last also for NaN/Inf d. portable 1 runs the plain loop, 0 the fastest
- * this CPU runs: the same bits. */
+ * last also for NaN/Inf d. portable 1 runs the plain loop, 2 at most AVX2,
+ * 0 the fastest this CPU runs (AVX-512): the same bits. */
 typedef struct {
     double err2, ref2, got2, dot, maxe;
     double amax_energy;  /* sum over the row's groups of n_g * amax_g^2 (gk > 0) */

@@ -195,6 +195,23 @@ HC_AVX2 static void span_avx2(lanes *L, const float *got, const float *ref, int6
     span_generic(L, got, ref, z, k1, lim, count_viol, thr);
 }
 
+/* The K % 8 tail of a row after its blocks of 8: the last group's rest (its
+ * amax and n_g amax_g^2 taken with the blocks, unless the tail is a group of
+ * its own) element by element. */
+HC_AVX2 static void row_tail(lanes *L, const float *got, const float *ref, int64_t K, int64_t gk,
+                             double limit, const double *thr)
+{
+    const int64_t K8 = K / 8 * 8, g0 = gk > 0 ? K8 / gk * gk : 0;
+    if (K8 == K) return;
+    double lim = 0;
+    if (gk > 0) {
+        const double a = amax_avx2(ref + g0, K - g0);
+        if (g0 == K8) L->amax_energy += (double)(K - g0) * a * a;
+        lim = limit * a;
+    }
+    span_generic(L, got, ref, K8, K, lim, gk > 0, thr);
+}
+
 /* A whole row whose groups (gk > 0) hold whole blocks of 8, or without
  * groups (gk == 0): the lanes stay in registers across the groups; the
  * K % 8 tail element by element; the groups' n_g amax_g^2 added to
@@ -219,17 +236,8 @@ HC_AVX2 static void row_avx2(lanes *L, const float *got, const float *ref, int64
         blocks_avx2(&V, L, got, ref, k0, k1, lim, gk > 0, th);
     }
     vstore(&V, L);
-    if (K8 < K) { /* the tail: the last group's rest (its amax taken above when K8 > 0) */
-        const int64_t g0 = gk > 0 ? K8 / gk * gk : 0;
-        double lim = 0;
-        if (gk > 0) {
-            const double a = amax_avx2(ref + g0, K - g0);
-            if (g0 == K8) ae += (double)(K - g0) * a * a; /* a group of the tail alone */
-            lim = limit * a;
-        }
-        span_generic(L, got, ref, K8, K, lim, gk > 0, thr);
-    }
     L->amax_energy = ae;
+    row_tail(L, got, ref, K, gk, limit, thr);
 }
 
 /* Sums of squares into the 8 lanes l over whole blocks of 8; returns the
@@ -250,12 +258,106 @@ HC_AVX2 static int64_t energy_avx2(const float *ref, int64_t K, double *l)
 }
 #endif
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The row of row_avx2 with AVX-512: the eight lanes in one register per
+ * sum, 32 registers (no spills), masks for the counts; the same double
+ * operations per lane (maskz_mul: the product or +0, as and(fin, ...)). */
+#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx2")))
+
+typedef struct {
+    __m512d err2, ref2, got2, dot, maxe;
+    __m512i viol, zero, valid, inf, reach[B];
+} zlanes;
+
+HC_AVX512 static inline __attribute__((always_inline)) void
+zblocks(zlanes *V, lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
+        double lim, int count_viol, const __m512d *th)
+{
+    const __m512d vl = _mm512_set1_pd(lim), inf = _mm512_set1_pd(INFINITY),
+                  zero = _mm512_setzero_pd();
+    const __m512i one = _mm512_set1_epi64(1);
+    int64_t mism = 0, bad = 0;
+    for (int64_t k = k0; k < k1; k += 8) {
+        const __m256 gf = _mm256_loadu_ps(got + k), rf = _mm256_loadu_ps(ref + k);
+        mism += __builtin_popcount(_mm256_cmp_ps_mask(gf, rf, _CMP_NEQ_UQ));
+        const __m512d g = _mm512_cvtps_pd(gf), r = _mm512_cvtps_pd(rf), d = _mm512_sub_pd(g, r);
+        const __m512d ad = _mm512_abs_pd(d);
+        const __mmask8 fin = _mm512_cmp_pd_mask(_mm512_abs_pd(g), inf, _CMP_LT_OQ);
+        bad += 8 - __builtin_popcount(fin);
+        if (count_viol)
+            V->viol = _mm512_mask_add_epi64(V->viol, _mm512_cmp_pd_mask(ad, vl, _CMP_NLE_UQ),
+                                            V->viol, one);
+        V->zero = _mm512_mask_add_epi64(V->zero, _mm512_cmp_pd_mask(ad, zero, _CMP_EQ_OQ),
+                                        V->zero, one);
+        V->valid = _mm512_mask_add_epi64(
+            V->valid,
+            _mm512_cmp_pd_mask(ad, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(ad, inf, _CMP_LT_OQ),
+            V->valid, one);
+        V->inf = _mm512_mask_add_epi64(V->inf, _mm512_cmp_pd_mask(ad, inf, _CMP_EQ_OQ), V->inf, one);
+#pragma GCC unroll 8
+        for (int t = 2; t < B; t++)
+            V->reach[t] = _mm512_mask_add_epi64(
+                V->reach[t], _mm512_cmp_pd_mask(ad, th[t], _CMP_GE_OQ), V->reach[t], one);
+        V->err2 = _mm512_add_pd(V->err2, _mm512_maskz_mul_pd(fin, d, d));
+        V->ref2 = _mm512_add_pd(V->ref2, _mm512_maskz_mul_pd(fin, r, r));
+        V->got2 = _mm512_add_pd(V->got2, _mm512_maskz_mul_pd(fin, g, g));
+        V->dot = _mm512_add_pd(V->dot, _mm512_maskz_mul_pd(fin, g, r));
+        V->maxe = _mm512_max_pd(_mm512_maskz_mov_pd(fin, ad), V->maxe);
+    }
+    L->n += k1 - k0;
+    L->mism += mism;
+    L->bad += bad;
+}
+
+HC_AVX512 static void zstore(const zlanes *V, lanes *L)
+{
+    _mm512_storeu_pd(L->err2, V->err2);
+    _mm512_storeu_pd(L->ref2, V->ref2);
+    _mm512_storeu_pd(L->got2, V->got2);
+    _mm512_storeu_pd(L->dot, V->dot);
+    _mm512_storeu_pd(L->maxe, V->maxe);
+    L->viol += _mm512_reduce_add_epi64(V->viol);
+    L->zero += _mm512_reduce_add_epi64(V->zero);
+    L->valid += _mm512_reduce_add_epi64(V->valid);
+    L->inf += _mm512_reduce_add_epi64(V->inf);
+    for (int t = 2; t < B; t++) L->reach[t] += _mm512_reduce_add_epi64(V->reach[t]);
+}
+
+/* row_avx2's walk over the groups and the tail, with zblocks. */
+HC_AVX512 static void row_avx512(lanes *L, const float *got, const float *ref, int64_t K,
+                                 int64_t gk, double limit, const double *thr)
+{
+    zlanes V;
+    __m512d th[B];
+    memset(&V, 0, sizeof V);
+    V.err2 = _mm512_loadu_pd(L->err2), V.ref2 = _mm512_loadu_pd(L->ref2);
+    V.got2 = _mm512_loadu_pd(L->got2), V.dot = _mm512_loadu_pd(L->dot);
+    V.maxe = _mm512_loadu_pd(L->maxe);
+    for (int t = 2; t < B; t++) th[t] = _mm512_set1_pd(thr[t]);
+    const int64_t step = gk > 0 ? gk : K / 8 * 8, K8 = K / 8 * 8;
+    double ae = L->amax_energy;
+    for (int64_t k0 = 0; k0 < K8 && step > 0; k0 += step) {
+        const int64_t k1 = k0 + step < K8 ? k0 + step : K8, ge = k0 + gk < K ? k0 + gk : K;
+        double lim = 0;
+        if (gk > 0) {
+            const double a = amax_avx2(ref + k0, ge - k0);
+            ae += (double)(ge - k0) * a * a;
+            lim = limit * a;
+        }
+        zblocks(&V, L, got, ref, k0, k1, lim, gk > 0, th);
+    }
+    zstore(&V, L);
+    L->amax_energy = ae;
+    row_tail(L, got, ref, K, gk, limit, thr);
+}
+#endif
+
 static void pick(int portable, span_fn *span, amax_fn *amax)
 {
     *span = span_generic;
     *amax = amax_generic;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (!portable && __builtin_cpu_supports("avx2")) {
+    if (portable != 1 && __builtin_cpu_supports("avx2")) {
         *span = span_avx2;
         *amax = amax_avx2;
     }
@@ -302,9 +404,13 @@ void hc_verify_row_part(const hc_verify_row_opts *o, const float *got, const flo
     double thr[B] = {0}; /* a threshold of 0 (rms near underflow) must not count d == 0 */
     for (int t = 2; t < B; t++) thr[t] = o->thr[t] > 0 ? o->thr[t] : 0x1p-1074;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (span == span_avx2 && o->gk % 8 == 0) {
-        row_avx2(L, got, ref, K, o->gk > 0 && o->gk < K ? o->gk : o->gk > 0 ? K : 0, o->limit,
-                 thr);
+    if (span == span_avx2 && o->gk % 8 == 0) { /* groups of whole blocks of 8 */
+        const int64_t gk = o->gk > 0 && o->gk < K ? o->gk : o->gk > 0 ? K : 0;
+        if (o->portable == 0 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512vl"))
+            row_avx512(L, got, ref, K, gk, o->limit, thr);
+        else
+            row_avx2(L, got, ref, K, gk, o->limit, thr);
         return;
     }
 #endif
