@@ -21,6 +21,15 @@ uint32_t hc_crc32_zlib(uint32_t crc, const void *p, size_t len)
     return crc;
 }
 
+uint32_t hc_crc32_concat(const uint32_t *piece_crc, int64_t n, uint64_t piece_bytes)
+{
+    if (n <= 0) return 0;
+    /* one operator for the fixed length, then one multiplication per piece */
+    uLong op = crc32_combine_gen((z_off_t)piece_bytes), crc = piece_crc[0];
+    for (int64_t i = 1; i < n; i++) crc = crc32_combine_op(crc, piece_crc[i], op);
+    return (uint32_t)crc;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 

@@ -156,6 +156,8 @@ hc_status hc_convert_run(const hc_convert_options *opts_in, hc_convert_stats *st
     hc_status st = hc_conv_inputs_snapshot(opts->in_dir, &run, err);
     hc_st_model *model = NULL;
     if (st == HC_OK) st = hc_st_model_open(opts->in_dir, &model, err);
+    if (st == HC_OK && !opts->no_input_crc && !opts->dry_run)
+        st = hc_st_crcs_new(model, &run.input_crcs, err);
     if (st != HC_OK) {
         hc_conv_run_free(&run);
         return st;

@@ -79,7 +79,8 @@ typedef struct {
     hc_status st;
     hc_error *err;
     int release;
-    int prefetch; /* only ask for read-ahead (hc_st_model_willneed) */
+    int prefetch;       /* only ask for read-ahead (hc_st_model_willneed) */
+    hc_st_crcs *crcs;   /* note the CRCs of tensors the source did not, or NULL */
 } item_pass;
 
 /* One input tensor of an item: checked (hc_st_model_check_tensor), then its
@@ -92,6 +93,8 @@ static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pa
         return;
     }
     if (p->st == HC_OK) p->st = hc_st_model_check_tensor(plan->model, t, p->err);
+    /* while its pages are still mapped and resident: no second read later */
+    if (p->st == HC_OK && p->crcs) hc_st_crcs_take(p->crcs, t);
     if (p->release) hc_st_model_release(plan->model, t);
 }
 
@@ -119,7 +122,8 @@ static hc_status item_done(const hc_conv_plan *plan, const hc_conv_item *it, hc_
 {
     hc_error e;
     hc_error_clear(&e);
-    item_pass p = {HC_OK, &e, st == HC_OK, 0};
+    item_pass p = {HC_OK, &e, st == HC_OK, 0, NULL};
+    if (st == HC_OK && plan->run) p.crcs = plan->run->input_crcs;
     item_inputs(plan, it, &p);
     if (p.st == HC_OK) return st;
     if (err) *err = e;
@@ -136,7 +140,7 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
         /* the next item's input is read from disk while this one is converted */
         for (int j = i + 1; j < plan->n_items; j++)
             if (plan->items[j].shard == shard) {
-                item_pass ahead = {HC_OK, NULL, 0, 1};
+                item_pass ahead = {HC_OK, NULL, 0, 1, NULL};
                 item_inputs(plan, &plan->items[j], &ahead);
                 break;
             }

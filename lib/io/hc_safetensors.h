@@ -82,6 +82,9 @@ int hc_st_holds(const hc_st_file *f, const hc_st_tensor *t);
 const char *hc_st_path(const hc_st_file *f);
 /* Number of tensors in the file. */
 size_t hc_st_count(const hc_st_file *f);
+/* The whole file's bytes (the mapping, or the buffer of hc_st_open_buffer),
+ * owned by f; *size receives its length. */
+const unsigned char *hc_st_bytes(const hc_st_file *f, size_t *size);
 /* The i-th tensor in file order (increasing offset); NULL if i >= count. */
 const hc_st_tensor *hc_st_tensor_at(const hc_st_file *f, size_t i);
 /* The tensor called `name` (exact, case-sensitive); NULL if absent. */

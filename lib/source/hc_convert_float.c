@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_crc32.h"
 #include "hc_parallel.h"
 #include "hc_quant.h"
 
@@ -384,6 +385,8 @@ void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs)
     float_dims(L, &E, &rs->N, &rs->K);
     rs->L = L;
     rs->f16 = hc_f16_to_f32_array_impl();
+    rs->row_crc = NULL;
+    rs->row_have = NULL;
 }
 
 const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
@@ -391,15 +394,51 @@ const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
     const hc_conv_row_source *rs = ctx;
     const hc_conv_layer *L = rs->L;
     int64_t e = row / rs->N, r = row % rs->N;
-    if (L->experts) convert_floats(L->experts[e], (size_t)(r * rs->K), (size_t)rs->K, buf, rs->f16);
-    else convert_floats(L->pre[HC_ROLE_WEIGHT], (size_t)(row * rs->K), (size_t)rs->K, buf, rs->f16);
+    const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
+    size_t at = (size_t)((L->experts ? r : row) * rs->K);
+    if (rs->row_crc && !rs->row_have[row]) { /* the bytes are in cache now: no second read */
+        size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
+        rs->row_crc[row] = hc_crc32(0, (const unsigned char *)t->data + at * esize,
+                                    (size_t)rs->K * esize);
+        rs->row_have[row] = 1;
+    }
+    convert_floats(t, at, (size_t)rs->K, buf, rs->f16);
     return buf;
+}
+
+/* Row CRCs for the input CRC table (hc_st_crcs.h), or none without one. */
+static hc_status row_crcs_alloc(hc_st_crcs *crcs, int64_t E, hc_conv_row_source *rs,
+                                hc_error *err)
+{
+    if (crcs == NULL) return HC_OK;
+    rs->row_crc = malloc((size_t)(E * rs->N) * sizeof *rs->row_crc);
+    rs->row_have = calloc((size_t)(E * rs->N), 1);
+    if (rs->row_crc && rs->row_have) return HC_OK;
+    free(rs->row_crc);
+    free(rs->row_have);
+    HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating row CRCs");
+}
+
+/* Each source tensor's CRC from its rows' (all of them read), then noted. */
+static void row_crcs_note(hc_st_crcs *crcs, const hc_conv_row_source *rs, int64_t E)
+{
+    const hc_conv_layer *L = rs->L;
+    for (int64_t e = 0; e < E; e++) {
+        const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
+        int64_t rows = L->experts ? rs->N : E * rs->N, first = L->experts ? e * rs->N : 0;
+        int whole = 1;
+        for (int64_t i = 0; i < rows && whole; i++) whole = rs->row_have[first + i];
+        uint64_t row_bytes = (uint64_t)rs->K * (t->dtype == HC_DT_F32 ? 4 : 2);
+        if (whole && (uint64_t)rows * row_bytes == t->nbytes)
+            hc_st_crcs_note(crcs, t, hc_crc32_concat(rs->row_crc + first, rows, row_bytes));
+        if (!L->experts) break;
+    }
 }
 
 /* Quantizes L into r; the float32 weights into *ref when ref is given,
  * else, where the quantizer can, straight from the source rows. */
-static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_result *r,
-                                hc_error *err)
+static hc_status quantize_layer(const hc_conv_layer *L, hc_st_crcs *crcs, float **ref,
+                                hc_quant_result *r, hc_error *err)
 {
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
@@ -407,7 +446,12 @@ static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_re
     if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
         hc_conv_row_source rs;
         hc_conv_row_source_init(L, &rs);
-        return hc_quantize_rows(&d, hc_conv_source_row, &rs, E, N, K, r, err);
+        HC_TRY(row_crcs_alloc(crcs, E, &rs, err));
+        hc_status st = hc_quantize_rows(&d, hc_conv_source_row, &rs, E, N, K, r, err);
+        if (st == HC_OK && crcs) row_crcs_note(crcs, &rs, E);
+        free(rs.row_crc);
+        free(rs.row_have);
+        return st;
     }
     float *w = NULL;
     HC_TRY(read_source(L, E, N, K, &w, err));
@@ -422,7 +466,7 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
 {
     hc_quant_result r;
     memset(&r, 0, sizeof r);
-    hc_status st = quantize_layer(L, ref, &r, err);
+    hc_status st = quantize_layer(L, plan->run ? plan->run->input_crcs : NULL, ref, &r, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])
