@@ -16,6 +16,11 @@
  * crc32(crc, p, len) with any length. */
 uint32_t hc_crc32(uint32_t crc, const void *p, size_t len);
 
+/* hc_crc32 with at most the given implementation (tests compare them): 2
+ * VPCLMULQDQ on 512-bit registers where the CPU has it (AVX-512), 1
+ * PCLMULQDQ on 128-bit ones, 0 zlib; a level the CPU lacks falls back. */
+uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len);
+
 /* The same with zlib alone (the portable path; tests compare the two). */
 uint32_t hc_crc32_zlib(uint32_t crc, const void *p, size_t len);
 
