@@ -23,10 +23,27 @@ static hc_status check_output(const hc_conv_layer *L, int r, const hc_tensor *t,
     return HC_OK;
 }
 
-/* A layer's tensors while the writer's thread writes them. */
+typedef struct {
+    hc_status st;
+    hc_error *err;
+    int release;
+    int prefetch;       /* only ask for read-ahead (hc_st_model_willneed) */
+    hc_st_crcs *crcs;   /* note the CRCs of tensors the source did not, or NULL */
+    int copy;           /* a copied tensor, written from the mapping by the writer */
+    int check;          /* check the tensor's file is whole (hc_st_model_check_tensor) */
+} item_pass;
+
+static void item_inputs(const hc_conv_plan *plan, const hc_conv_item *it, item_pass *p);
+
+/* A layer's tensors while the writer's thread writes them; when some are
+ * views of the input (release), the item's input pages are dropped (and
+ * their CRCs noted) once they are written, not before. */
 typedef struct {
     hc_layer_tensors pre, post;
     float *ref;
+    const hc_conv_plan *plan;
+    const hc_conv_item *it;
+    int release;
 } layer_out;
 
 static void layer_out_free(layer_out *o)
@@ -40,9 +57,24 @@ static void layer_out_free(layer_out *o)
 /* hc_st_write_done of a layer's last output tensor: its buffers go. */
 static void layer_out_done(void *ctx, int written, uint32_t crc)
 {
-    (void)written;
+    layer_out *o = ctx;
     (void)crc;
-    layer_out_free(ctx);
+    if (o->release) {
+        item_pass p = {HC_OK, NULL, 1, 0, NULL, 0, 0};
+        if (written && o->plan->run) p.crcs = o->plan->run->input_crcs;
+        item_inputs(o->plan, o->it, &p);
+    }
+    layer_out_free(o);
+}
+
+/* Whether a tensor of t borrows the input mapping (a reader's view). */
+static int borrows_input(const hc_layer_tensors *t)
+{
+    const hc_tensor *all[] = {&t->weight, &t->weight_scale, &t->zero_point, &t->global_scale,
+                              &t->bias};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]->data && !all[i]->owned) return 1;
+    return 0;
 }
 
 /* Queues the layer's output tensors on w's thread (which then frees o), once
@@ -77,11 +109,14 @@ static hc_status queue_layer(hc_st_writer *w, const hc_conv_layer *L, layer_out 
 /* One layer through the pipeline: loaded by its source, transformed into the
  * kernel tensors (layout), verified, then queued on w's thread; *index
  * counts the tensors written so far in declaration order. */
-static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc_conv_layer *L,
-                             size_t *index, hc_error *err)
+static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc_conv_item *it,
+                             size_t *index, int *deferred, hc_error *err)
 {
+    const hc_conv_layer *L = &plan->layers[it->layer];
     layer_out *o = calloc(1, sizeof *o);
     HC_CHECK_ALLOC(err, o, "layer output");
+    o->plan = plan;
+    o->it = it;
     hc_layer_tensors *pre = &o->pre, *post = &o->post;
     hc_tensor *post_t[HC_ROLE_COUNT] = {&post->weight, &post->weight_scale, &post->zero_point,
                                         &post->global_scale, &post->bias};
@@ -107,6 +142,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         layer_out_free(o);
         return st;
     }
+    o->release = *deferred = borrows_input(tiles ? post : pre);
     return queue_layer(w, L, o, tiles ? post : pre, index, err);
 }
 
@@ -147,15 +183,6 @@ static void report_progress(const hc_convert_options *opts, const hc_conv_plan *
                    it->layer >= 0 ? plan->layers[it->layer].prefix : it->copy->name);
 }
 
-typedef struct {
-    hc_status st;
-    hc_error *err;
-    int release;
-    int prefetch;       /* only ask for read-ahead (hc_st_model_willneed) */
-    hc_st_crcs *crcs;   /* note the CRCs of tensors the source did not, or NULL */
-    int copy;           /* a copied tensor, written from the mapping by the writer */
-} item_pass;
-
 /* One input tensor of an item: checked (hc_st_model_check_tensor), then its
  * pages dropped (hc_st_model_release) when asked. */
 static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pass *p)
@@ -165,7 +192,7 @@ static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pa
         hc_st_model_willneed(plan->model, t);
         return;
     }
-    if (p->st == HC_OK) p->st = hc_st_model_check_tensor(plan->model, t, p->err);
+    if (p->check && p->st == HC_OK) p->st = hc_st_model_check_tensor(plan->model, t, p->err);
     /* while its pages are still mapped and resident: no second read later */
     if (p->st == HC_OK && p->crcs) hc_st_crcs_take(p->crcs, t);
     if (p->copy) return; /* the writer's thread notes its CRC and drops its pages */
@@ -192,12 +219,13 @@ static void item_inputs(const hc_conv_plan *plan, const hc_conv_item *it, item_p
  * input pages are dropped. A broken input wins over the item's own error,
  * which it usually caused (write() from a truncated mapping: EFAULT). */
 static hc_status item_done(const hc_conv_plan *plan, const hc_conv_item *it, hc_status st,
-                           hc_error *err)
+                           int deferred, hc_error *err)
 {
     hc_error e;
     hc_error_clear(&e);
-    item_pass p = {HC_OK, &e, st == HC_OK, 0, NULL, it->layer < 0};
-    if (st == HC_OK && plan->run && it->layer >= 0) p.crcs = plan->run->input_crcs;
+    /* deferred: the writer drops the pages (and notes the CRCs) after writing */
+    item_pass p = {HC_OK, &e, st == HC_OK && !deferred, 0, NULL, it->layer < 0, 1};
+    if (st == HC_OK && plan->run && it->layer >= 0 && !deferred) p.crcs = plan->run->input_crcs;
     item_inputs(plan, it, &p);
     if (p.st == HC_OK) return st;
     if (err) *err = e;
@@ -214,14 +242,14 @@ static hc_status write_shard_items(const hc_convert_options *opts, hc_st_writer 
         /* the next item's input is read from disk while this one is converted */
         for (int j = i + 1; j < plan->n_items; j++)
             if (plan->items[j].shard == shard) {
-                item_pass ahead = {HC_OK, NULL, 0, 1, NULL, 0};
+                item_pass ahead = {HC_OK, NULL, 0, 1, NULL, 0, 0};
                 item_inputs(plan, &plan->items[j], &ahead);
                 break;
             }
-        hc_status st = it->layer >= 0
-                           ? write_layer(w, plan, &plan->layers[it->layer], &index, err)
-                           : write_copy(w, plan, it->copy, &index, err);
-        HC_TRY(item_done(plan, it, st, err));
+        int deferred = 0;
+        hc_status st = it->layer >= 0 ? write_layer(w, plan, it, &index, &deferred, err)
+                                      : write_copy(w, plan, it->copy, &index, err);
+        HC_TRY(item_done(plan, it, st, deferred, err));
         report_progress(opts, plan, i);
     }
     return HC_OK;

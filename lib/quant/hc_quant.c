@@ -458,7 +458,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
 void hc_quant_result_free(hc_quant_result *r)
 {
     if (!r) return;
-    free(r->codes);
+    if (!r->codes_view) free(r->codes);
     free(r->scales);
     free(r->zero_points);
     free(r->zero_points_f);

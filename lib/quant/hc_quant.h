@@ -53,6 +53,9 @@ typedef struct {
     int64_t group_cols;     /* elements per group along K */
     int64_t groups;         /* G = K / group_cols */
     uint32_t *codes;        /* experts * n * (k*b/32) words */
+    int codes_view;         /* codes point into a read-only input mapping (a reader's view
+                               of words already in Humming's order): not owned, never
+                               written, not freed */
     uint8_t *scales;        /* experts * NS * G elements of scale_bytes each; NULL for tensor */
     int scale_bytes;        /* 1, 2 or 4 */
     uint32_t *zero_points;  /* int zp: experts * (NS*b/32) * G words, else NULL */

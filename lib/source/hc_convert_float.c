@@ -318,7 +318,7 @@ static hc_status make_tensor(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int6
 
 /* t as (E?, a, b) int32 over *words (len bytes, at least), which it takes. */
 static hc_status take_words(hc_tensor *t, int moe, int64_t E, int64_t a, int64_t b,
-                            uint32_t **words, size_t len, hc_error *err)
+                            uint32_t **words, size_t len, int view, hc_error *err)
 {
     int64_t s3[3] = {E, a, b};
     memset(t, 0, sizeof *t);
@@ -329,7 +329,7 @@ static hc_status take_words(hc_tensor *t, int moe, int64_t E, int64_t a, int64_t
         HC_FAIL(err, HC_ERR_INTERNAL, "quantizer output codes differ from %zu bytes", len);
     t->data = *words;
     t->nbytes = len;
-    t->owned = 1;
+    t->owned = !view; /* a view stays the mapping's: the tensor borrows it */
     *words = NULL;
     return HC_OK;
 }
@@ -339,7 +339,8 @@ hc_status hc_conv_pre_from_result(hc_quant_result *r, int moe, hc_layer_tensors 
 {
     int64_t E = r->experts, NS = r->group_rows, G = r->groups, b = r->bits;
     HC_TRY(take_words(&pre->weight, moe, E, r->n, r->k * b / 32, &r->codes,
-                      (size_t)(E * r->n * r->k * b / 32) * 4, err));
+                      (size_t)(E * r->n * r->k * b / 32) * 4, r->codes_view, err));
+    r->codes_view = 0;
     if (r->scales)
         HC_TRY(make_tensor(&pre->weight_scale, hc_dtype_of_format(r->desc.scale_format), moe,
                            E, NS, G, r->scales, (size_t)(E * NS * G * r->scale_bytes), err));
