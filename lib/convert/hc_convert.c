@@ -158,6 +158,8 @@ hc_status hc_convert_run(const hc_convert_options *opts_in, hc_convert_stats *st
     if (st == HC_OK) st = hc_st_model_open(opts->in_dir, &model, err);
     if (st == HC_OK && !opts->no_input_crc && !opts->dry_run)
         st = hc_st_crcs_new(model, &run.input_crcs, err);
+    /* two: the one being written and the one the next layer fills */
+    if (st == HC_OK && !opts->dry_run) st = hc_bufpool_new(2, &run.pool, err);
     if (st != HC_OK) {
         hc_conv_run_free(&run);
         return st;

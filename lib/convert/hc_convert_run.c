@@ -46,8 +46,19 @@ typedef struct {
     int release;
 } layer_out;
 
+/* The canonical weight (the quantizer's codes) back to the run's pool: the
+ * next layer of that shape reuses the buffer. */
+static void pool_put_weight(const hc_conv_plan *plan, hc_tensor *w)
+{
+    if (!w->owned || w->data == NULL) return;
+    hc_bufpool_put(plan->run ? plan->run->pool : NULL, w->data, w->nbytes);
+    w->data = NULL;
+    w->owned = 0;
+}
+
 static void layer_out_free(layer_out *o)
 {
+    pool_put_weight(o->plan, &o->pre.weight);
     hc_layer_tensors_free(&o->pre);
     hc_layer_tensors_free(&o->post);
     free(o->ref);
@@ -142,6 +153,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         layer_out_free(o);
         return st;
     }
+    if (tiles) pool_put_weight(plan, &pre->weight); /* transformed and verified: not written */
     o->release = *deferred = borrows_input(tiles ? post : pre);
     return queue_layer(w, L, o, tiles ? post : pre, index, err);
 }

@@ -117,6 +117,8 @@ typedef struct {
     size_t n_done;
     hc_st_crcs *input_crcs;           /* the input tensors' CRCs, noted as they are read
                                          (owned; NULL with --no-input-crc) */
+    hc_bufpool *pool;                 /* output weight buffers reused between layers
+                                         (owned; NULL: none) */
 } hc_conv_run;
 
 typedef struct {

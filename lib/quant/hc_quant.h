@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "hc_bufpool.h"
 #include "hc_error.h"
 #include "hc_format.h"
 
@@ -94,6 +95,12 @@ int hc_quant_rows_ok(const hc_quant_desc *d);
 hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx,
                            int64_t experts, int64_t n, int64_t k, hc_quant_result *out,
                            hc_error *err);
+
+/* hc_quantize_rows with the codes buffer taken from pool (hc_bufpool.h; NULL:
+ * calloc); it is still the result's to free, or to give back to the pool. */
+hc_status hc_quantize_rows_pool(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx,
+                                int64_t experts, int64_t n, int64_t k, hc_bufpool *pool,
+                                hc_quant_result *out, hc_error *err);
 
 void hc_quant_result_free(hc_quant_result *r);
 

@@ -438,7 +438,7 @@ static void row_crcs_note(hc_st_crcs *crcs, const hc_conv_row_source *rs, int64_
 
 /* Quantizes L into r; the float32 weights into *ref when ref is given,
  * else, where the quantizer can, straight from the source rows. */
-static hc_status quantize_layer(const hc_conv_layer *L, hc_st_crcs *crcs, float **ref,
+static hc_status quantize_layer(const hc_conv_layer *L, hc_conv_run *run, float **ref,
                                 hc_quant_result *r, hc_error *err)
 {
     int64_t E, N, K;
@@ -446,9 +446,11 @@ static hc_status quantize_layer(const hc_conv_layer *L, hc_st_crcs *crcs, float 
     hc_quant_desc d = quant_desc(&L->target);
     if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
         hc_conv_row_source rs;
+        hc_st_crcs *crcs = run ? run->input_crcs : NULL;
         hc_conv_row_source_init(L, &rs);
         HC_TRY(row_crcs_alloc(crcs, E, &rs, err));
-        hc_status st = hc_quantize_rows(&d, hc_conv_source_row, &rs, E, N, K, r, err);
+        hc_status st = hc_quantize_rows_pool(&d, hc_conv_source_row, &rs, E, N, K,
+                                             run ? run->pool : NULL, r, err);
         if (st == HC_OK && crcs) row_crcs_note(crcs, &rs, E);
         free(rs.row_crc);
         free(rs.row_have);
@@ -467,7 +469,7 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
 {
     hc_quant_result r;
     memset(&r, 0, sizeof r);
-    hc_status st = quantize_layer(L, plan->run ? plan->run->input_crcs : NULL, ref, &r, err);
+    hc_status st = quantize_layer(L, plan->run, ref, &r, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])

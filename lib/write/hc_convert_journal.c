@@ -36,6 +36,7 @@ void hc_conv_run_free(hc_conv_run *run)
     free(run->done);
     free(run->command_line);
     hc_st_crcs_free(run->input_crcs);
+    hc_bufpool_free(run->pool);
     memset(run, 0, sizeof *run);
 }
 
