@@ -46,11 +46,12 @@ typedef struct {
     int release;
 } layer_out;
 
-/* The canonical weight (the quantizer's codes) back to the run's pool: the
- * next layer of that shape reuses the buffer. */
-static void pool_put_weight(const hc_conv_plan *plan, hc_tensor *w)
+/* The canonical weight of a float layer (the quantizer's codes) back to the
+ * run's pool: the next layer of that shape reuses the buffer (the readers of
+ * quantized layers do not take from the pool: their buffers are freed). */
+static void pool_put_weight(const hc_conv_plan *plan, const hc_conv_layer *L, hc_tensor *w)
 {
-    if (!w->owned || w->data == NULL) return;
+    if (!w->owned || w->data == NULL || L->kind != HC_SRC_FLOAT) return;
     hc_bufpool_put(plan->run ? plan->run->pool : NULL, w->data, w->nbytes);
     w->data = NULL;
     w->owned = 0;
@@ -58,7 +59,7 @@ static void pool_put_weight(const hc_conv_plan *plan, hc_tensor *w)
 
 static void layer_out_free(layer_out *o)
 {
-    pool_put_weight(o->plan, &o->pre.weight);
+    pool_put_weight(o->plan, &o->plan->layers[o->it->layer], &o->pre.weight);
     hc_layer_tensors_free(&o->pre);
     hc_layer_tensors_free(&o->post);
     free(o->ref);
@@ -153,7 +154,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         layer_out_free(o);
         return st;
     }
-    if (tiles) pool_put_weight(plan, &pre->weight); /* transformed and verified: not written */
+    if (tiles) pool_put_weight(plan, L, &pre->weight); /* transformed and verified: not written */
     o->release = *deferred = borrows_input(tiles ? post : pre);
     return queue_layer(w, L, o, tiles ? post : pre, index, err);
 }
