@@ -196,8 +196,9 @@ static void report_progress(const hc_convert_options *opts, const hc_conv_plan *
                    it->layer >= 0 ? plan->layers[it->layer].prefix : it->copy->name);
 }
 
-/* One input tensor of an item: checked (hc_st_model_check_tensor), then its
- * pages dropped (hc_st_model_release) when asked. */
+/* One input tensor of an item: checked (hc_st_model_check_tensor), its CRC
+ * noted unless the source noted it (hc_st_crcs_take), then its pages dropped
+ * (hc_st_model_release), each when asked. */
 static void item_tensor(const hc_conv_plan *plan, const hc_st_tensor *t, item_pass *p)
 {
     if (t == NULL) return;
