@@ -159,32 +159,47 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     return queue_layer(w, L, o, tiles ? post : pre, index, err);
 }
 
-/* A copied input tensor while the writer's thread writes it from the mapping. */
+/* A piece of a copied input tensor while the writer's thread writes it from
+ * the mapping: `piece` describes its bytes (inside t) for dropping its pages. */
 typedef struct {
     const hc_st_model *model;
     const hc_st_tensor *t;
+    hc_st_tensor piece;
+    int last;
     hc_st_crcs *crcs;
 } copy_out;
 
-/* hc_st_write_done of a copy (one chunk): the CRC the writer took of the
- * output bytes is the input tensor's too; then its pages are dropped. */
+/* hc_st_write_done of a piece of a copy: its pages are dropped (a copied
+ * embedding is not held whole while the next layer is computed); after the
+ * last piece the CRC the writer took of the output is the input tensor's too. */
 static void copy_done(void *ctx, int written, uint32_t crc)
 {
     copy_out *c = ctx;
-    if (written) hc_st_crcs_note(c->crcs, c->t, crc);
-    hc_st_model_release(c->model, c->t);
+    if (written && c->last) hc_st_crcs_note(c->crcs, c->t, crc);
+    hc_st_model_release(c->model, &c->piece);
     free(c);
 }
 
-/* Queues a copied tensor once the previous item's outputs are written. */
+/* Queues a copied tensor in pieces of 16 MiB once the previous item's outputs
+ * are written. */
 static hc_status write_copy(hc_st_writer *w, const hc_conv_plan *plan, const hc_st_tensor *t,
                             size_t *index, hc_error *err)
 {
+    const size_t piece = (size_t)16 << 20;
     HC_TRY(hc_st_writer_flush(w, err));
-    copy_out *c = malloc(sizeof *c);
-    HC_CHECK_ALLOC(err, c, "copy");
-    *c = (copy_out){plan->model, t, plan->run ? plan->run->input_crcs : NULL};
-    return hc_st_writer_write_async(w, (*index)++, t->data, t->nbytes, copy_done, c, err);
+    size_t at = 0, idx = (*index)++;
+    do {
+        size_t len = t->nbytes - at < piece ? t->nbytes - at : piece;
+        copy_out *c = malloc(sizeof *c);
+        HC_CHECK_ALLOC(err, c, "copy");
+        *c = (copy_out){plan->model, t, *t, at + len == t->nbytes,
+                        plan->run ? plan->run->input_crcs : NULL};
+        c->piece.data = (const unsigned char *)t->data + at;
+        c->piece.nbytes = len;
+        HC_TRY(hc_st_writer_write_async(w, idx, c->piece.data, len, copy_done, c, err));
+        at += len;
+    } while (at < t->nbytes);
+    return HC_OK;
 }
 
 /* Progress after item i: items and bytes done so far in output order. */
