@@ -200,7 +200,8 @@ static void test_writer_crcs(void **state)
 }
 
 /* Rewrites dir/model.safetensors as two shards and an index; the first
- * shard also holds a tensor the index does not name. */
+ * shard also holds a tensor the index does not name, the second a copied
+ * tensor of 18 MB (written in pieces: its CRC is the writer's). */
 static void reshard(const char *dir)
 {
     char *path = hc_test_path_join(dir, "model.safetensors");
@@ -221,8 +222,13 @@ static void reshard(const char *dir)
             assert_int_equal(hc_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, &e), HC_OK);
             cJSON_AddStringToObject(map, t->name, name);
         }
-        int64_t shape[1] = {37};
+        int64_t shape[1] = {37}, big_shape[1] = {9000001};
         if (s == 0) assert_int_equal(hc_st_writer_add(w, "unlisted", HC_DT_U8, 1, shape, &e), HC_OK);
+        if (s == 1) {
+            assert_int_equal(hc_st_writer_add(w, "model.big_norm.weight", HC_DT_F16, 1, big_shape,
+                                              &e), HC_OK);
+            cJSON_AddStringToObject(map, "model.big_norm.weight", name);
+        }
         assert_int_equal(hc_st_writer_begin_data(w, &e), HC_OK);
         for (size_t i = lo; i < hi; i++) {
             const hc_st_tensor *t = hc_st_tensor_at(f, i);
@@ -230,6 +236,15 @@ static void reshard(const char *dir)
         }
         unsigned char extra[37] = {1, 2, 3};
         if (s == 0) assert_int_equal(hc_st_writer_write(w, hi - lo, extra, 37, &e), HC_OK);
+        if (s == 1) {
+            size_t len = 2 * (size_t)big_shape[0];
+            unsigned char *big = malloc(len);
+            assert_non_null(big);
+            for (size_t i = 0; i < len; i++) big[i] = (unsigned char)(i * 2654435761u >> 11);
+            for (size_t i = 1; i < len; i += 2) big[i] &= 0x3B; /* finite fp16 */
+            assert_int_equal(hc_st_writer_write(w, hi - lo, big, len, &e), HC_OK);
+            free(big);
+        }
         assert_int_equal(hc_st_writer_finish(w, &e), HC_OK);
         free(sp);
     }
