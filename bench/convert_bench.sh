@@ -7,6 +7,10 @@
 #   7b:     Llama-2-7B-shaped fp16 (its real tensor shapes, embedding and
 #           lm_head included), HC_BENCH_LAYERS layers (default 2 of the real
 #           32: disk and time on the 2-core machine).
+# cat writes nothing, and a conversion must write its output durably, so each
+# row also has a floor measured in the same run: cat of the input plus writing
+# that row's own output bytes to a new file with fsync (dd conv=fsync), and
+# its "x floor" ratio.
 # Every time is the minimum of HC_BENCH_REPEAT runs (default 3): the machine
 # may be shared, and the minimum is the least disturbed. Prints a table per
 # input; no pass/fail. HC_BENCH_BIN=path times another humming-convert build
@@ -53,13 +57,34 @@ best() { # prints "seconds rss_kb" of the fastest of $repeat runs of "$@"
 }
 
 header() {
-    printf "%-44s %8s %9s %9s %11s %13s\n" run seconds "MB/s" "x cat" "peak RSS MB" "x largest"
+    printf "%-44s %8s %9s %9s %11s %13s %9s %9s\n" run seconds "MB/s" "x cat" "peak RSS MB" \
+        "x largest" "floor s" "x floor"
 }
 
-row() { # label bytes largest seconds rss_kb
-    printf "%-44s %8.3f %9.0f %9.2f %11.1f %13.2f\n" "$1" "$4" \
+row() { # label bytes largest seconds rss_kb floor_seconds
+    printf "%-44s %8.3f %9.0f %9.2f %11.1f %13.2f %9.3f %9.2f\n" "$1" "$4" \
         "$(echo "$2 / 1000000 / $4" | bc -l)" "$(echo "$4 / $t_cat" | bc -l)" \
-        "$(echo "$5 / 1024" | bc -l)" "$(echo "$5 * 1024 / $3" | bc -l)"
+        "$(echo "$5 / 1024" | bc -l)" "$(echo "$5 * 1024 / $3" | bc -l)" "$6" \
+        "$(echo "$4 / $6" | bc -l)"
+}
+
+# floor: cat of the input (t_cat) plus the best time to write the bytes of the
+# last run's output shards into new files, each fsynced
+floor() {
+    local best_t="" t0 t1 t f
+    for _ in $(seq "$repeat"); do
+        rm -rf "$dir/floor"
+        mkdir -p "$dir/floor"
+        t0=$(now_ns)
+        for f in "$dir"/out/*.safetensors; do
+            dd if="$f" of="$dir/floor/$(basename "$f")" bs=4M conv=fsync status=none
+        done
+        t1=$(now_ns)
+        t=$(echo "($t1 - $t0) / 1000000000" | bc -l)
+        if [ -z "$best_t" ] || [ "$(echo "$t < $best_t" | bc -l)" = 1 ]; then best_t=$t; fi
+    done
+    rm -rf "$dir/floor"
+    echo "$t_cat + $best_t" | bc -l
 }
 
 cat_row() { # file largest
@@ -67,8 +92,9 @@ cat_row() { # file largest
     bytes=$(stat -c %s "$1")
     cat "$1" >/dev/null # warm the page cache, as for every run below
     read -r t_cat _ < <(best cat "$1")
-    printf "%-44s %8.3f %9.0f %9s %11s %13s\n" "cat $(basename "$(dirname "$1")")/$(basename "$1")" \
-        "$t_cat" "$(echo "$bytes / 1000000 / $t_cat" | bc -l)" "1.00" "-" "-"
+    printf "%-44s %8.3f %9.0f %9s %11s %13s %9s %9s\n" \
+        "cat $(basename "$(dirname "$1")")/$(basename "$1")" \
+        "$t_cat" "$(echo "$bytes / 1000000 / $t_cat" | bc -l)" "1.00" "-" "-" "-" "-"
 }
 
 conv() { # label in_dir largest [env=val] -- humming-convert args
@@ -83,7 +109,7 @@ conv() { # label in_dir largest [env=val] -- humming-convert args
         printf "%-44s refused: %s\n" "$label" "$(grep -m1 error "$dir/stderr.txt" | cut -c1-150)"
         return
     fi
-    row "$label" "$bytes" "$largest" "$t" "$rss"
+    row "$label" "$bytes" "$largest" "$t" "$rss" "$(floor)"
 }
 
 suite() { # in_dir largest_bytes [extra args for nvfp4, e.g. --layout tiles]

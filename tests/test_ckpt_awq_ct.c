@@ -73,6 +73,7 @@ static void test_awq_gemm_interleave(void **state)
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, 64 * 128), 0);
     assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+    assert_int_equal(tc_codes_viewed(c.dir, P, HC_ACT_ORDER_REFUSE), 0); /* transposed */
     /* trap: a reader that does not undo the interleave gets other values */
     assert_true(tc_diff(natural, got, 64 * 128) > 64 * 128 / 2);
     hc_ckpt_layer_free(&l);
@@ -132,6 +133,7 @@ static void test_awq_gemv(void **state)
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_diff(want, got, N * K), 0);
     assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+    assert_int_equal(tc_codes_viewed(c.dir, P, HC_ACT_ORDER_REFUSE), 1); /* already rows */
     hc_ckpt_layer_free(&l);
     free(want); free(got);
     tc_free(&c);
@@ -321,6 +323,8 @@ static void run_ct_packed(int b, int N, int K, int gs, int asym, const char *cfg
     hc_error err;
     if (tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err) != HC_OK) fail_msg("%s", err.msg);
     assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+    /* whole-word rows (b = 4): the conversion writes them from the mapping */
+    assert_int_equal(tc_codes_viewed(c.dir, P, HC_ACT_ORDER_REFUSE), b == 4);
     assert_int_equal(tc_diff(want, got, (int64_t)N * K), 0);
     assert_true(l.lossless);
     hc_ckpt_layer_free(&l);

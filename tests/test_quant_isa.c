@@ -211,12 +211,66 @@ static void test_pack_rows(void **state)
         }
 }
 
+/* hq_store_scale's tables for 8-bit float scale formats give what the codec
+ * gives (code and decoded value): every float32 pattern in a stride, plus
+ * every code's value, the midpoints between neighbours and their float32
+ * neighbours (the ties), signed, zero, subnormal, NaN, Inf, past the max. */
+static void check_scale(const hq_ctx *c, hc_format_id sf, float v)
+{
+    hq_group g;
+    memset(&g, 0, sizeof g);
+    hq_store_scale(c, sf, v, 1.0, &g);
+    uint32_t want = hc_format_encode(sf, v);
+    double val = hc_format_decode(sf, want);
+    if (g.scale_bits != want || !(g.val == val || (isnan(g.val) && isnan(val)))) {
+        print_error("%s: %a -> code %#x value %a, the codec says %#x %a\n",
+                    hc_format_get(sf)->name, (double)v, g.scale_bits, g.val, want, val);
+        fail();
+    }
+}
+
+static void test_scale_tables(void **state)
+{
+    (void)state;
+    const hc_format_id fmts[] = {HC_FMT_F8E4M3, HC_FMT_F8E5M2, HC_FMT_F8E3M4};
+    for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+        hc_quant_desc d;
+        memset(&d, 0, sizeof d);
+        d.weight_format = HC_FMT_F4E2M1;
+        d.scale_format = fmts[k];
+        d.group_size = 16;
+        hq_ctx c;
+        hq_ctx_init(&c, &d, HQ_ISA_GENERIC);
+        assert_true(c.scale8);
+        for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 4093) {
+            float v;
+            uint32_t b = (uint32_t)u;
+            memcpy(&v, &b, sizeof v);
+            check_scale(&c, fmts[k], v);
+        }
+        for (uint32_t m = 0; m + 1 <= c.smax + 1; m++) {
+            double lo = hc_format_decode(fmts[k], m), hi = hc_format_decode(fmts[k], m + 1);
+            if (!isfinite(hi)) hi = lo * 1.25;
+            float pts[5] = {(float)lo, (float)((lo + hi) / 2), 0, 0, (float)hi};
+            pts[2] = nextafterf(pts[1], 0.0f);
+            pts[3] = nextafterf(pts[1], INFINITY);
+            for (int i = 0; i < 5; i++) {
+                check_scale(&c, fmts[k], pts[i]);
+                check_scale(&c, fmts[k], -pts[i]);
+            }
+        }
+        const float odd[] = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY, FLT_MAX, 1e-45f};
+        for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) check_scale(&c, fmts[k], odd[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isas_agree),
         cmocka_unit_test(test_zero_point_overflow),
         cmocka_unit_test(test_pack_rows),
+        cmocka_unit_test(test_scale_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

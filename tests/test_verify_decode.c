@@ -363,9 +363,9 @@ static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
     }
 }
 
-/* Panels (K % 1024 == 0, no padding) give the whole-weight path's metrics:
- * lossless and float sources, quantized activations, bias, experts, and a
- * corrupted word and scale. */
+/* Panels (no padding) give the whole-weight path's metrics: lossless
+ * sources (equal, and one element off), float sources, quantized
+ * activations, bias, experts, and a corrupted word and scale. */
 static void test_panels_equal_whole(void **state)
 {
     (void)state;
@@ -404,6 +404,10 @@ static void test_panels_equal_whole(void **state)
             assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
             hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
             both_paths(&c, &m, &post, &s);
+            const float keep = src[5 * K + 9]; /* a lossless layer with one element off */
+            src[5 * K + 9] = keep * 1.5f + 1.0f;
+            both_paths(&c, &m, &post, &s);
+            src[5 * K + 9] = keep;
             for (int64_t j = 0; j < n; j += 5) src[j] *= 1.001f; /* a float source */
             s.lossless = 0;
             s.float_source = 1;
@@ -419,6 +423,72 @@ static void test_panels_equal_whole(void **state)
         }
 }
 
+/* Panel decoding in slabs equals the whole-weight decoder, with the vector
+ * form (a quad of lanes at a time, where this CPU runs it) and the
+ * element-by-element form: 16/8-bit activations, 2/3/4/8-bit codes,
+ * packed-K (4 and 2 bits x fp8), zero points, experts, fused e8m0 (x fp8:
+ * split-sign slots; x int8: per-channel second scale), a per-channel second
+ * scale. (Flat layers, W8A8 and W4A4, are decoded whole.) */
+static void test_panel_forms_equal_whole(void **state)
+{
+    (void)state;
+    static const struct {
+        hc_format_id w, a;
+        int64_t gs;
+        int zp, s2c;
+    } cases[] = {
+        {HC_FMT_UINT4, HC_FMT_F16, 128, 0, 0}, {HC_FMT_UINT4, HC_FMT_F8E4M3, 128, 1, 0},
+        {HC_FMT_UINT2, HC_FMT_F16, 64, 1, 0},  {HC_FMT_UINT3, HC_FMT_F16, 128, 0, 0},
+        {HC_FMT_UINT8, HC_FMT_F16, 128, 0, 0}, {HC_FMT_UINT2, HC_FMT_F8E4M3, 128, 0, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F16, 32, 0, 0}, {HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32, 0, 0},
+        {HC_FMT_F4E2M1, HC_FMT_INT8, 32, 0, 0}, {HC_FMT_UINT4, HC_FMT_F16, 128, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int moe = 0; moe < 2; moe++) {
+            hc_layer_config c = {.weight_format = cases[i].w, .scale_format = HC_FMT_F16,
+                                 .act_format = cases[i].a, .param_format = HC_FMT_F16,
+                                 .scale_type = HC_SCALE_GROUP, .group_size = cases[i].gs,
+                                 .sm = 90, .has_zero_point = cases[i].zp > 0,
+                                 .scale_2_channel = cases[i].s2c};
+            if (cases[i].w == HC_FMT_F4E2M1) c.scale_format = HC_FMT_F8E8M0;
+            const int64_t E = moe ? 2 : 1, N = 128, K = 2048;
+            hc_layer_meta m;
+            hc_error err = {0};
+            if (hc_layer_plan(&c, moe, E, N, K, &m, &err) != HC_OK)
+                fail_msg("case %zu: not planned (%s)", i, err.msg);
+            assert_false(m.use_flat_weight);
+            assert_int_equal(m.use_fused_e8m0, cases[i].w == HC_FMT_F4E2M1 && cases[i].a != HC_FMT_F16);
+            hc_layer_tensors pre, post;
+            make_pre(&c, &m, &pre);
+            assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
+            float *W = malloc((size_t)(E * m.Np * m.Kp) * sizeof(float));
+            float *a = malloc((size_t)(64 * 1024) * sizeof(float)), *b = malloc((size_t)(64 * 1024) * sizeof(float));
+            assert_true(W && a && b);
+            assert_int_equal(hc_verify_decode(&c, &m, &post, W, NULL, &err), HC_OK);
+            hc_verify_decoder *fast, *slow;
+            assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &fast, &err), HC_OK);
+            assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &slow, &err), HC_OK);
+            hc_verify_decoder_portable(slow);
+            for (int64_t e = 0; e < E; e++)
+                for (int64_t nb = 0; nb < m.Np / 64; nb++)
+                    for (int64_t k0 = 0; k0 < m.Kp; k0 += 1024) {
+                        hc_verify_decode_panel_part(fast, e, nb, k0, k0 + 1024, a, 1024);
+                        hc_verify_decode_panel_part(slow, e, nb, k0, k0 + 1024, b, 1024);
+                        assert_memory_equal(a, b, (size_t)(64 * 1024) * sizeof(float));
+                        for (int64_t r = 0; r < 64; r++)
+                            assert_memory_equal(a + r * 1024, W + (e * m.Np + 64 * nb + r) * m.Kp + k0,
+                                                1024 * sizeof(float));
+                    }
+            hc_verify_decoder_free(fast);
+            hc_verify_decoder_free(slow);
+            free(W);
+            free(a);
+            free(b);
+            hc_layer_tensors_free(&pre);
+            hc_layer_tensors_free(&post);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_corruption_detected),
         cmocka_unit_test(test_channel_scale_2),
         cmocka_unit_test(test_panels_equal_whole),
+        cmocka_unit_test(test_panel_forms_equal_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

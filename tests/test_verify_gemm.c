@@ -3,8 +3,7 @@
  * around the 8-lane and 64-k block edges, 1..4 tokens, signed zeros,
  * subnormals, wide magnitudes), and each stays within the error bound of
  * docs/verification.md of an exact (long double) dot product:
- * |err| <= (gamma_9 + 2^-50 * K) * sum |x_k w_k|; the error histogram's
- * vector counting against its plain loop. SKIP[isa] where only the
+ * |err| <= (gamma_9 + 2^-50 * K) * sum |x_k w_k|. SKIP[isa] where only the
  * portable form runs (nothing to compare); the bound is checked anyway. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -81,39 +80,6 @@ static void test_forms_agree_and_bound(void **state)
     }
 }
 
-/* The error histogram: the vector counting gives the plain loop's bins,
- * with zeros, NaN/Inf, differences exactly on a decade threshold and an
- * all-zero reference (rms 0). */
-static void test_histogram_forms_agree(void **state)
-{
-    (void)state;
-    enum { n = 4099 };
-    static float got[n], ref[n];
-    for (int pass = 0; pass < 3; pass++) {
-        for (int i = 0; i < n; i++) {
-            /* pass 2: rms exactly 10, so |d| = 1 lies exactly on the top threshold */
-            ref[i] = pass == 1 ? 0.0f : pass == 2 ? (i % 2 ? 10.0f : -10.0f) : frand();
-            float d = (float)ldexp(1.0, (int)(rng >> 7) % 40 - 30) * (i % 2 ? 1.0f : -1.0f);
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            got[i] = i % 11 == 0 ? ref[i] : i % 97 == 0 ? NAN : i % 89 == 0 ? INFINITY
-                     : i % 13 == 0 ? ref[i] + (float)pow(10.0, i % 9 - 9)
-                     : pass == 2 && i % 5 == 0 ? ref[i] + 1.0f : ref[i] + d;
-        }
-        int64_t a[HC_VERIFY_HIST_BINS] = {0}, b[HC_VERIFY_HIST_BINS] = {0};
-        hc_verify_histogram(got, ref, n, 1, a);
-        hc_verify_histogram(got, ref, n, 0, b);
-        int64_t total = 0;
-        for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) {
-            total += a[j];
-            if (a[j] != b[j]) {
-                print_error("pass %d bin %d: %lld vs %lld\n", pass, j, (long long)a[j], (long long)b[j]);
-                fail();
-            }
-        }
-        assert_int_equal(total, n);
-    }
-}
-
 /* hc_verify_gemm_rows (passes over K) gives each row's dot products: K past
  * one pass with a tail, token counts not a multiple of 4, bias, a row stride
  * and an output stride. */
@@ -148,12 +114,43 @@ static void test_gemm_rows_equal_dots(void **state)
     free(W);
 }
 
+/* hc_verify_gemm_acc in parts along K (slabs of 1024 and of 64, the K % 8
+ * tail in the last) gives hc_verify_gemm_rows's floats. */
+static void test_gemm_parts_equal_rows(void **state)
+{
+    (void)state;
+    const int64_t M = 7, K = 2 * 1024 + 67, rows = 5;
+    float *x = malloc((size_t)(M * K) * sizeof *x), *W = malloc((size_t)(rows * K) * sizeof *W);
+    float *slab = malloc((size_t)(rows * 1024) * sizeof *slab), y[7 * 5], z[7 * 5], bias[5];
+    double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, M), sizeof *acc);
+    assert_true(x && W && slab && acc);
+    for (int64_t i = 0; i < M * K; i++) x[i] = frand();
+    for (int64_t i = 0; i < rows * K; i++) W[i] = frand();
+    for (int r = 0; r < rows; r++) bias[r] = frand();
+    assert_int_equal(hc_verify_gemm_rows(x, M, K, W, rows, K, bias, y, rows), HC_OK);
+    for (int64_t step = 64; step <= 1024; step += 960) {
+        memset(acc, 0, (size_t)hc_verify_gemm_acc_len(rows, M) * sizeof *acc);
+        for (int64_t k0 = 0; k0 < K; k0 += step) {
+            const int64_t kw = K - k0 < step ? K - k0 : step;
+            for (int64_t r = 0; r < rows; r++) /* a copy of the slab, row stride 1024 */
+                memcpy(slab + r * 1024, W + r * K + k0, (size_t)kw * sizeof *slab);
+            hc_verify_gemm_acc(x, M, K, k0, k0 + kw, slab, rows, 1024, acc);
+        }
+        hc_verify_gemm_end(acc, M, rows, bias, z, rows);
+        assert_memory_equal(y, z, sizeof y);
+    }
+    free(x);
+    free(W);
+    free(slab);
+    free(acc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forms_agree_and_bound),
-        cmocka_unit_test(test_histogram_forms_agree),
         cmocka_unit_test(test_gemm_rows_equal_dots),
+        cmocka_unit_test(test_gemm_parts_equal_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,8 +47,8 @@ void cli_usage(FILE *out)
             "  --activation DTYPE   float16 bfloat16 float8e4m3 float8e5m2 int8 int4\n"
             "  --max-shard-size N   output shard size limit, bytes or K/M/G (default 4G)\n"
             "  --force              replace OUT_DIR if it exists (and discard OUT_DIR.partial)\n"
-            "  --no-input-crc       manifest: no CRC of the input weight files (saves a\n"
-            "                       second read of the input; sizes and mtimes are kept)\n"
+            "  --no-input-crc       manifest: no CRC of the input weight files (saves the\n"
+            "                       CRC work over the input; sizes and mtimes are kept)\n"
             "  --resume             finish an interrupted run from OUT_DIR.partial\n"
             "  --dry-run            print the per-layer plan, write nothing\n"
 

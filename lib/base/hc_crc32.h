@@ -16,7 +16,17 @@
  * crc32(crc, p, len) with any length. */
 uint32_t hc_crc32(uint32_t crc, const void *p, size_t len);
 
+/* hc_crc32 with at most the given implementation (tests compare them): 2
+ * VPCLMULQDQ on 512-bit registers where the CPU has it (AVX-512), 1
+ * PCLMULQDQ on 128-bit ones, 0 zlib; a level the CPU lacks falls back. */
+uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len);
+
 /* The same with zlib alone (the portable path; tests compare the two). */
 uint32_t hc_crc32_zlib(uint32_t crc, const void *p, size_t len);
+
+/* CRC-32 of the concatenation of n pieces of piece_bytes bytes each, from
+ * the pieces' own CRCs (starting from 0), as zlib's crc32_combine would
+ * chain them; 0 for n = 0. */
+uint32_t hc_crc32_concat(const uint32_t *piece_crc, int64_t n, uint64_t piece_bytes);
 
 #endif

@@ -97,6 +97,10 @@ static hc_status write_locked(hc_convert_options *opts, hc_conv_plan *plan, hc_e
      * resumed run writes the same bytes */
     opts->command_line = run->command_line;
     hc_status st = hc_conv_verify_begin(opts, plan, &plan->verify, err);
+    /* reused codes buffers (two: the one being written, the one the next layer
+     * fills) pay off without verification; with it they only add to its peak */
+    if (st == HC_OK && !hc_conv_verify_enabled(plan->verify))
+        st = hc_bufpool_new(2, &run->pool, err);
     if (st == HC_OK) st = write_outputs(opts, plan, run->partial, err);
     if (st == HC_OK) st = hc_fs_publish_dir(run->partial, opts->out_dir, opts->force, err);
     if (st == HC_OK) { /* published: the journal (a dot file, outside the manifest) goes */
@@ -156,6 +160,8 @@ hc_status hc_convert_run(const hc_convert_options *opts_in, hc_convert_stats *st
     hc_status st = hc_conv_inputs_snapshot(opts->in_dir, &run, err);
     hc_st_model *model = NULL;
     if (st == HC_OK) st = hc_st_model_open(opts->in_dir, &model, err);
+    if (st == HC_OK && !opts->no_input_crc && !opts->dry_run)
+        st = hc_st_crcs_new(model, &run.input_crcs, err);
     if (st != HC_OK) {
         hc_conv_run_free(&run);
         return st;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "hc_error.h"
+#include "hc_safetensors.h"
 
 #define HC_MANIFEST_NAME "humming_manifest.json"
 
@@ -37,6 +38,12 @@ typedef struct {
  * are combined into the file CRC. Other files are read in chunks. */
 hc_status hc_file_crc_compute(const char *dir, const char *name, hc_file_crc *out, hc_error *err);
 void hc_file_crc_free(hc_file_crc *f);
+
+/* hc_st_writer_finish, and on success *out (when not NULL) describes the
+ * file as hc_file_crc_compute(dir, name) would, from the CRCs the writer
+ * took of the bytes as it wrote them (the output is not read back). */
+hc_status hc_st_writer_finish_crc(hc_st_writer *w, const char *name, hc_file_crc *out,
+                                  hc_error *err);
 
 /* One input file as recorded at plan time. ctime (and the inode) cannot be
  * set back by the writer, so a file rewritten in place with its size and

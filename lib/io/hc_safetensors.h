@@ -82,6 +82,9 @@ int hc_st_holds(const hc_st_file *f, const hc_st_tensor *t);
 const char *hc_st_path(const hc_st_file *f);
 /* Number of tensors in the file. */
 size_t hc_st_count(const hc_st_file *f);
+/* The whole file's bytes (the mapping, or the buffer of hc_st_open_buffer),
+ * owned by f; *size receives its length. */
+const unsigned char *hc_st_bytes(const hc_st_file *f, size_t *size);
 /* The i-th tensor in file order (increasing offset); NULL if i >= count. */
 const hc_st_tensor *hc_st_tensor_at(const hc_st_file *f, size_t i);
 /* The tensor called `name` (exact, case-sensitive); NULL if absent. */
@@ -204,6 +207,22 @@ hc_status hc_st_writer_begin_data(hc_st_writer *w, hc_error *err);
  * the tensor's size is HC_ERR_ARG. */
 hc_status hc_st_writer_write(hc_st_writer *w, size_t index, const void *data, size_t len,
                              hc_error *err);
+/* Called by the writer's thread once a chunk of hc_st_writer_write_async is
+ * written (written = 1) or dropped (0: an earlier write failed, or the writer
+ * was aborted); tensor_crc: the CRC-32 of the tensor's bytes up to the end of
+ * this chunk (the whole tensor's after its last chunk). */
+typedef void (*hc_st_write_done)(void *ctx, int written, uint32_t tensor_crc);
+/* hc_st_writer_write, but the bytes are written by the writer's own thread
+ * (started on first use) while the caller goes on: data must stay valid
+ * and unchanged until done(ctx, ...) is called (done may be NULL). Chunks
+ * are written in the order queued. Returns at once; errors of the checks
+ * above, or of an earlier queued write; on error done has been called
+ * already. The queue is not bounded: the caller bounds what it holds in
+ * flight with hc_st_writer_flush. */
+hc_status hc_st_writer_write_async(hc_st_writer *w, size_t index, const void *data, size_t len,
+                                   hc_st_write_done done, void *ctx, hc_error *err);
+/* Waits until every queued chunk is written; the first failed write. */
+hc_status hc_st_writer_flush(hc_st_writer *w, hc_error *err);
 /* Checks that every byte was written, fsyncs the file, renames it to the
  * final path and fsyncs the directory. Always frees w; on failure the
  * temporary file is removed and nothing is left at the final path by us.

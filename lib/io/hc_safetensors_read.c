@@ -448,6 +448,12 @@ const char *hc_st_path(const hc_st_file *f) { return f->path; }
 
 size_t hc_st_count(const hc_st_file *f) { return f->count; }
 
+const unsigned char *hc_st_bytes(const hc_st_file *f, size_t *size)
+{
+    *size = f->size;
+    return f->map;
+}
+
 const hc_st_tensor *hc_st_tensor_at(const hc_st_file *f, size_t i)
 {
     return i < f->count ? &f->tensors[i] : NULL;

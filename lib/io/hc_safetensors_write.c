@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
+#include "hc_crc32.h"
+#include "hc_integrity.h"
 #include "hc_utf8.h"
 
 #define MAX_EXACT_DIM 9007199254740992LL /* 2^53, the largest dim readers take */
@@ -27,7 +32,31 @@ typedef struct {
     int ndim;
     int64_t shape[HC_MAX_DIMS];
     uint64_t nbytes, written;
+    uint32_t crc;        /* of the bytes written so far (by the writer's thread once
+                            it runs) */
 } wtensor;
+
+/* One chunk queued by hc_st_writer_write_async. */
+typedef struct job {
+    struct job *next;
+    wtensor *t;
+    const unsigned char *data;
+    size_t len;
+    hc_st_write_done done;
+    void *ctx;
+} job;
+
+/* The thread that writes queued chunks (started by the first async write). */
+typedef struct {
+    pthread_t id;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, idle;
+    job *head, *tail;
+    int busy, stop;
+    hc_status st;        /* the first failed write, or HC_OK */
+    hc_error err;
+} wthread;
 
 struct hc_st_writer {
     char *path, *tmp;
@@ -39,6 +68,10 @@ struct hc_st_writer {
     char **meta;         /* key, value, key, value, ... */
     size_t nmeta, metacap;
     size_t cur;          /* first tensor that may still be incomplete */
+    uint64_t header_end; /* 8 + header length, once begun */
+    uint32_t header_crc;
+    uint64_t pos;        /* bytes handed to write() so far */
+    wthread th;
 };
 
 /* ---- growable string ---------------------------------------------------- */
@@ -118,8 +151,78 @@ static hc_status write_all(int fd, const void *data, size_t len, hc_error *err)
     return HC_OK;
 }
 
+/* len bytes of t at the end of the file, CRC-32 taken on the way, in pieces
+ * that stay in cache between the two; then the kernel is asked to start
+ * writing them back, so that finish's fsync waits for little. */
+static hc_status put_bytes(hc_st_writer *w, wtensor *t, const unsigned char *p, size_t len,
+                           hc_error *err)
+{
+    const size_t piece = (size_t)1 << 20;
+    uint64_t start = w->pos;
+    while (len > 0) {
+        size_t n = len < piece ? len : piece;
+        t->crc = hc_crc32(t->crc, p, n);
+        HC_TRY(write_all(w->fd, p, n, err));
+        w->pos += n;
+        p += n;
+        len -= n;
+    }
+    if (w->pos > start) (void)sync_file_range(w->fd, (off_t)start, (off_t)(w->pos - start),
+                                              SYNC_FILE_RANGE_WRITE);
+    return HC_OK;
+}
+
+static void *thread_main(void *arg)
+{
+    hc_st_writer *w = arg;
+    wthread *th = &w->th;
+    pthread_mutex_lock(&th->mu);
+    for (;;) {
+        while (th->head == NULL && !th->stop) pthread_cond_wait(&th->wake, &th->mu);
+        job *j = th->head;
+        if (j == NULL) break;
+        th->head = j->next;
+        if (th->head == NULL) th->tail = NULL;
+        th->busy = 1;
+        int skip = th->st != HC_OK || th->stop;
+        pthread_mutex_unlock(&th->mu);
+        hc_error e;
+        hc_error_clear(&e);
+        hc_status st = skip ? HC_OK : put_bytes(w, j->t, j->data, j->len, &e);
+        if (j->done) j->done(j->ctx, !skip && st == HC_OK, j->t->crc);
+        pthread_mutex_lock(&th->mu);
+        if (st != HC_OK && th->st == HC_OK) {
+            th->st = st;
+            th->err = e;
+        }
+        th->busy = 0;
+        free(j);
+        pthread_cond_broadcast(&th->idle);
+    }
+    pthread_mutex_unlock(&th->mu);
+    return NULL;
+}
+
+/* Stops and joins the thread; queued chunks still pending are dropped
+ * (their done callbacks run). */
+static void thread_stop(hc_st_writer *w)
+{
+    wthread *th = &w->th;
+    if (!th->started) return;
+    pthread_mutex_lock(&th->mu);
+    th->stop = 1;
+    pthread_cond_broadcast(&th->wake);
+    pthread_mutex_unlock(&th->mu);
+    pthread_join(th->id, NULL);
+    pthread_mutex_destroy(&th->mu);
+    pthread_cond_destroy(&th->wake);
+    pthread_cond_destroy(&th->idle);
+    th->started = 0;
+}
+
 static void writer_free(hc_st_writer *w)
 {
+    thread_stop(w);
     if (w->fd >= 0) close(w->fd);
     for (size_t i = 0; i < w->n; i++) free(w->t[i].name);
     for (size_t i = 0; i < 2 * w->nmeta; i++) free(w->meta[i]);
@@ -345,8 +448,12 @@ static hc_status begin_impl(hc_st_writer *w, hc_error *err)
                           b.len, (ull)HC_ST_MAX_HEADER);
     if (st == HC_OK) st = write_all(w->fd, prefix, 8, err);
     if (st == HC_OK) st = write_all(w->fd, b.p, b.len, err);
+    if (st == HC_OK) {
+        w->header_crc = hc_crc32(hc_crc32(0, prefix, 8), b.p, b.len);
+        w->header_end = w->pos = 8 + (uint64_t)b.len;
+        w->begun = 1;
+    }
     free(b.p);
-    if (st == HC_OK) w->begun = 1;
     return st;
 }
 
@@ -358,8 +465,8 @@ hc_status hc_st_writer_begin_data(hc_st_writer *w, hc_error *err)
 
 /* ---- data --------------------------------------------------------------- */
 
-static hc_status write_impl(hc_st_writer *w, size_t index, const void *data, size_t len,
-                            hc_error *err)
+/* Checks that len bytes of tensor index may come next and counts them. */
+static hc_status claim(hc_st_writer *w, size_t index, size_t len, hc_error *err)
 {
     if (!w->begun) HC_FAIL(err, HC_ERR_ARG, "data written before hc_st_writer_begin_data");
     if (index >= w->n) HC_FAIL(err, HC_ERR_ARG, "tensor index %zu out of range (%zu declared)",
@@ -376,16 +483,98 @@ static hc_status write_impl(hc_st_writer *w, size_t index, const void *data, siz
     if (len > t->nbytes - t->written)
         HC_FAIL(err, HC_ERR_ARG, "tensor '%s': chunk of %zu bytes overruns its size (%llu of "
                 "%llu bytes written)", t->name, len, (ull)t->written, (ull)t->nbytes);
-    HC_TRY(write_all(w->fd, data, len, err));
     t->written += len;
+    return HC_OK;
+}
+
+/* Waits for the queue to empty; the first failed queued write. */
+static hc_status flush_impl(hc_st_writer *w, hc_error *err)
+{
+    wthread *th = &w->th;
+    if (!th->started) return HC_OK;
+    pthread_mutex_lock(&th->mu);
+    while (th->head || th->busy) pthread_cond_wait(&th->idle, &th->mu);
+    hc_status st = th->st;
+    if (st != HC_OK && err) *err = th->err;
+    pthread_mutex_unlock(&th->mu);
+    return st;
+}
+
+hc_status hc_st_writer_flush(hc_st_writer *w, hc_error *err)
+{
+    HC_TRY_CTX(err, flush_impl(w, err), "writing %s: ", w->path);
     return HC_OK;
 }
 
 hc_status hc_st_writer_write(hc_st_writer *w, size_t index, const void *data, size_t len,
                              hc_error *err)
 {
-    HC_TRY_CTX(err, write_impl(w, index, data, len, err), "writing %s: ", w->path);
+    HC_TRY(hc_st_writer_flush(w, err)); /* chunks go out in order */
+    HC_TRY_CTX(err, claim(w, index, len, err), "writing %s: ", w->path);
+    if (len == 0) return HC_OK;
+    HC_TRY_CTX(err, put_bytes(w, &w->t[index], data, len, err), "writing %s: ", w->path);
     return HC_OK;
+}
+
+static hc_status thread_start(hc_st_writer *w, hc_error *err)
+{
+    wthread *th = &w->th;
+    if (th->started) return HC_OK;
+    memset(th, 0, sizeof *th);
+    if (pthread_mutex_init(&th->mu, NULL) != 0)
+        HC_FAIL(err, HC_ERR_NOMEM, "cannot create the writer thread's lock");
+    if (pthread_cond_init(&th->wake, NULL) != 0) {
+        pthread_mutex_destroy(&th->mu);
+        HC_FAIL(err, HC_ERR_NOMEM, "cannot create the writer thread's condition");
+    }
+    if (pthread_cond_init(&th->idle, NULL) != 0) {
+        pthread_cond_destroy(&th->wake);
+        pthread_mutex_destroy(&th->mu);
+        HC_FAIL(err, HC_ERR_NOMEM, "cannot create the writer thread's condition");
+    }
+    int rc = pthread_create(&th->id, NULL, thread_main, w);
+    if (rc != 0) {
+        pthread_cond_destroy(&th->idle);
+        pthread_cond_destroy(&th->wake);
+        pthread_mutex_destroy(&th->mu);
+        HC_FAIL(err, HC_ERR_NOMEM, "cannot start the writer thread: %s", strerror(rc));
+    }
+    th->started = 1;
+    return HC_OK;
+}
+
+static hc_status async_impl(hc_st_writer *w, size_t index, const void *data, size_t len,
+                            hc_st_write_done done, void *ctx, hc_error *err)
+{
+    HC_TRY(claim(w, index, len, err));
+    HC_TRY(thread_start(w, err));
+    job *j = malloc(sizeof *j);
+    HC_CHECK_ALLOC(err, j, "write queue entry");
+    *j = (job){NULL, &w->t[index], data, len, done, ctx};
+    wthread *th = &w->th;
+    pthread_mutex_lock(&th->mu);
+    hc_status st = th->st;
+    if (st != HC_OK && err) *err = th->err;
+    if (st == HC_OK) {
+        if (th->tail) th->tail->next = j;
+        else th->head = j;
+        th->tail = j;
+        pthread_cond_signal(&th->wake);
+    }
+    pthread_mutex_unlock(&th->mu);
+    if (st != HC_OK) free(j);
+    return st;
+}
+
+hc_status hc_st_writer_write_async(hc_st_writer *w, size_t index, const void *data, size_t len,
+                                   hc_st_write_done done, void *ctx, hc_error *err)
+{
+    hc_status st = async_impl(w, index, data, len, done, ctx, err);
+    if (st != HC_OK) {
+        if (done) done(ctx, 0, 0);
+        hc_error_prefix(err, "writing %s: ", w->path);
+    }
+    return st;
 }
 
 /* ---- finish / abort ------------------------------------------------------ */
@@ -407,6 +596,8 @@ static void sync_parent_dir(const char *path)
 
 static hc_status finish_impl(hc_st_writer *w, hc_error *err)
 {
+    HC_TRY(flush_impl(w, err));
+    thread_stop(w);
     if (!w->begun) HC_TRY(begin_impl(w, err));
     for (size_t i = 0; i < w->n; i++)
         if (w->t[i].written != w->t[i].nbytes)
@@ -423,9 +614,42 @@ static hc_status finish_impl(hc_st_writer *w, hc_error *err)
     return HC_OK;
 }
 
-hc_status hc_st_writer_finish(hc_st_writer *w, hc_error *err)
+/* The file's size and CRCs from what was written (hc_integrity.h's layout). */
+static hc_status fill_crc(const hc_st_writer *w, const char *name, hc_file_crc *out,
+                          hc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->name = strdup(name);
+    out->tensors = calloc(w->n ? w->n : 1, sizeof *out->tensors);
+    if (out->name == NULL || out->tensors == NULL) {
+        hc_file_crc_free(out);
+        HC_FAIL(err, HC_ERR_NOMEM, "out of memory");
+    }
+    out->is_safetensors = 1;
+    out->header_end = w->header_end;
+    out->header_crc = out->crc = w->header_crc;
+    uint64_t at = w->header_end;
+    for (size_t i = 0; i < w->n; i++, out->n_tensors++) {
+        hc_tensor_crc *tc = &out->tensors[i];
+        tc->name = strdup(w->t[i].name);
+        if (tc->name == NULL) {
+            hc_file_crc_free(out);
+            HC_FAIL(err, HC_ERR_NOMEM, "out of memory");
+        }
+        tc->begin = at;
+        tc->end = at += w->t[i].nbytes;
+        tc->crc = w->t[i].crc;
+        out->crc = (uint32_t)crc32_combine(out->crc, tc->crc, (z_off_t)w->t[i].nbytes);
+    }
+    out->size = at;
+    return HC_OK;
+}
+
+hc_status hc_st_writer_finish_crc(hc_st_writer *w, const char *name, hc_file_crc *out,
+                                  hc_error *err)
 {
     hc_status st = finish_impl(w, err);
+    if (st == HC_OK && out) st = fill_crc(w, name, out, err);
     if (st != HC_OK) {
         hc_error_prefix(err, "writing %s: ", w->path);
         hc_st_writer_abort(w);
@@ -435,9 +659,15 @@ hc_status hc_st_writer_finish(hc_st_writer *w, hc_error *err)
     return HC_OK;
 }
 
+hc_status hc_st_writer_finish(hc_st_writer *w, hc_error *err)
+{
+    return hc_st_writer_finish_crc(w, NULL, NULL, err);
+}
+
 void hc_st_writer_abort(hc_st_writer *w)
 {
     if (w == NULL) return;
+    thread_stop(w); /* before the descriptor it writes to is closed */
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
     if (w->created) unlink(w->tmp);

@@ -12,6 +12,7 @@
 #include "hc_preset.h"
 #include "hc_quant.h"
 #include "hc_safetensors.h"
+#include "hc_st_crcs.h"
 
 /* Tensor roles of one quantized layer, in output order. */
 enum { HC_ROLE_WEIGHT, HC_ROLE_SCALE, HC_ROLE_ZERO, HC_ROLE_GLOBAL, HC_ROLE_BIAS, HC_ROLE_COUNT };
@@ -114,6 +115,10 @@ typedef struct {
     int n_shards;
     hc_file_crc *done;                /* from the journal: name, size, crc of complete shards */
     size_t n_done;
+    hc_st_crcs *input_crcs;           /* the input tensors' CRCs, noted as they are read
+                                         (owned; NULL with --no-input-crc) */
+    hc_bufpool *pool;                 /* output weight buffers reused between layers
+                                         (owned; NULL: none) */
 } hc_conv_run;
 
 typedef struct {

@@ -458,7 +458,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
 void hc_quant_result_free(hc_quant_result *r)
 {
     if (!r) return;
-    free(r->codes);
+    if (!r->codes_view) free(r->codes);
     free(r->scales);
     free(r->zero_points);
     free(r->zero_points_f);
@@ -467,8 +467,8 @@ void hc_quant_result_free(hc_quant_result *r)
     memset(r, 0, sizeof *r);
 }
 
-static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_quant_result *r,
-                              hc_error *err)
+static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_bufpool *pool,
+                              hc_quant_result *r, hc_error *err)
 {
     int64_t ngroups = e * q->ns * q->g;
     r->desc = c->d;
@@ -480,7 +480,7 @@ static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_q
     r->group_cols = q->gk;
     r->groups = q->g;
     r->zp_float_format = c->d.scale_format == HC_FMT_F16 ? HC_FMT_F16 : HC_FMT_BF16;
-    r->codes = calloc((size_t)(e * q->n * q->k * c->bits / 32), sizeof *r->codes);
+    r->codes = hc_bufpool_calloc(pool, (size_t)(e * q->n * q->k * c->bits / 32) * sizeof *r->codes);
     HC_CHECK_ALLOC(err, r->codes, "quantized codes");
     if (!c->tensor) {
         r->scale_bytes = hc_quant_scale_bytes(c->d.scale_format);
@@ -580,7 +580,8 @@ static hc_status alloc_sink(const hq_ctx *c, const hq_geom *q, int64_t e, hq_sin
 }
 
 static hc_status quantize_src(const hc_quant_desc *d, const hq_src *src, int64_t e, int64_t n,
-                              int64_t k, int isa, hc_quant_result *out, hc_error *err)
+                              int64_t k, int isa, hc_bufpool *pool, hc_quant_result *out,
+                              hc_error *err)
 {
     if (!out) HC_FAIL(err, HC_ERR_ARG, "quantize: missing output");
     memset(out, 0, sizeof *out);
@@ -594,7 +595,7 @@ static hc_status quantize_src(const hc_quant_desc *d, const hq_src *src, int64_t
     /* the row passes check their rows themselves; the group path reads every row first */
     if (src->w && (!row_groups(&c, &q) || s2)) HC_TRY(check_finite(isa, src->w, e, n, k, err));
     hq_sink s = {NULL, NULL, out};
-    hc_status st = alloc_result(&c, &q, e, out, err);
+    hc_status st = alloc_result(&c, &q, e, pool, out, err);
     if (st == HC_OK) st = alloc_sink(&c, &q, e, &s, err);
     if (st == HC_OK) st = run_experts(&c, &q, src, &s, err);
     if (st == HC_OK && s.codes8) hc_pack_rows(s.codes8, e * n, k, c.bits, out->codes);
@@ -610,7 +611,7 @@ hc_status hq_quantize_isa(const hc_quant_desc *d, const float *w, int64_t e, int
 {
     if (!w) HC_FAIL(err, HC_ERR_ARG, "quantize: missing input");
     hq_src src = {w, NULL, NULL};
-    return quantize_src(d, &src, e, n, k, isa, out, err);
+    return quantize_src(d, &src, e, n, k, isa, NULL, out, err);
 }
 
 hc_status hc_quantize(const hc_quant_desc *d, const float *w, int64_t e, int64_t n, int64_t k,
@@ -624,10 +625,17 @@ int hc_quant_rows_ok(const hc_quant_desc *d)
     return d->group_size != HC_QUANT_GROUP_TENSOR && d->group_size_n <= 1;
 }
 
-hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx, int64_t e,
-                           int64_t n, int64_t k, hc_quant_result *out, hc_error *err)
+hc_status hc_quantize_rows_pool(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx, int64_t e,
+                                int64_t n, int64_t k, hc_bufpool *pool, hc_quant_result *out,
+                                hc_error *err)
 {
     if (!fn) HC_FAIL(err, HC_ERR_ARG, "quantize: missing input");
     hq_src src = {NULL, fn, ctx};
-    return quantize_src(d, &src, e, n, k, hq_isa_detect(), out, err);
+    return quantize_src(d, &src, e, n, k, hq_isa_detect(), pool, out, err);
+}
+
+hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx, int64_t e,
+                           int64_t n, int64_t k, hc_quant_result *out, hc_error *err)
+{
+    return hc_quantize_rows_pool(d, fn, ctx, e, n, k, NULL, out, err);
 }

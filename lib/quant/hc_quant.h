@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 
+#include "hc_bufpool.h"
 #include "hc_error.h"
 #include "hc_format.h"
 
@@ -53,6 +54,9 @@ typedef struct {
     int64_t group_cols;     /* elements per group along K */
     int64_t groups;         /* G = K / group_cols */
     uint32_t *codes;        /* experts * n * (k*b/32) words */
+    int codes_view;         /* codes point into a read-only input mapping (a reader's view
+                               of words already in Humming's order): not owned, never
+                               written, not freed */
     uint8_t *scales;        /* experts * NS * G elements of scale_bytes each; NULL for tensor */
     int scale_bytes;        /* 1, 2 or 4 */
     uint32_t *zero_points;  /* int zp: experts * (NS*b/32) * G words, else NULL */
@@ -91,6 +95,12 @@ int hc_quant_rows_ok(const hc_quant_desc *d);
 hc_status hc_quantize_rows(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx,
                            int64_t experts, int64_t n, int64_t k, hc_quant_result *out,
                            hc_error *err);
+
+/* hc_quantize_rows with the codes buffer taken from pool (hc_bufpool.h; NULL:
+ * calloc); it is still the result's to free, or to give back to the pool. */
+hc_status hc_quantize_rows_pool(const hc_quant_desc *d, hc_quant_row_fn fn, void *ctx,
+                                int64_t experts, int64_t n, int64_t k, hc_bufpool *pool,
+                                hc_quant_result *out, hc_error *err);
 
 void hc_quant_result_free(hc_quant_result *r);
 

@@ -6,6 +6,57 @@
 
 #include "hc_quant_internal.h"
 
+static uint32_t f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* An 8-bit float scale format (not e8m0) encoded on float32 bits and decoded
+ * by a table (c->scale8): hc_format_encode / decode per group (frexp, ldexp)
+ * were a quarter of an NVFP4 run. */
+static void scale_tables(hq_ctx *c, hc_format_id sf)
+{
+    const hc_format_info *f = hc_format_get(sf);
+    if (!f || f->kind != HC_KIND_FLOAT || f->bits > 8 || f->specials == HC_SPECIAL_E8M0 ||
+        f->man_bits < 1 || f->man_bits > 22 || 1 - f->bias < -126 || f->bias < 1)
+        return;
+    uint32_t codes = 1u << f->bits, mags = f->is_signed ? codes / 2 : codes;
+    for (uint32_t b = 0; b < codes; b++) c->sdec[b] = hc_format_decode(sf, b);
+    /* the largest finite magnitude code, all below it finite and increasing */
+    c->smax = 0;
+    for (uint32_t m = 1; m < mags && isfinite(c->sdec[m]) && c->sdec[m] > c->sdec[m - 1]; m++)
+        c->smax = m;
+    c->ssign = f->is_signed ? codes / 2 : 0;
+    c->sman = f->man_bits;
+    c->semin = 1 - f->bias;
+    c->ssub = (float)ldexp(1.0, c->sman - c->semin);
+    c->snorm = (float)ldexp(1.0, c->semin);
+    c->slimit = (float)c->sdec[c->smax];
+    c->scale8 = c->sdec[0] == 0.0 && c->smax > 0 && (double)c->slimit == c->sdec[c->smax];
+}
+
+/* hc_format_encode(sf, v) for |v| below the largest finite value (the rest:
+ * the codec): the nearest code, ties to the even code, which is float32's
+ * round-to-nearest-even of v to the format's mantissa bits (normal range)
+ * or to multiples of its smallest subnormal. */
+static uint32_t encode_scale8(const hq_ctx *c, hc_format_id sf, float v)
+{
+    float a = fabsf(v);
+    if (!(a < c->slimit)) return hc_format_encode(sf, v); /* NaN, Inf, overflow */
+    uint32_t m, u = f32_bits(a), M = (uint32_t)c->sman;
+    if (a < c->snorm) { /* subnormal: a * 2^(M - emin) < 2^M, exact */
+        float t = a * c->ssub;
+        m = (uint32_t)((t + 0x1p23f) - 0x1p23f); /* round half to even */
+    } else {
+        uint32_t r = u + ((1u << (22 - M)) - 1u) + ((u >> (23 - M)) & 1u);
+        int e = (int)(r >> 23) - 127; /* after a carry into the exponent */
+        m = ((uint32_t)(e - c->semin + 1) << M) | ((r >> (23 - M)) & ((1u << M) - 1u));
+    }
+    return m | (c->ssign && signbit(v) ? c->ssign : 0);
+}
+
 void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d, int isa)
 {
     memset(c, 0, sizeof *c);
@@ -30,6 +81,7 @@ void hq_ctx_init(hq_ctx *c, const hc_quant_desc *d, int isa)
         c->lut_lo = fmin(c->lut_lo, c->lut[q]);
         c->lut_hi = fmax(c->lut_hi, c->lut[q]);
     }
+    scale_tables(c, d->scale_format);
 }
 
 float hq_raw_scale(const hq_ctx *c, float mx, float mn)
@@ -39,24 +91,18 @@ float hq_raw_scale(const hq_ctx *c, float mx, float mn)
     return hq_int_zp_scale(c, mx, mn);
 }
 
-static uint32_t f32_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-void hq_store_scale(hc_format_id sf, float v, double mul, hq_group *g)
+void hq_store_scale(const hq_ctx *c, hc_format_id sf, float v, double mul, hq_group *g)
 {
     uint32_t b;
+    int table = c->scale8 && sf == c->d.scale_format;
     switch (sf) {
     case HC_FMT_F16: b = hc_f32_to_f16(v); break;
     case HC_FMT_BF16: b = hc_f32_to_bf16(v); break;
     case HC_FMT_F32: b = f32_bits(v); break;
-    default: b = hc_format_encode(sf, v); break;
+    default: b = table ? encode_scale8(c, sf, v) : hc_format_encode(sf, v); break;
     }
     g->scale_bits = b;
-    g->val = hc_quant_scale_value(sf, b) * mul;
+    g->val = (table ? c->sdec[b & 0xFF] : hc_quant_scale_value(sf, b)) * mul;
     g->bad = !(fabs(g->val) <= FLT_MAX); /* the dequantization step is float32 */
 }
 
@@ -96,7 +142,7 @@ void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, co
     } else if (c->e8m0) {
         e8m0_scale(g);
     } else {
-        hq_store_scale(c->d.scale_format, g->s / s2->div, s2->mul, g);
+        hq_store_scale(c, c->d.scale_format, g->s / s2->div, s2->mul, g);
     }
     if (c->d.zero_point != HC_ZP_NONE) hq_zp_params(c, mn, g);
 }

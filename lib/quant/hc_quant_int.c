@@ -10,13 +10,19 @@
  * 1-bit weights (D = 0, no positive code) amax/(D+1.499) and amin/(D+0.499),
  * which send the positive side to code 0 and the negative side to -1.
  * Negative when the positive side dominates. */
+/* fmaxf / fminf of values that are never NaN (group statistics of checked
+ * inputs: mx >= 1e-30, |mn| >= 0) and never +0 against -0: the same value,
+ * without the libm call fmaxf is on x86-64 (3% of a w4a16 run). */
+static float max_nn(float a, float b) { return a > b ? a : b; }
+static float min_nn(float a, float b) { return a < b ? a : b; }
+
 float hq_int_sym_scale(const hq_ctx *c, float mx, float mn)
 {
-    float amax = fmaxf(mx, fabsf(mn)), amin = fminf(mx, fabsf(mn));
+    float amax = max_nn(mx, fabsf(mn)), amin = min_nn(mx, fabsf(mn));
     int one_bit = c->bits == 1;
     float s1 = (float)((double)amax / (c->dmax + (one_bit ? 1.499 : 1.0)));
     float s2 = (float)((double)amin / (c->dmax + (one_bit ? 0.499 : 0.0)));
-    float s = fmaxf(s1, s2);
+    float s = max_nn(s1, s2);
     return mx > fabsf(mn) ? -s : s;
 }
 

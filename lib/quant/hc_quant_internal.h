@@ -26,6 +26,15 @@ typedef struct {
     double lut[256];   /* symmetric meaning of a code (zp modes: the code itself) */
     double lut_lo, lut_hi; /* smallest and largest lut entry */
     int isa;           /* HQ_ISA_*: which implementation of the element loops runs */
+    /* a float scale format of at most 8 bits (not e8m0): its codec as tables */
+    int scale8;
+    uint32_t smax;     /* largest finite magnitude code */
+    uint32_t ssign;    /* the sign bit, 0 for an unsigned format */
+    int sman, semin;   /* mantissa bits, exponent of the smallest normal */
+    float ssub;        /* 2^(sman - semin): subnormal magnitudes to codes */
+    float snorm;       /* 2^semin, the smallest normal */
+    float slimit;      /* value of code smax: encoded here below it only */
+    double sdec[256];  /* hc_format_decode of every code */
 } hq_ctx;
 
 /* Implementations of the element loops (hc_quant_row.c); every one gives
@@ -93,7 +102,7 @@ void hq_float_codes_humming(const hq_ctx *c, const hq_group *g, const float *x, 
                             uint8_t *codes);
 
 /* Stores v in the scale format: sets g->scale_bits, g->val (= decoded * mul), g->bad. */
-void hq_store_scale(hc_format_id sf, float v, double mul, hq_group *g);
+void hq_store_scale(const hq_ctx *c, hc_format_id sf, float v, double mul, hq_group *g);
 /* Stores a float zero point in fp16/bf16: sets zf_bits and zp_val. */
 void hq_store_zp_float(hc_format_id zf, float zp, hq_group *g);
 

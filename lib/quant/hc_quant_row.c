@@ -136,41 +136,69 @@ HQ_AVX2 static int64_t zp_avx2(const hq_ctx *c, float inv, float mn_eff, const f
     return i;
 }
 
-/* hc_quant_float_code_humming on 8 values y = x * inv. */
-HQ_AVX2 static __m256i float_code8(const hc_format_info *f, __m256 y, __m256 scale)
+/* The constants of float_code8 for one target format. */
+typedef struct {
+    __m256 sign, ymax, norm, sub;
+    __m256i fm, sm, half, low, kexp;
+    __m128i sh_sign, sh_code;
+} fcode_k;
+
+HQ_AVX2 static void fcode_init(const hc_format_info *f, int k, fcode_k *p)
 {
     int m = f->man_bits, nb = f->bits;
-    __m256 sign = _mm256_set1_ps(-0.0f), ymax = _mm256_set1_ps((float)f->max_value);
-    __m256 over = _mm256_cmp_ps(_mm256_andnot_ps(sign, y), ymax, _CMP_GT_OQ);
-    y = _mm256_blendv_ps(y, _mm256_or_ps(ymax, _mm256_and_ps(sign, y)), over);
-    __m256 t = _mm256_mul_ps(y, scale);
-    __m256i u = _mm256_castps_si256(t);
-    __m256i fm = _mm256_set1_epi32((int)(((1u << (nb - 1)) - 1u) << (23 - m)));
-    __m256i sm = _mm256_set1_epi32((int)0x80000000u), keep = _mm256_or_si256(fm, sm);
-    __m256i rz = _mm256_and_si256(u, keep);
-    __m256i ru = _mm256_and_si256(_mm256_add_epi32(u, _mm256_set1_epi32(1 << (22 - m))), keep);
-    __m256 dz = _mm256_andnot_ps(sign, _mm256_sub_ps(t, _mm256_castsi256_ps(rz)));
-    __m256 du = _mm256_andnot_ps(sign, _mm256_sub_ps(_mm256_castsi256_ps(ru), t));
-    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(dz, du, _CMP_GT_OQ));
-    __m256i pick = _mm256_blendv_epi8(rz, ru, up);
-    return _mm256_or_si256(_mm256_srl_epi32(_mm256_and_si256(pick, sm),
-                                            _mm_cvtsi32_si128(32 - nb)),
-                           _mm256_srl_epi32(_mm256_and_si256(pick, fm),
-                                            _mm_cvtsi32_si128(23 - m)));
+    uint32_t norm = (uint32_t)(127 + k - 126) << 23, sub = (uint32_t)(127 + 149 - k) << 23;
+    p->sign = _mm256_set1_ps(-0.0f);
+    p->ymax = _mm256_set1_ps((float)f->max_value);
+    p->norm = _mm256_castsi256_ps(_mm256_set1_epi32((int)norm)); /* 2^(k-126) */
+    p->sub = _mm256_castsi256_ps(_mm256_set1_epi32((int)sub));   /* 2^(149-k) */
+    p->fm = _mm256_set1_epi32((int)(((1u << (nb - 1)) - 1u) << (23 - m)));
+    p->sm = _mm256_set1_epi32((int)0x80000000u);
+    p->half = _mm256_set1_epi32(1 << (22 - m));
+    p->low = _mm256_set1_epi32((1 << (23 - m)) - 1);
+    p->kexp = _mm256_set1_epi32(k << 23);
+    p->sh_sign = _mm_cvtsi32_si128(32 - nb);
+    p->sh_code = _mm_cvtsi32_si128(23 - m);
+}
+
+/* hc_quant_float_code_humming on 8 finite values y = x * inv, without
+ * computing in float32 subnormals (a microcode assist per element on some
+ * CPUs: most of an NVFP4 run). Its t = f32(y * 2^-k) is formed as bits:
+ * |y| >= 2^(k-126) gives a normal t, y's bits with k taken off the exponent
+ * (exact); below, t is subnormal, its bits the integer RNE(|y| * 2^(149-k))
+ * (the product exact, < 2^23, or 2^23: then t = 2^-126, the same bits). Then
+ * the code as there: up when the bits cut off exceed half a code step (its
+ * |t - rz| > |ru - t|, both exact), ties toward zero. */
+HQ_AVX2 static __m256i float_code8(const fcode_k *p, __m256 y)
+{
+    __m256 over = _mm256_cmp_ps(_mm256_andnot_ps(p->sign, y), p->ymax, _CMP_GT_OQ);
+    y = _mm256_blendv_ps(y, _mm256_or_ps(p->ymax, _mm256_and_ps(p->sign, y)), over);
+    __m256 a = _mm256_andnot_ps(p->sign, y);
+    __m256i tn = _mm256_sub_epi32(_mm256_castps_si256(a), p->kexp);
+    __m256i ts = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(a, p->sub), HQ_RNE));
+    __m256 isn = _mm256_cmp_ps(a, p->norm, _CMP_GE_OQ);
+    __m256i u = _mm256_blendv_epi8(ts, tn, _mm256_castps_si256(isn));
+    __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(u, p->low), p->half);
+    __m256i rz = _mm256_andnot_si256(p->low, u);
+    __m256i pick = _mm256_add_epi32(rz, _mm256_and_si256(up, _mm256_add_epi32(p->low,
+                                                                               _mm256_set1_epi32(1))));
+    return _mm256_or_si256(_mm256_srl_epi32(_mm256_and_si256(_mm256_castps_si256(y), p->sm),
+                                            p->sh_sign),
+                           _mm256_srl_epi32(_mm256_and_si256(pick, p->fm), p->sh_code));
 }
 
 HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
                                   uint8_t *codes)
 {
     int k = 128 - (1 << (c->wf->exp_bits - 1));
-    if (k > 126) return 0; /* 2^-k not a normal float32: the portable loop */
-    uint32_t bits = (uint32_t)(127 - k) << 23; /* 2^-k */
-    float two_k;
-    memcpy(&two_k, &bits, sizeof two_k);
-    __m256 vinv = _mm256_set1_ps(inv), scale = _mm256_set1_ps(two_k);
+    if (k > 126 || k < 24) return 0; /* t's exponent range not as assumed: the portable loop */
+    fcode_k p;
+    fcode_init(c->wf, k, &p);
+    __m256 vinv = _mm256_set1_ps(inv);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m256i v = float_code8(c->wf, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), scale);
+        __m256 y = _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv);
+        if (_mm256_movemask_ps(_mm256_cmp_ps(y, y, _CMP_UNORD_Q))) break; /* NaN: portable */
+        __m256i v = float_code8(&p, y);
         __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(w, w));
     }

@@ -219,7 +219,16 @@ typedef struct hc_ckpt_read_opts {
                                   refused: a target was given, they are requantized */
     int general_codes;         /* 1: codes and scales element by element even where a
                                   word-level path exists (tests compare the two bit for bit) */
+    int code_views;            /* 1: codes that are a plain copy of an input tensor's words
+                                  (4-byte aligned) are a view of it instead
+                                  (hc_quant_result.codes_view): the caller keeps the model
+                                  open and reads them only */
 } hc_ckpt_read_opts;
+
+/* len bytes of w's data as q's codes (allocated by hc_ckpt_alloc): a view of
+ * them where opts->code_views allows and they are 4-byte aligned, else a copy. */
+void hc_ckpt_codes_from(const hc_st_tensor *w, size_t len, const hc_ckpt_read_opts *opts,
+                        hc_quant_result *q);
 
 /* One layer in Humming's pre form. */
 typedef struct hc_ckpt_layer {

@@ -199,11 +199,13 @@ static void awq_gemm_words(const void *src, int64_t N, int64_t K, uint32_t *dst)
 /* Codes [N, K] packed along K: GEMV's qweight already is (a copy), GEMM's by
  * awq_gemm_words (whole words: K a multiple of 8); otherwise, or with general
  * (the tests), element by element. */
-static hc_status awq_codes(const awq_geom *a, int general, hc_quant_result *q, hc_error *err)
+static hc_status awq_codes(const awq_geom *a, const hc_ckpt_read_opts *opts, hc_quant_result *q,
+                           hc_error *err)
 {
     int64_t N = a->N, K = a->K;
+    int general = opts->general_codes;
     if (!general && a->gemv) {
-        memcpy(q->codes, a->qw->data, (size_t)(N * K / 2));
+        hc_ckpt_codes_from(a->qw, (size_t)(N * K / 2), opts, q);
         return HC_OK;
     }
     if (!general && K % 8 == 0) {
@@ -240,7 +242,7 @@ hc_status hc_ckpt_read_awq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ckp
                 "requantize with --format", prefix);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, a.G, !opts->meta_only, err));
     HC_TRY(awq_zeros_scales(&a, opts->general_codes, &out->q, out, err));
-    if (!opts->meta_only) HC_TRY(awq_codes(&a, opts->general_codes, &out->q, err));
+    if (!opts->meta_only) HC_TRY(awq_codes(&a, opts, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "awq %s uint4 g%lld zero-point",
              a.gemv ? "gemv" : "gemm", (long long)a.gs);
     return HC_OK;

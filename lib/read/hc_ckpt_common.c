@@ -393,6 +393,18 @@ void hc_ckpt_note(hc_ckpt_layer *l, const char *fmt, ...)
     va_end(ap);
 }
 
+void hc_ckpt_codes_from(const hc_st_tensor *w, size_t len, const hc_ckpt_read_opts *opts,
+                        hc_quant_result *q)
+{
+    if (opts->code_views && ((uintptr_t)w->data & 3) == 0 && len <= w->nbytes && !q->codes_view) {
+        free(q->codes);
+        q->codes = (uint32_t *)(uintptr_t)w->data; /* read only: codes_view */
+        q->codes_view = 1;
+        return;
+    }
+    memcpy(q->codes, w->data, len);
+}
+
 void hc_ckpt_layer_free(hc_ckpt_layer *l)
 {
     if (!l) return;

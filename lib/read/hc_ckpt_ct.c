@@ -143,7 +143,7 @@ static hc_status read_fp4(const hc_ckpt_config *cfg, hc_st_model *model, const c
                        .group_size = (int)gs, .global_scale = nv};
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, K / gs, !opts->meta_only, err));
     memcpy(out->q.scales, s->data, s->nbytes);
-    if (!opts->meta_only) memcpy(out->q.codes, w->data, w->nbytes);
+    if (!opts->meta_only) hc_ckpt_codes_from(w, w->nbytes, opts, &out->q);
     if (nv) HC_TRY(fp4_global(hc_ckpt_find(model, prefix, ".weight_global_scale"), s,
                               opts->meta_only ? NULL : w, prefix, fmt, out, err));
     snprintf(out->source_format, sizeof out->source_format, "compressed-tensors %s",
@@ -443,12 +443,13 @@ static hc_status put_packed_zeros(const hc_st_tensor *zp, const ct_pack *p, hc_q
  * 32) are already Humming's rows: without act order (and unless general, the
  * tests' element path) a copy. */
 static hc_status put_packed_codes(const hc_st_tensor *w, const ct_pack *p, const int32_t *perm,
-                                  int general, hc_quant_result *q, hc_error *err)
+                                  const hc_ckpt_read_opts *opts, hc_quant_result *q,
+                                  hc_error *err)
 {
     int64_t N = q->n, K = q->k, wc = w->shape[1];
-    if (!general && !perm && q->bits == p->b && (p->dense || 32 % p->b == 0) &&
+    if (!opts->general_codes && !perm && q->bits == p->b && (p->dense || 32 % p->b == 0) &&
         K * p->b == wc * 32) {
-        memcpy(q->codes, w->data, (size_t)(N * wc) * 4);
+        hc_ckpt_codes_from(w, (size_t)(N * wc) * 4, opts, q);
         return HC_OK;
     }
     uint8_t *codes = malloc((size_t)(N * K) + 1);
@@ -516,7 +517,7 @@ static hc_status read_packed(const hc_ckpt_config *cfg, hc_st_model *model, cons
     int ao = 0;
     HC_TRY(int_layer_begin(model, prefix, s, grp, b, zp != NULL, N, K, G, opts, out, &ao, err));
     if (zp) HC_TRY(put_packed_zeros(zp, &pk, &out->q, err));
-    if (!opts->meta_only) HC_TRY(put_packed_codes(w, &pk, out->perm, opts->general_codes, &out->q,
+    if (!opts->meta_only) HC_TRY(put_packed_codes(w, &pk, out->perm, opts, &out->q,
                                                       err));
     snprintf(out->source_format, sizeof out->source_format,
              "compressed-tensors pack-quantized int%d %s%s%s%s", b, grp->strategy,

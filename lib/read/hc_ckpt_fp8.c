@@ -24,7 +24,8 @@ static int64_t gcd64(int64_t a, int64_t b)
 /* 8-bit codes: the byte stream is the row stream. NaN / Inf codes (E4M3
  * 0x7F/0xFF, E5M2 exponent all ones) are refused: no quantizer writes them.
  * Checked when the codes are read (not at plan time, which reads no codes). */
-static hc_status copy_codes(const hc_st_tensor *w, hc_quant_result *q, hc_error *err)
+static hc_status copy_codes(const hc_st_tensor *w, const hc_ckpt_read_opts *opts,
+                            hc_quant_result *q, hc_error *err)
 {
     const uint8_t *b = w->data;
     uint8_t mask = w->dtype == HC_DT_F8_E4M3 ? 0x7F : 0x7C;
@@ -32,7 +33,7 @@ static hc_status copy_codes(const hc_st_tensor *w, hc_quant_result *q, hc_error 
         if ((b[i] & mask) == mask)
             HC_FAIL(err, HC_ERR_FORMAT, "%s (in %s): element %zu is a NaN / Inf code (0x%02x); "
                     "refused", w->name, w->file, i, b[i]);
-    memcpy(q->codes, w->data, w->nbytes);
+    hc_ckpt_codes_from(w, w->nbytes, opts, q);
     return HC_OK;
 }
 
@@ -192,7 +193,7 @@ hc_status hc_ckpt_read_float8(const hc_st_tensor *w, const hc_st_tensor *s,
     else if (g->gs > 0) HC_TRY(read_group_scales(s, N, K, g, opts, &d, out, err));
     else if (tensor) HC_TRY(read_tensor_scale(s, N, K, opts, &d, out, err));
     else HC_TRY(read_channel_scales(s, N, K, opts, &d, out, err));
-    if (!opts->meta_only) HC_TRY(copy_codes(w, &out->q, err));
+    if (!opts->meta_only) HC_TRY(copy_codes(w, opts, &out->q, err));
     return HC_OK;
 }
 

@@ -72,9 +72,26 @@ static int is_int_words(hc_dtype dt)
            dt == HC_DT_U32 || dt == HC_DT_U8 || dt == HC_DT_U16 || dt == HC_DT_U64;
 }
 
-/* Decoded stored zero fields, [G, N]. qzeros must be [G, ceil(N*b/W)]. */
-static hc_status read_zeros(const hc_st_tensor *qz, int64_t G, int64_t N, int b, uint8_t **out,
-                            const char *prefix, hc_error *err)
+/* Zero fields of 32-bit words whose width b divides 32 (no field straddles
+ * two words): whole words, shifted out field by field. */
+static void zeros_by_words(const hc_st_tensor *qz, int64_t G, int64_t N, int b, uint8_t *z)
+{
+    const unsigned char *base = qz->data;
+    int64_t cols = qz->shape[1], per = 32 / b;
+    uint32_t mask = b == 32 ? ~0u : (1u << b) - 1u;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t w = 0; w < cols && w * per < N; w++) {
+            uint32_t word;
+            memcpy(&word, base + 4 * (size_t)(g * cols + w), 4);
+            for (int64_t i = 0; i < per && w * per + i < N; i++, word >>= b & 31)
+                z[g * N + w * per + i] = (uint8_t)(word & mask);
+        }
+}
+
+/* Decoded stored zero fields, [G, N]. qzeros must be [G, ceil(N*b/W)].
+ * general: the element path only (the tests compare the two). */
+static hc_status read_zeros(const hc_st_tensor *qz, int64_t G, int64_t N, int b, int general,
+                            uint8_t **out, const char *prefix, hc_error *err)
 {
     if (!qz) HC_FAIL(err, HC_ERR_FORMAT, "%s.qzeros: missing", prefix);
     int W = hc_dtype_bits(qz->dtype);
@@ -85,6 +102,11 @@ static hc_status read_zeros(const hc_st_tensor *qz, int64_t G, int64_t N, int b,
                                "[G, ceil(N*bits/word bits)]", err));
     uint8_t *z = malloc((size_t)(G * N) + 1);
     HC_CHECK_ALLOC(err, z, "GPTQ zeros");
+    if (!general && W == 32 && 32 % b == 0 && b <= 8) {
+        zeros_by_words(qz, G, N, b, z);
+        *out = z;
+        return HC_OK;
+    }
     for (int64_t g = 0; g < G; g++)
         for (int64_t n = 0; n < N; n++) z[g * N + n] = (uint8_t)row_field(qz, qz->shape[1], g, n * b, b);
     *out = z;
@@ -147,9 +169,31 @@ static hc_status gptq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, cons
     return HC_OK;
 }
 
-/* Scales (checked by the caller) into q, n-major. */
-static hc_status put_scales(const gptq_geom *g, hc_quant_result *q, hc_error *err)
+/* 16-bit scales stored in their own format (hc_ckpt_raw16_scales: every finite
+ * value is exact, its bits are what hc_ckpt_put_scale stores), [G, N] ->
+ * [N, G] as bits. 0 done, 1 another format or a NaN / Inf (the element path
+ * then decides). */
+static int raw16_scales(const gptq_geom *g, hc_quant_result *q)
 {
+    if (!hc_ckpt_raw16_scales(g->sc, q)) return 1;
+    uint16_t inf = g->sc->dtype == HC_DT_F16 ? 0x7C00u : 0x7F80u;
+    uint16_t *dst = (uint16_t *)(void *)q->scales;
+    const unsigned char *src = g->sc->data;
+    for (int64_t k = 0; k < g->G; k++)
+        for (int64_t n = 0; n < g->N; n++) {
+            uint16_t b;
+            memcpy(&b, src + 2 * (size_t)(k * g->N + n), 2);
+            if ((b & inf) == inf) return 1;
+            dst[n * g->G + k] = b;
+        }
+    return 0;
+}
+
+/* Scales (checked by the caller) into q, n-major. general: the element path
+ * only (the tests compare the two). */
+static hc_status put_scales(const gptq_geom *g, int general, hc_quant_result *q, hc_error *err)
+{
+    if (!general && raw16_scales(g, q) == 0) return HC_OK;
     for (int64_t k = 0; k < g->G; k++)
         for (int64_t n = 0; n < g->N; n++)
             if (hc_ckpt_put_scale(q, n * g->G + k, hc_ckpt_float_at(g->sc, k * g->N + n)) != 0)
@@ -172,7 +216,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ck
 
     /* zero points: v1 / v2, mislabel detection */
     uint8_t *zs = NULL;
-    HC_TRY(read_zeros(geo.qz, G, N, b, &zs, prefix, err));
+    HC_TRY(read_zeros(geo.qz, G, N, b, opts->general_codes, &zs, prefix, err));
     int half = 1 << (b - 1), v2 = cfg->gptq_v2;
     const char *label = v2 ? "gptq_v2" : "gptq (v1)";
     if (cfg->sym) {
@@ -227,7 +271,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ck
         st = hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: N*%d must be a multiple of 32 for "
                           "N-packed zero points (N=%lld)", prefix, b, (long long)N);
     if (st == HC_OK) st = hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err);
-    if (st == HC_OK) st = put_scales(&geo, &out->q, err);
+    if (st == HC_OK) st = put_scales(&geo, opts->general_codes, &out->q, err);
     if (st != HC_OK) { free(zs); free(perm); return st; }
     hc_quant_result *q = &out->q;
     q->zp_float_format = opts->param_format;

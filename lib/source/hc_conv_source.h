@@ -96,6 +96,8 @@ typedef struct {
     const hc_conv_layer *L;
     int64_t N, K;
     hc_f16_array_fn f16;
+    uint32_t *row_crc;       /* when not NULL: each row's input bytes' CRC-32, taken */
+    unsigned char *row_have; /* the first time the row is read (row_have[row] set) */
 } hc_conv_row_source;
 int hc_conv_float_rows_ok(const hc_conv_layer *L);
 void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_crc32.h"
 #include "hc_parallel.h"
 #include "hc_quant.h"
 
@@ -326,7 +327,7 @@ static hc_status make_tensor(hc_tensor *t, hc_dtype dt, int moe, int64_t E, int6
 
 /* t as (E?, a, b) int32 over *words (len bytes, at least), which it takes. */
 static hc_status take_words(hc_tensor *t, int moe, int64_t E, int64_t a, int64_t b,
-                            uint32_t **words, size_t len, hc_error *err)
+                            uint32_t **words, size_t len, int view, hc_error *err)
 {
     int64_t s3[3] = {E, a, b};
     memset(t, 0, sizeof *t);
@@ -337,7 +338,7 @@ static hc_status take_words(hc_tensor *t, int moe, int64_t E, int64_t a, int64_t
         HC_FAIL(err, HC_ERR_INTERNAL, "quantizer output codes differ from %zu bytes", len);
     t->data = *words;
     t->nbytes = len;
-    t->owned = 1;
+    t->owned = !view; /* a view stays the mapping's: the tensor borrows it */
     *words = NULL;
     return HC_OK;
 }
@@ -347,7 +348,8 @@ hc_status hc_conv_pre_from_result(hc_quant_result *r, int moe, hc_layer_tensors 
 {
     int64_t E = r->experts, NS = r->group_rows, G = r->groups, b = r->bits;
     HC_TRY(take_words(&pre->weight, moe, E, r->n, r->k * b / 32, &r->codes,
-                      (size_t)(E * r->n * r->k * b / 32) * 4, err));
+                      (size_t)(E * r->n * r->k * b / 32) * 4, r->codes_view, err));
+    r->codes_view = 0;
     if (r->scales)
         HC_TRY(make_tensor(&pre->weight_scale, hc_dtype_of_format(r->desc.scale_format), moe,
                            E, NS, G, r->scales, (size_t)(E * NS * G * r->scale_bytes), err));
@@ -399,6 +401,8 @@ void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs)
     float_dims(L, &E, &rs->N, &rs->K);
     rs->L = L;
     rs->f16 = hc_f16_to_f32_array_impl();
+    rs->row_crc = NULL;
+    rs->row_have = NULL;
 }
 
 const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
@@ -406,23 +410,66 @@ const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
     const hc_conv_row_source *rs = ctx;
     const hc_conv_layer *L = rs->L;
     int64_t e = row / rs->N, r = row % rs->N;
-    if (L->experts) convert_floats(L->experts[e], (size_t)(r * rs->K), (size_t)rs->K, buf, rs->f16);
-    else convert_floats(L->pre[HC_ROLE_WEIGHT], (size_t)(row * rs->K), (size_t)rs->K, buf, rs->f16);
+    const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
+    size_t at = (size_t)((L->experts ? r : row) * rs->K);
+    if (rs->row_crc && !rs->row_have[row]) { /* the bytes are in cache now: no second read */
+        size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
+        rs->row_crc[row] = hc_crc32(0, (const unsigned char *)t->data + at * esize,
+                                    (size_t)rs->K * esize);
+        rs->row_have[row] = 1;
+    }
+    convert_floats(t, at, (size_t)rs->K, buf, rs->f16);
     return buf;
+}
+
+/* Row CRCs for the input CRC table (hc_st_crcs.h), or none without one. */
+static hc_status row_crcs_alloc(hc_st_crcs *crcs, int64_t E, hc_conv_row_source *rs,
+                                hc_error *err)
+{
+    if (crcs == NULL) return HC_OK;
+    rs->row_crc = malloc((size_t)(E * rs->N) * sizeof *rs->row_crc);
+    rs->row_have = calloc((size_t)(E * rs->N), 1);
+    if (rs->row_crc && rs->row_have) return HC_OK;
+    free(rs->row_crc);
+    free(rs->row_have);
+    HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating row CRCs");
+}
+
+/* Each source tensor's CRC from its rows' (all of them read), then noted. */
+static void row_crcs_note(hc_st_crcs *crcs, const hc_conv_row_source *rs, int64_t E)
+{
+    const hc_conv_layer *L = rs->L;
+    for (int64_t e = 0; e < E; e++) {
+        const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
+        int64_t rows = L->experts ? rs->N : E * rs->N, first = L->experts ? e * rs->N : 0;
+        int whole = 1;
+        for (int64_t i = 0; i < rows && whole; i++) whole = rs->row_have[first + i];
+        uint64_t row_bytes = (uint64_t)rs->K * (t->dtype == HC_DT_F32 ? 4 : 2);
+        if (whole && (uint64_t)rows * row_bytes == t->nbytes)
+            hc_st_crcs_note(crcs, t, hc_crc32_concat(rs->row_crc + first, rows, row_bytes));
+        if (!L->experts) break;
+    }
 }
 
 /* Quantizes L into r; the float32 weights into *ref when ref is given,
  * else, where the quantizer can, straight from the source rows. */
-static hc_status quantize_layer(const hc_conv_layer *L, float **ref, hc_quant_result *r,
-                                hc_error *err)
+static hc_status quantize_layer(const hc_conv_layer *L, hc_conv_run *run, float **ref,
+                                hc_quant_result *r, hc_error *err)
 {
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
     hc_quant_desc d = quant_desc(&L->target, L->cfg.param_format);
     if (!ref && !L->transpose && hc_quant_rows_ok(&d)) {
         hc_conv_row_source rs;
+        hc_st_crcs *crcs = run ? run->input_crcs : NULL;
         hc_conv_row_source_init(L, &rs);
-        return hc_quantize_rows(&d, hc_conv_source_row, &rs, E, N, K, r, err);
+        HC_TRY(row_crcs_alloc(crcs, E, &rs, err));
+        hc_status st = hc_quantize_rows_pool(&d, hc_conv_source_row, &rs, E, N, K,
+                                             run ? run->pool : NULL, r, err);
+        if (st == HC_OK && crcs) row_crcs_note(crcs, &rs, E);
+        free(rs.row_crc);
+        free(rs.row_have);
+        return st;
     }
     float *w = NULL;
     HC_TRY(read_source(L, E, N, K, &w, err));
@@ -437,7 +484,7 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
 {
     hc_quant_result r;
     memset(&r, 0, sizeof r);
-    hc_status st = quantize_layer(L, ref, &r, err);
+    hc_status st = quantize_layer(L, plan->run, ref, &r, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])

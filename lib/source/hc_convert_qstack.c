@@ -43,6 +43,7 @@ static hc_status stack_alloc(const hc_ckpt_layer *first, int64_t E, hc_ckpt_laye
     memset(out, 0, sizeof *out);
     out->q = *q;
     out->q.experts = E;
+    out->q.codes_view = 0; /* a new stack of copies */
     out->q.codes = alloc_if(q->codes, s.codes, E, &failed);
     out->q.scales = alloc_if(q->scales, s.scales, E, &failed);
     out->q.zero_points = alloc_if(q->zero_points, s.zeros, E, &failed);

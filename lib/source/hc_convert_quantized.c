@@ -505,11 +505,16 @@ static hc_status expand_s2(const hc_conv_layer *L, hc_layer_tensors *pre, hc_err
     return st;
 }
 
+/* The layer's pre tensors from its reading; codes that are already
+ * Humming's words stay a view of the input (hc_ckpt_read_opts.code_views):
+ * the writer writes them from the mapping. */
 static hc_status repack_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
                             const hc_ckpt_read_opts *ro, hc_layer_tensors *pre, hc_error *err)
 {
     hc_ckpt_layer cl;
-    HC_TRY(hc_conv_read_quantized(plan, L, ro, &cl, err));
+    hc_ckpt_read_opts views = *ro;
+    views.code_views = 1;
+    HC_TRY(hc_conv_read_quantized(plan, L, &views, &cl, err));
     hc_status st = hc_conv_pre_from_result(&cl.q, L->meta.is_moe, pre, err);
     hc_ckpt_layer_free(&cl);
     if (st == HC_OK && L->cfg.scale_2_channel && pre->global_scale.dtype == HC_DT_F32)

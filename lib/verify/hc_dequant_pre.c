@@ -63,6 +63,26 @@ hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *
     return HC_OK;
 }
 
+/* Codes [k0, k1) of a row of b-bit codes (b divides 32: none straddles a
+ * word) by a table of the 2^b values of the group, each computed as the
+ * element loop of dequant_row computes it: the same floats. */
+static void group_by_table(const unsigned char *row, int b, int is_float, const double *lut,
+                           double zero, double sc, double glob, int64_t k0, int64_t k1,
+                           float *out)
+{
+    float T[256];
+    const uint32_t mask = (1u << b) - 1;
+    for (uint32_t c = 0; c <= mask; c++) {
+        const double x = is_float ? lut[c] : (double)c - zero;
+        T[c] = (float)(x * sc * glob);
+    }
+    for (int64_t k = k0; k < k1; k++) {
+        uint32_t w;
+        memcpy(&w, row + (size_t)(k * b / 32) * 4, 4);
+        out[k] = T[(w >> (k * b % 32)) & mask];
+    }
+}
+
 /* Row r = e * N + n into out (K floats); lut: the float codes decoded. */
 static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
                         const hc_layer_tensors *pre, const double *lut, int64_t r, float *out)
@@ -98,6 +118,10 @@ static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
                             (e * Rb + n / cfg->group_size_n) * Cb + k0 / cfg->group_size);
         } else if (cfg->scale_type != HC_SCALE_TENSOR) {
             sc = elem_value(s->dtype, cfg->scale_format, s->data, (e * N + n) * G0 + gi);
+        }
+        if (32 % b == 0 && (4 << b) <= k1 - k0) {
+            group_by_table(row, b, is_float, lut, zero, sc, glob, k0, k1, out);
+            continue;
         }
         for (int64_t k = k0; k < k1; k++) {
             uint32_t code = stream_bits(row, 1, k * b, b);

@@ -34,8 +34,8 @@ const char *hc_verify_mode_name(hc_verify_mode m)
 
 typedef struct {
     float *Wd, *bd, *Wu, *x, *xq, *yref, *y, *yq;
-    hc_verify_sums *chunks;         /* panels: weight compare sums per chunk */
-    hc_verify_group_sums *groups;   /* panels, float source: group sums per row */
+    hc_verify_row_sums *rows;       /* the weight checks' sums per row (E * N) */
+    double *energy;                 /* the source's sum of squares per row */
     int yref_done;                  /* panels: yref computed with them */
 } buffers;
 
@@ -49,21 +49,19 @@ static void buffers_free(buffers *b)
     free(b->yref);
     free(b->y);
     free(b->yq);
-    free(b->chunks);
-    free(b->groups);
+    free(b->rows);
+    free(b->energy);
 }
 
-/* Panels (run_panels): no full decoded weights, sums per compare chunk and
- * per row instead. */
+/* Panels (run_panels): no full decoded weights. */
 static hc_status alloc_buffers(const hc_layer_meta *m, int M, int qact, int panels,
-                               int float_source, buffers *b, hc_error *err)
+                               buffers *b, hc_error *err)
 {
     size_t wd = (size_t)(m->E * m->Np * m->Kp), wu = (size_t)(m->E * m->N * m->K);
     size_t xs = (size_t)M * (size_t)m->K, ys = (size_t)(m->E * M * m->N);
-    if (panels) {
-        b->chunks = malloc((wu / HC_VERIFY_CHUNK + 1) * sizeof *b->chunks);
-        b->groups = float_source ? malloc((size_t)(m->E * m->N + 1) * sizeof *b->groups) : NULL;
-    } else {
+    b->rows = malloc((size_t)(m->E * m->N + 1) * sizeof *b->rows);
+    b->energy = malloc((size_t)(m->E * m->N + 1) * sizeof *b->energy);
+    if (!panels) {
         b->Wd = malloc(wd * sizeof(float));
         /* unpadded: the decoded weights are already (E, N, K) */
         b->Wu = m->Np == m->N && m->Kp == m->K ? b->Wd : malloc(wu * sizeof(float));
@@ -74,7 +72,7 @@ static hc_status alloc_buffers(const hc_layer_meta *m, int M, int qact, int pane
     b->yref = malloc(ys * sizeof(float));
     b->y = malloc(ys * sizeof(float));
     b->yq = qact ? malloc(ys * sizeof(float)) : NULL;
-    if ((panels ? !b->chunks || (float_source && !b->groups) : !b->Wd || !b->Wu) || !b->bd ||
+    if (!b->rows || !b->energy || (!panels && (!b->Wd || !b->Wu)) || !b->bd ||
         !b->x || (qact && (!b->xq || !b->yq)) || !b->yref || !b->y)
         HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating verification buffers");
     return HC_OK;
@@ -132,126 +130,9 @@ static void judge(hc_verify_metrics *r)
     }
 }
 
-/* Histogram of |got - ref| in decades of the reference RMS: bin 0 exact, bin j
- * for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the last also for non-finite d.
- * Thresholds instead of a log10 per element (it was 9% of a verified run). */
-static void histogram_generic(const float *got, const float *ref, int64_t n, double rms,
-                              const double *thr, int64_t *hist)
+void hc_verify_hist_thresholds(double rms, double *thr)
 {
-#pragma omp parallel if (HC_PARALLEL(n))
-    {
-        int64_t h[HC_VERIFY_HIST_BINS] = {0};
-#pragma omp for schedule(static) nowait
-        for (int64_t t = 0; t < n; t++) {
-            const double d = fabs((double)got[t] - (double)ref[t]);
-            int bin;
-            if (d == 0) bin = 0;
-            else if (!(rms > 0) || !isfinite(d)) bin = HC_VERIFY_HIST_BINS - 1;
-            else { /* thr rises: counting the thresholds d reaches is the first it misses */
-                bin = 1;
-                for (int j = 2; j < HC_VERIFY_HIST_BINS; j++) bin += d >= thr[j];
-            }
-            h[bin]++;
-        }
-#pragma omp critical(hc_verify_hist)
-        for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) hist[j] += h[j];
-    }
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-/* The same counts, four elements at a time: zeros, finite non-zeros, and for
- * each threshold the finite non-zeros reaching it; the bins are then the
- * differences of those cumulative counts. */
-__attribute__((target("avx2"))) static void histogram_avx2(const float *got, const float *ref,
-                                                           int64_t n, double rms,
-                                                           const double *thr, int64_t *hist)
-{
-    enum { B = HC_VERIFY_HIST_BINS };
-    int64_t zero = 0, valid = 0, reach[B] = {0};
-#pragma omp parallel reduction(+ : zero, valid, reach[:B]) if (HC_PARALLEL(n))
-    {
-        const __m256d sign = _mm256_set1_pd(-0.0), inf = _mm256_set1_pd(INFINITY);
-        __m256i z = _mm256_setzero_si256(), v = z, c[B];
-        for (int j = 0; j < B; j++) c[j] = z;
-#pragma omp for schedule(static) nowait
-        for (int64_t t = 0; t < n / 4; t++) {
-            __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(got + 4 * t)),
-                                      _mm256_cvtps_pd(_mm_loadu_ps(ref + 4 * t)));
-            d = _mm256_andnot_pd(sign, d);
-            __m256d ok = _mm256_and_pd(_mm256_cmp_pd(d, _mm256_setzero_pd(), _CMP_GT_OQ),
-                                       _mm256_cmp_pd(d, inf, _CMP_LT_OQ));
-            z = _mm256_sub_epi64(z, _mm256_castpd_si256(_mm256_cmp_pd(d, _mm256_setzero_pd(), _CMP_EQ_OQ)));
-            v = _mm256_sub_epi64(v, _mm256_castpd_si256(ok));
-            for (int j = 2; j < B; j++)
-                c[j] = _mm256_sub_epi64(c[j], _mm256_castpd_si256(_mm256_and_pd(
-                                              ok, _mm256_cmp_pd(d, _mm256_set1_pd(thr[j]), _CMP_GE_OQ))));
-        }
-        int64_t l[4];
-        _mm256_storeu_si256((__m256i *)l, z);
-        zero += l[0] + l[1] + l[2] + l[3];
-        _mm256_storeu_si256((__m256i *)l, v);
-        valid += l[0] + l[1] + l[2] + l[3];
-        for (int j = 2; j < B; j++) {
-            _mm256_storeu_si256((__m256i *)l, c[j]);
-            reach[j] += l[0] + l[1] + l[2] + l[3];
-        }
-    }
-    const int64_t nonfinite = n / 4 * 4 - zero - valid;
-    hist[0] += zero;
-    if (rms > 0) {
-        hist[1] += valid - reach[2];
-        for (int j = 2; j < B - 1; j++) hist[j] += reach[j] - reach[j + 1];
-        hist[B - 1] += reach[B - 1] + nonfinite;
-    } else {
-        hist[B - 1] += valid + nonfinite;
-    }
-    histogram_generic(got + n / 4 * 4, ref + n / 4 * 4, n % 4, rms, thr, hist);
-}
-#endif
-
-void hc_verify_sq_add(const float *ref, int64_t n, double *r2)
-{
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int j = 0; j < 4; j++) r2[j] += (double)ref[i + j] * ref[i + j];
-    for (; i < n; i++) r2[0] += (double)ref[i] * ref[i];
-}
-
-double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr)
-{
-    const double rms = n > 0 ? sqrt(((r2[0] + r2[1]) + (r2[2] + r2[3])) / (double)n) : 0;
     for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) thr[j] = j < 2 ? 0 : rms * pow(10.0, j - 9);
-    return rms;
-}
-
-double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr)
-{
-    double r2[4] = {0, 0, 0, 0};
-    hc_verify_sq_add(ref, n, r2);
-    return hc_verify_histogram_thresholds(r2, n, thr);
-}
-
-void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
-                             const double *thr, int portable, int64_t *hist)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (!portable && __builtin_cpu_supports("avx2")) {
-        histogram_avx2(got, ref, n, rms, thr, hist);
-        return;
-    }
-#endif
-    (void)portable;
-    histogram_generic(got, ref, n, rms, thr, hist);
-}
-
-void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
-                         int64_t *hist)
-{
-    double thr[HC_VERIFY_HIST_BINS];
-    const double rms = hc_verify_histogram_prepare(ref, n, thr);
-    hc_verify_histogram_add(got, ref, n, rms, thr, portable, hist);
 }
 
 static void unpad(const hc_layer_meta *m, const float *Wd, float *Wu)
@@ -330,6 +211,77 @@ static int64_t bias_mismatches(const hc_layer_meta *m, const hc_verify_source *s
     return mism;
 }
 
+/* The source's sum of squares per row (b->energy), rows in parallel (a
+ * source given by rows read into a buffer per thread); *rms from them. */
+static hc_status source_energy(const hc_verify_source *src, int64_t rows, int64_t K, buffers *b,
+                               double *rms, hc_error *err)
+{
+    int fail = 0;
+#pragma omp parallel reduction(+ : fail) if (HC_PARALLEL(rows * K))
+    {
+        float *buf = src->weight ? NULL : malloc((size_t)K * sizeof *buf);
+        fail += !src->weight && !buf;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++)
+            if (src->weight || buf)
+                b->energy[r] = hc_verify_row_energy(
+                    src->weight ? src->weight + r * K : src->rows(src->rows_ctx, r, buf), K, 0);
+        free(buf);
+    }
+    if (fail) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating a source row");
+    double total = 0;
+    for (int64_t r = 0; r < rows; r++) total += b->energy[r];
+    *rms = rows * K > 0 ? sqrt(total / (double)(rows * K)) : 0;
+    return HC_OK;
+}
+
+/* The row checks' options: group statistics for a float source whose
+ * groups are one row high (others walk their groups: hc_verify_quant_check). */
+static void row_opts(const hc_layer_config *cfg, const hc_layer_meta *m,
+                     const hc_verify_source *src, double rms, hc_verify_row_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    if (src->float_source && hc_verify_group_rows_ok(m)) {
+        o->gk = hc_verify_group_width(m, m->K);
+        o->limit = hc_verify_step_limit(cfg, m, src->clip);
+    }
+    o->rms = rms;
+    hc_verify_hist_thresholds(rms, o->thr);
+}
+
+/* The rows' sums added in row order into *t, and the weight metrics:
+ * weight_rel_err / snr, lossless mismatches (bias too) and, for a float
+ * source with per-row groups, the bound (*quant_bound) and violations. */
+static void rows_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
+                        const hc_verify_source *src, const buffers *b, hc_verify_metrics *r,
+                        hc_verify_row_sums *t, double *quant_bound)
+{
+    double energy = 0;
+    memset(t, 0, sizeof *t);
+    for (int64_t i = 0; i < m->E * m->N; i++) {
+        const hc_verify_row_sums *p = &b->rows[i];
+        t->err2 += p->err2;
+        t->ref2 += p->ref2;
+        t->got2 += p->got2;
+        t->dot += p->dot;
+        t->maxe = p->maxe > t->maxe ? p->maxe : t->maxe;
+        t->amax_energy += p->amax_energy;
+        t->bad += p->bad;
+        t->mism += p->mism;
+        t->violations += p->violations;
+        energy += src->float_source ? b->energy[i] : 0; /* read for float sources only */
+    }
+    hc_verify_cmp c;
+    hc_verify_rows_metrics(t, &c);
+    r->weight_rel_err = c.rel_err;
+    r->weight_snr_db = c.snr_db;
+    r->lossless_mismatches = src->lossless ? t->mism + bias_mismatches(m, src, b->bd) : 0;
+    if (src->float_source && hc_verify_group_rows_ok(m)) {
+        *quant_bound = hc_verify_bound_of(cfg, m, t->amax_energy, energy);
+        r->step_violations = t->violations;
+    }
+}
+
 /* The whole decoded weight in memory: every layout, with padding. */
 static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
                      const hc_layer_tensors *post, const hc_verify_source *src,
@@ -338,7 +290,7 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     int M = p && p->tokens > 0 ? p->tokens : 16;
     int qact = m->act_bits < 16;
     int64_t E = m->E, N = m->N, K = m->K;
-    HC_TRY(alloc_buffers(m, M, qact, 0, src->float_source, b, err));
+    HC_TRY(alloc_buffers(m, M, qact, 0, b, err));
     if (p && p->canonical) HC_TRY(hc_dequant_pre(cfg, m, post, b->Wd, b->bd, err));
     else HC_TRY(hc_verify_decode(cfg, m, post, b->Wd, b->bd, err));
     if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
@@ -348,20 +300,21 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->nonfinite = count_nonfinite(b->Wd, E * m->Np * m->Kp) +
                    count_nonfinite(b->bd, E * m->Np);
     if (b->Wu != b->Wd) unpad(m, b->Wd, b->Wu);
-    hc_verify_cmp c;
-    hc_verify_compare(b->Wu, src->weight, E * N * K, &c);
-    r->weight_rel_err = c.rel_err;
-    r->weight_snr_db = c.snr_db;
-    int64_t mism = 0;
-#pragma omp parallel for reduction(+ : mism) schedule(static) if (HC_PARALLEL(E * N * K))
-    for (int64_t i = 0; i < E * N * K; i++) mism += !(b->Wu[i] == src->weight[i]);
-    mism += bias_mismatches(m, src, b->bd);
-    r->lossless_mismatches = src->lossless ? mism : 0;
-    double quant_bound = 0.0;
-    if (src->float_source) /* one walk over the groups for both */
+    double rms, quant_bound = 0.0;
+    HC_TRY(source_energy(src, E * N, K, b, &rms, err));
+    hc_verify_row_opts o;
+    row_opts(cfg, m, src, rms, &o);
+    int64_t hist[HC_VERIFY_HIST_BINS] = {0};
+#pragma omp parallel for reduction(+ : hist[:HC_VERIFY_HIST_BINS]) schedule(static) \
+    if (HC_PARALLEL(E * N * K))
+    for (int64_t i = 0; i < E * N; i++)
+        hc_verify_row_check(&o, b->Wu + i * K, src->weight + i * K, K, &b->rows[i], hist);
+    memcpy(r->err_hist, hist, sizeof hist);
+    hc_verify_row_sums t;
+    rows_finish(cfg, m, src, b, r, &t, &quant_bound);
+    if (src->float_source && !hc_verify_group_rows_ok(m)) /* groups over several rows */
         hc_verify_quant_check(cfg, m, src->weight, b->Wu, src->clip, E, N, K, &quant_bound,
                               &r->step_violations);
-    hc_verify_histogram(b->Wu, src->weight, E * N * K, 0, r->err_hist);
     activations(cfg, m, p, M, b);
     const float *bias = post->bias.data ? b->bd : NULL;
     hc_verify_gemm(b->x, M, K, b->Wd, E, N, m->Np, m->Kp, bias, m->Np, b->y);
@@ -370,52 +323,13 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
 }
 
 /* Panels of 64 weight rows are decoded and checked one at a time, without a
- * full float32 copy of the decoded weight: tile layouts without padding
- * whose panels hold whole compare chunks (K % 1024 == 0) and, for a float
- * source, groups one row high. Every sum is formed as run forms it (the
- * same chunks and rows, added in the same order), so the metrics are equal. */
+ * full float32 copy of the decoded weight: tile layouts without padding and,
+ * for a float source, groups one row high. The row sums are those run
+ * forms, added in the same order, so the metrics are equal. */
 static int panels_apply(const hc_layer_meta *m, const hc_verify_source *src)
 {
     return !m->use_flat_weight && m->Np == m->N && m->Kp == m->K && m->N % 64 == 0 &&
-           (64 * m->K) % HC_VERIFY_CHUNK == 0 &&
            (!src->float_source || hc_verify_group_rows_ok(m));
-}
-
-typedef struct {
-    double rms, thr[HC_VERIFY_HIST_BINS];
-    int64_t nonfinite, mism, hist[HC_VERIFY_HIST_BINS];
-} panel_counts;
-
-/* The weight checks of panel P against its source rows S (rows n0.. n0 + 63
- * of expert e). */
-static void panel_check(const hc_layer_config *cfg, const hc_layer_meta *m,
-                        const hc_verify_source *src, const float *P, const float *S, int64_t e,
-                        int64_t n0, buffers *b, panel_counts *pc)
-{
-    const int64_t K = m->K, n = 64 * K, row0 = e * m->N + n0;
-    int64_t bad = 0, mism = 0;
-    for (int64_t i = 0; i < n; i++) {
-        bad += !isfinite(P[i]);
-        mism += !(P[i] == S[i]);
-    }
-    pc->nonfinite += bad;
-    pc->mism += mism;
-    for (int64_t c = 0; c < n / HC_VERIFY_CHUNK; c++)
-        hc_verify_compare_chunk(P + c * HC_VERIFY_CHUNK, S + c * HC_VERIFY_CHUNK,
-                                HC_VERIFY_CHUNK, &b->chunks[row0 * K / HC_VERIFY_CHUNK + c]);
-    for (int64_t r = 0; src->float_source && r < 64; r++)
-        hc_verify_quant_row(cfg, m, S + r * K, P + r * K, src->clip, K, &b->groups[row0 + r]);
-    hc_verify_histogram_add(P, S, n, pc->rms, pc->thr, 0, pc->hist);
-}
-
-/* y (E, M, N) at rows n0.. n0 + 63 of expert e from panel P (bias: the
- * panel's 64 values, or NULL), as hc_verify_gemm computes them; 0 when out
- * of memory. */
-static int panel_gemm(const hc_layer_meta *m, const float *x, int64_t M, const float *P,
-                      int64_t e, int64_t n0, const float *bias, float *y)
-{
-    return hc_verify_gemm_rows(x, M, m->K, P, 64, m->K, bias, y + e * M * m->N + n0, m->N) ==
-           HC_OK;
 }
 
 /* Source rows row0.. row0 + count - 1 (K each) into buf. */
@@ -428,75 +342,134 @@ static void source_rows(const hc_verify_source *src, int64_t row0, int64_t count
     }
 }
 
-/* One panel: decoded into P, source rows (read into S when not in memory),
- * checks, the decoded GEMMs, and the source GEMM when its rows are read
- * here. 0 when out of memory. */
-static int one_panel(const hc_layer_config *cfg, const hc_layer_meta *m,
-                     const hc_layer_tensors *post, const hc_verify_source *src,
-                     const hc_verify_decoder *dec, int M, buffers *b, int64_t i, float *P,
-                     float *S, panel_counts *pc)
+/* Whether a panel's decoded bias (or none) and source bias (or none) are
+ * the same 64 floats bit for bit. */
+static int same_bias(const float *bd, const float *bs)
 {
-    const int64_t tiles = m->N / 64, e = i / tiles, n0 = 64 * (i % tiles), K = m->K;
-    const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
-    hc_verify_decode_panel(dec, e, i % tiles, P);
-    const float *ref = src->weight ? src->weight + (e * m->N + n0) * K : S;
-    if (!src->weight) source_rows(src, e * m->N + n0, 64, K, S);
-    panel_check(cfg, m, src, P, ref, e, n0, b, pc);
-    int ok = panel_gemm(m, b->x, M, P, e, n0, bias, b->y);
-    if (b->yq) ok &= panel_gemm(m, b->xq, M, P, e, n0, bias, b->yq);
-    if (b->yref_done)
-        ok &= panel_gemm(m, b->x, M, ref, e, n0, src->bias ? src->bias + e * m->N + n0 : NULL,
-                         b->yref);
-    return ok;
+    return bd == NULL ? bs == NULL : bs != NULL && memcmp(bd, bs, 64 * sizeof *bd) == 0;
 }
 
-/* Decodes and checks every panel in parallel, panel buffers per thread. */
-static hc_status check_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
-                              const hc_layer_tensors *post, const hc_verify_source *src,
-                              const hc_verify_decoder *dec, int M, buffers *b, panel_counts *pc,
+/* Columns of k per slab: a panel is decoded, checked and multiplied a slab
+ * of 64 x HC_VERIFY_SLAB floats (256 KiB, in L2) at a time. A slab holds
+ * whole GEMM blocks (64 k), tile rows (256 / act_bits k) and scale groups
+ * (the row checks' groups, and the decoder's tables, one per group); where
+ * the groups do not divide it (channel-wise), the slab is the whole row. */
+#define HC_VERIFY_SLAB 1024
+
+static int64_t slab_width(const hc_layer_meta *m, const hc_verify_row_opts *o)
+{
+    if (m->K <= HC_VERIFY_SLAB || (o->gk > 0 && HC_VERIFY_SLAB % o->gk != 0) ||
+        (m->group_size > 0 && HC_VERIFY_SLAB % m->group_size != 0))
+        return m->K;
+    return HC_VERIFY_SLAB;
+}
+
+/* A thread's panel buffers: a slab of the decoded panel, the source rows
+ * (when read by rows), the rows' check states and the three GEMMs' sums. */
+typedef struct {
+    int64_t ks, acc_len;
+    float *P, *S;
+    hc_verify_row_state *st;
+    double *acc; /* y, yq, yref: acc_len each */
+} panel_ws;
+
+static int ws_alloc(const hc_layer_meta *m, const hc_verify_source *src, int64_t ks, int M,
+                    panel_ws *w)
+{
+    w->ks = ks;
+    w->acc_len = hc_verify_gemm_acc_len(64, M);
+    w->P = malloc((size_t)(64 * ks) * sizeof(float));
+    w->S = src->weight ? NULL : malloc((size_t)(64 * m->K) * sizeof(float));
+    w->st = malloc(64 * sizeof *w->st);
+    w->acc = malloc((size_t)(3 * w->acc_len) * sizeof(double));
+    return w->P && (src->weight || w->S) && w->st && w->acc;
+}
+
+static void ws_free(panel_ws *w)
+{
+    free(w->P);
+    free(w->S);
+    free(w->st);
+    free(w->acc);
+}
+
+/* Slab [k0, k0 + kw) of panel (e, nb): decoded, checked against the source
+ * rows ref (stride K), added to the GEMMs' sums. While the panel equals its
+ * source (*equal), the source GEMM's sums are the decoded GEMM's (the same
+ * operations on the same values; lanes start at +0, so not even the sign
+ * of a zero differs): they are copied at the first slab that differs. */
+static void panel_slab(const hc_layer_meta *m, const hc_verify_decoder *dec,
+                       const hc_verify_row_opts *o, int M, const buffers *b, int64_t e,
+                       int64_t nb, const float *ref, int64_t k0, int64_t kw, panel_ws *w,
+                       int *equal)
+{
+    const int64_t K = m->K, ks = w->ks, len = w->acc_len;
+    double *acc_y = w->acc, *acc_yq = w->acc + len, *acc_ref = w->acc + 2 * len;
+    hc_verify_decode_panel_part(dec, e, nb, k0, k0 + kw, w->P, ks);
+    int64_t mism = 0;
+    for (int64_t r = 0; r < 64; r++) {
+        const int64_t before = w->st[r].mism;
+        hc_verify_row_part(o, w->P + r * ks, ref + r * K + k0, kw, &w->st[r]);
+        mism += w->st[r].mism - before;
+    }
+    if (*equal && mism) {
+        memcpy(acc_ref, acc_y, (size_t)len * sizeof *acc_ref);
+        *equal = 0;
+    }
+    if (!*equal) hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, ref + k0, 64, K, acc_ref);
+    hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, w->P, 64, ks, acc_y);
+    if (b->yq) hc_verify_gemm_acc(b->xq, M, K, k0, k0 + kw, w->P, 64, ks, acc_yq);
+}
+
+/* Panel i (rows n0.. n0 + 63 of expert e) slab by slab: its rows' sums into
+ * b->rows, histogram into hist, its columns of y, yq and yref. */
+static void one_panel(const hc_layer_meta *m, const hc_layer_tensors *post,
+                      const hc_verify_source *src, const hc_verify_decoder *dec,
+                      const hc_verify_row_opts *o, int M, buffers *b, int64_t i, panel_ws *w,
+                      int64_t *hist)
+{
+    const int64_t tiles = m->N / 64, e = i / tiles, n0 = 64 * (i % tiles), K = m->K, N = m->N;
+    const int64_t row0 = e * N + n0, len = w->acc_len;
+    const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
+    const float *sbias = src->bias ? src->bias + e * N + n0 : NULL;
+    const float *ref = src->weight ? src->weight + row0 * K : w->S;
+    if (!src->weight) source_rows(src, row0, 64, K, w->S);
+    for (int64_t r = 0; r < 64; r++) hc_verify_row_begin(&w->st[r]);
+    memset(w->acc, 0, (size_t)(3 * len) * sizeof *w->acc);
+    int equal = 1;
+    for (int64_t k0 = 0; k0 < K; k0 += w->ks)
+        panel_slab(m, dec, o, M, b, e, i % tiles, ref, k0, K - k0 < w->ks ? K - k0 : w->ks, w,
+                   &equal);
+    for (int64_t r = 0; r < 64; r++) hc_verify_row_end(o, &w->st[r], &b->rows[row0 + r], hist);
+    const int64_t at = e * M * N + n0;
+    hc_verify_gemm_end(w->acc, M, 64, bias, b->y + at, N);
+    if (b->yq) hc_verify_gemm_end(w->acc + len, M, 64, bias, b->yq + at, N);
+    if (equal && same_bias(bias, sbias))
+        for (int64_t t = 0; t < M; t++)
+            memcpy(b->yref + at + t * N, b->y + at + t * N, 64 * sizeof(float));
+    else
+        hc_verify_gemm_end(equal ? w->acc : w->acc + 2 * len, M, 64, sbias, b->yref + at, N);
+}
+
+/* Decodes and checks every panel in parallel, buffers per thread. */
+static hc_status check_panels(const hc_layer_meta *m, const hc_layer_tensors *post,
+                              const hc_verify_source *src, const hc_verify_decoder *dec,
+                              const hc_verify_row_opts *o, int M, buffers *b, int64_t *hist,
                               hc_error *err)
 {
-    const int64_t panels = m->E * (m->N / 64), B = HC_VERIFY_HIST_BINS;
-    const size_t panel = (size_t)(64 * m->K);
-    int64_t nonfinite = 0, mism = 0, hist[HC_VERIFY_HIST_BINS] = {0};
+    const int64_t panels = m->E * (m->N / 64), ks = slab_width(m, o);
     int fail = 0;
-#pragma omp parallel reduction(+ : nonfinite, mism, fail, hist[:B]) if (panels > 1)
+#pragma omp parallel reduction(+ : fail, hist[:HC_VERIFY_HIST_BINS]) if (panels > 1)
     {
-        panel_counts mine = *pc;
-        memset(mine.hist, 0, sizeof mine.hist);
-        mine.nonfinite = mine.mism = 0;
-        float *P = malloc(panel * (src->weight ? 1 : 2) * sizeof(float));
-        fail += P == NULL;
+        panel_ws w;
+        const int ok = ws_alloc(m, src, ks, M, &w);
+        fail += !ok;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < panels; i++)
-            if (P) fail += !one_panel(cfg, m, post, src, dec, M, b, i, P, P + panel, &mine);
-        free(P);
-        nonfinite += mine.nonfinite;
-        mism += mine.mism;
-        for (int j = 0; j < B; j++) hist[j] += mine.hist[j];
+            if (ok) one_panel(m, post, src, dec, o, M, b, i, &w, hist);
+        ws_free(&w);
     }
     if (fail) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating verification panels");
-    pc->nonfinite = nonfinite;
-    pc->mism = mism;
-    memcpy(pc->hist, hist, sizeof hist);
-    return HC_OK;
-}
-
-/* rms of the whole source and the histogram thresholds: a serial pass in
- * hc_verify_histogram_prepare's order (rows of K % 4 == 0 continue its sums). */
-static hc_status source_rms(const hc_verify_source *src, int64_t rows, int64_t K,
-                            panel_counts *pc, hc_error *err)
-{
-    if (src->weight) {
-        pc->rms = hc_verify_histogram_prepare(src->weight, rows * K, pc->thr);
-        return HC_OK;
-    }
-    float *buf = malloc((size_t)K * sizeof *buf);
-    HC_CHECK_ALLOC(err, buf, "a source row");
-    double r2[4] = {0, 0, 0, 0};
-    for (int64_t r = 0; r < rows; r++) hc_verify_sq_add(src->rows(src->rows_ctx, r, buf), K, r2);
-    free(buf);
-    pc->rms = hc_verify_histogram_thresholds(r2, rows * K, pc->thr);
     return HC_OK;
 }
 
@@ -507,7 +480,7 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
 {
     const int M = p && p->tokens > 0 ? p->tokens : 16;
     const int64_t E = m->E, N = m->N, K = m->K;
-    HC_TRY(alloc_buffers(m, M, m->act_bits < 16, 1, src->float_source, b, err));
+    HC_TRY(alloc_buffers(m, M, m->act_bits < 16, 1, b, err));
     HC_TRY(hc_verify_decoder_open(cfg, m, post, b->bd, dec, err));
     if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
     r->tokens = M;
@@ -515,20 +488,25 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->lossless = src->lossless;
     b->yref_done = 1;
     activations(cfg, m, p, M, b);
-    panel_counts pc;
-    memset(&pc, 0, sizeof pc);
-    HC_TRY(source_rms(src, E * N, K, &pc, err));
-    HC_TRY(check_panels(cfg, m, post, src, *dec, M, b, &pc, err));
-    r->nonfinite = pc.nonfinite + count_nonfinite(b->bd, E * m->Np);
-    hc_verify_cmp c;
-    hc_verify_compare_finish(b->chunks, E * N * K / HC_VERIFY_CHUNK, &c);
-    r->weight_rel_err = c.rel_err;
-    r->weight_snr_db = c.snr_db;
-    r->lossless_mismatches = src->lossless ? pc.mism + bias_mismatches(m, src, b->bd) : 0;
-    double quant_bound = 0.0;
-    if (src->float_source)
-        hc_verify_quant_finish(cfg, m, b->groups, E * N, &quant_bound, &r->step_violations);
-    for (int j = 0; j < HC_VERIFY_HIST_BINS; j++) r->err_hist[j] += pc.hist[j];
+    /* a lossless layer's histogram needs the source rms only for elements
+     * that differ (the layer then fails): read the source for it, and check
+     * again, only then */
+    double rms = 0, quant_bound = 0.0;
+    hc_verify_row_opts o;
+    int64_t hist[HC_VERIFY_HIST_BINS] = {0};
+    if (!src->lossless) HC_TRY(source_energy(src, E * N, K, b, &rms, err));
+    row_opts(cfg, m, src, rms, &o);
+    HC_TRY(check_panels(m, post, src, *dec, &o, M, b, hist, err));
+    if (src->lossless && hist[HC_VERIFY_HIST_BINS - 1] > 0) {
+        HC_TRY(source_energy(src, E * N, K, b, &rms, err));
+        row_opts(cfg, m, src, rms, &o);
+        memset(hist, 0, sizeof hist);
+        HC_TRY(check_panels(m, post, src, *dec, &o, M, b, hist, err));
+    }
+    memcpy(r->err_hist, hist, sizeof hist);
+    hc_verify_row_sums t;
+    rows_finish(cfg, m, src, b, r, &t, &quant_bound);
+    r->nonfinite = t.bad + count_nonfinite(b->bd, E * m->Np);
     return gemm_metrics(cfg, m, post, src, p, quant_bound, r, b, err);
 }
 

@@ -112,7 +112,14 @@ hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta
 /* Rows 64 nb .. 64 nb + 63 of expert e into W (64, Kp): the values
  * hc_verify_decode puts there. Safe to call from several threads. */
 void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W);
+/* Columns [k0, k1) of that panel (multiples of the tile's 256 / act_bits
+ * rows of k) into W (64 rows, stride ldw, column 0 at k0). */
+void hc_verify_decode_panel_part(const hc_verify_decoder *d, int64_t e, int64_t nb, int64_t k0,
+                                 int64_t k1, float *W, int64_t ldw);
 void hc_verify_decoder_free(hc_verify_decoder *d);
+/* Tests: decode panels element by element only (the vector forms give the
+ * same floats). */
+void hc_verify_decoder_portable(hc_verify_decoder *d);
 
 /* Checks dtype and shape of every post tensor against the plan. */
 hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,
@@ -161,6 +168,17 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride);
 
+/* hc_verify_gemm_rows in parts along K: acc (hc_verify_gemm_acc_len
+ * doubles, zeroed) takes the sums of columns [k0, k1) (k0 a multiple of 64:
+ * the blocks fall where they fall in one call) of x (M, K) and W (rows,
+ * ldw), whose column 0 is k0; parts in k order; end writes y[t * y_stride +
+ * r] [+ bias[r]]. The same floats as hc_verify_gemm_rows. */
+int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M);
+void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
+                        const float *W, int64_t rows, int64_t ldw, double *acc);
+void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
+                        int64_t y_stride);
+
 /* Per-token activation quantization as the kernel does (spec 6.2), in place:
  * x (M, K) becomes the dequantized quantized values. fmt: F8E4M3, F8E5M2,
  * INT8, INT4; others leave x unchanged. */
@@ -179,19 +197,6 @@ typedef struct {
 } hc_verify_cmp;
 void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out);
 
-/* hc_verify_compare in pieces: the sums of one chunk of at most 2^16
- * elements (hc_verify_compare cuts n into such chunks from the start), and
- * the metrics of chunk sums added in the order given. Computing every chunk
- * with hc_verify_compare_chunk and finishing with all of them in chunk order
- * gives hc_verify_compare's result exactly. */
-typedef struct {
-    double err2, ref2, got2, dot, maxe;
-    int64_t bad;
-} hc_verify_sums;
-#define HC_VERIFY_CHUNK ((int64_t)1 << 16)
-void hc_verify_compare_chunk(const float *got, const float *ref, int64_t n, hc_verify_sums *out);
-void hc_verify_compare_finish(const hc_verify_sums *chunks, int64_t n_chunks, hc_verify_cmp *out);
-
 /* Error bounds (docs/verification.md). */
 double hc_verify_weight_bound(hc_format_id weight_format, int lossless);
 double hc_verify_act_bound(hc_format_id act_format);
@@ -208,40 +213,59 @@ double hc_verify_quant_bound(const hc_layer_config *cfg, const hc_layer_meta *m,
 int64_t hc_verify_step_violations(const hc_layer_config *cfg, const hc_layer_meta *m,
                                   const float *W, const float *got, double clip, int64_t E,
                                   int64_t N, int64_t K);
-/* Adds to hist the count of |got - ref| per decade of rms(ref): bin 0 exact,
- * bin j for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the last bin also for
- * NaN/Inf; portable 1 runs the plain loop, 0 the fastest (same counts). */
-void hc_verify_histogram(const float *got, const float *ref, int64_t n, int portable,
-                         int64_t *hist);
-
-/* hc_verify_quant_check in pieces, for layers whose groups are one row high
- * (hc_verify_group_rows_ok): the statistics of one row (W and got: K
- * values), and the bound and violations from all rows' statistics in row
- * order, which equal hc_verify_quant_check's. */
-typedef struct {
-    double amax_energy, energy;
-    int64_t violations;
-} hc_verify_group_sums;
-int hc_verify_group_rows_ok(const hc_layer_meta *m);
-void hc_verify_quant_row(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
-                         const float *got, double clip, int64_t K, hc_verify_group_sums *out);
-void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
-                            const hc_verify_group_sums *rows, int64_t n_rows, double *bound,
-                            int64_t *violations);
-/* hc_verify_histogram in pieces: the rms of all of ref and the decade
- * thresholds (returns rms), then the counts of any part of got / ref added
- * to hist; the parts' counts add up to hc_verify_histogram's. */
-double hc_verify_histogram_prepare(const float *ref, int64_t n, double *thr);
-/* The same from sums of squares r2 accumulated over consecutive pieces of
- * ref (hc_verify_sq_add; every piece but the last a multiple of 4 long). */
-void hc_verify_sq_add(const float *ref, int64_t n, double *r2);
-double hc_verify_histogram_thresholds(const double *r2, int64_t n, double *thr);
-void hc_verify_histogram_add(const float *got, const float *ref, int64_t n, double rms,
-                             const double *thr, int portable, int64_t *hist);
-
-/* Both of the above in one walk over the groups: *bound and *violations. */
+/* Both of the above in one walk over the groups: *bound and *violations
+ * (groups over several rows; groups one row high: hc_verify_row_check). */
 void hc_verify_quant_check(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
                            const float *got, double clip, int64_t E, int64_t N, int64_t K,
                            double *bound, int64_t *violations);
+/* The weight checks of one row in one pass (docs/verification.md, "Weight
+ * sums"): sums over the elements where got is finite, in 8 double lanes
+ * (element k in lane k mod 8) added in a fixed tree; counts of bad (non-
+ * finite got), mism (got != ref, NaN included), violations (|got - ref| >
+ * limit * amax of the element's group) and the error histogram, added to
+ * hist: bin 0 exact, bin j for 10^(j-9) <= d/rms < 10^(j-8) (clamped), the
+ * last also for NaN/Inf d. portable 1 runs the plain loop, 2 at most AVX2,
+ * 0 the fastest this CPU runs (AVX-512): the same bits. */
+typedef struct {
+    double err2, ref2, got2, dot, maxe;
+    double amax_energy;  /* sum over the row's groups of n_g * amax_g^2 (gk > 0) */
+    int64_t bad, mism, violations;
+} hc_verify_row_sums;
+typedef struct {
+    int64_t gk;      /* group width along the row; 0: no group statistics */
+    double limit;    /* step limit, a fraction of the group amax (hc_verify_step_limit) */
+    double rms, thr[HC_VERIFY_HIST_BINS];  /* hc_verify_hist_thresholds */
+    int portable;
+} hc_verify_row_opts;
+void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const float *ref,
+                         int64_t K, hc_verify_row_sums *out, int64_t *hist);
+/* hc_verify_row_check in parts along the row: begin, parts of the row in
+ * order (every part but the last a multiple of 8 and of the group width
+ * long: its groups start at its start), end. The same bits as one call. */
+typedef struct {
+    double err2[8], ref2[8], got2[8], dot[8], maxe[8], amax_energy;
+    int64_t n, bad, mism, viol, zero, valid, inf, reach[HC_VERIFY_HIST_BINS];
+} hc_verify_row_state;
+void hc_verify_row_begin(hc_verify_row_state *s);
+void hc_verify_row_part(const hc_verify_row_opts *o, const float *got, const float *ref,
+                        int64_t n, hc_verify_row_state *s);
+void hc_verify_row_end(const hc_verify_row_opts *o, const hc_verify_row_state *s,
+                       hc_verify_row_sums *out, int64_t *hist);
+/* Sum of squares of one row in the same lanes and tree. */
+double hc_verify_row_energy(const float *ref, int64_t K, int portable);
+/* The histogram thresholds of an rms (thr[j] = rms * 10^(j-9), j >= 2). */
+void hc_verify_hist_thresholds(double rms, double *thr);
+/* Groups one row high (channel, group): the per-row group statistics apply. */
+int hc_verify_group_rows_ok(const hc_layer_meta *m);
+/* Group width along K and the step limit of a float source. */
+int64_t hc_verify_group_width(const hc_layer_meta *m, int64_t K);
+double hc_verify_step_limit(const hc_layer_config *cfg, const hc_layer_meta *m, double clip);
+/* The bound of weight_rel_err from a layer's sum of n_g * amax_g^2 and its
+ * source energy (sum of w^2). */
+double hc_verify_bound_of(const hc_layer_config *cfg, const hc_layer_meta *m,
+                          double amax_energy, double energy);
+/* hc_verify_compare's metrics from the total of row sums (added in row order). */
+void hc_verify_rows_metrics(const hc_verify_row_sums *total, hc_verify_cmp *out);
+
 
 #endif

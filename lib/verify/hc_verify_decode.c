@@ -81,7 +81,44 @@ typedef struct {
     int is_float;
     double flut[256];   /* float weight codes -> value (is_float) */
     int e0m;            /* 0.1.19 MoE: sign-magnitude codes (post->weight_e0m) */
+    /* the lane map seen from the output (quad_map): four lanes 4q..4q+3 fill,
+     * for each of their row classes c (rows 4 a j + q + qdn[c]), the P values
+     * of a tile row; value i = c P + k comes from word qw[i] of the quad's
+     * padded words (lane-major) at bit qsh[i]. quad_ok: the map was found. */
+    int quad_ok, quad_rows, qdn[32];
+    int32_t qw[128], qsh[128];
+    int portable;       /* tests: the element-by-element panel decoding only */
 } decode_ctx;
+
+/* The lane map inverted per quad of lanes (decode_ctx): every (lane of the
+ * quad, value u) lands on one (row class, k < P), each exactly once, or the
+ * map is not used. */
+static void quad_map(decode_ctx *c)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, P = 256 / a, R = 32 / a, Bp = next_pow2(m->weight_bits);
+    int seen[128] = {0}, rows = 0;
+    c->quad_ok = 0;
+    for (int u = 0; u < 32; u++) { /* the distinct row offsets, in order */
+        int at = 0;
+        while (at < rows && c->qdn[at] < c->dn[u]) at++;
+        if (at < rows && c->qdn[at] == c->dn[u]) continue;
+        memmove(c->qdn + at + 1, c->qdn + at, (size_t)(rows - at) * sizeof *c->qdn);
+        c->qdn[at] = c->dn[u];
+        rows++;
+    }
+    if (rows * P != 128) return;
+    for (int l = 0; l < 4; l++)
+        for (int u = 0; u < 32; u++) {
+            int cls = 0, k = R * l + c->dk[u];
+            while (c->qdn[cls] != c->dn[u]) cls++;
+            if (k >= P || seen[cls * P + k]++) return;
+            c->qw[cls * P + k] = l * Bp + c->wd[u];
+            c->qsh[cls * P + k] = c->sh[u];
+        }
+    c->quad_rows = rows;
+    c->quad_ok = 1;
+}
 
 /* Fills the per-layer lane map and the float code table. */
 static void lane_map(decode_ctx *c)
@@ -228,9 +265,11 @@ elem_scale(const decode_ctx *c, int64_t e, int64_t n, int64_t k, int64_t g)
     return c->scale[(e * m->Np + n) * m->G + g];
 }
 
-/* One lane of one tile: b words -> 32 values placed in W. */
+/* One lane of one tile: b words -> 32 values placed in W (row stride ldw,
+ * column 0 at k = kofs). */
 static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64_t kb,
-                        int64_t nb, int j, int lane, int64_t row0, float *W)
+                        int64_t nb, int j, int lane, int64_t row0, float *W, int64_t ldw,
+                        int64_t kofs)
 {
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits;
@@ -254,7 +293,7 @@ static void decode_lane(const decode_ctx *c, const uint32_t *F, int64_t e, int64
                          : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
         double v = x * x2 * elem_scale(c, e, n, k, g);
         if (c->global) v *= gl;
-        W[(e * m->Np + n - row0) * m->Kp + k] = (float)v;
+        W[(e * m->Np + n - row0) * ldw + k - kofs] = (float)v;
     }
 }
 
@@ -268,16 +307,16 @@ static int64_t tile_word(const hc_layer_meta *m, int64_t e, int64_t kb, int64_t 
 }
 
 /* Tile row kb of n tile nb of expert e into W, whose first row is row0
- * (counted in (e, n) rows). */
+ * (counted in (e, n) rows), row stride ldw, column 0 at k = kofs. */
 static void decode_tile(const decode_ctx *c, const void *words, int64_t e, int64_t kb,
-                        int64_t nb, int64_t row0, float *W)
+                        int64_t nb, int64_t row0, float *W, int64_t ldw, int64_t kofs)
 {
     const int b = c->m->weight_bits, chunks = 16 / c->m->act_bits;
     for (int j = 0; j < chunks; j++)
         for (int lane = 0; lane < 32; lane++) {
             uint32_t F[8];
             for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(c->m, e, kb, nb, j, lane, w));
-            decode_lane(c, F, e, kb, nb, j, lane, row0, W);
+            decode_lane(c, F, e, kb, nb, j, lane, row0, W, ldw, kofs);
         }
 }
 
@@ -288,7 +327,7 @@ static void decode_tiles(const decode_ctx *c, const void *words, float *W)
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * m->Kp * m->Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t kb = 0; kb < rows; kb++)
-            for (int64_t nb = 0; nb < tiles; nb++) decode_tile(c, words, e, kb, nb, 0, W);
+            for (int64_t nb = 0; nb < tiles; nb++) decode_tile(c, words, e, kb, nb, 0, W, m->Kp, 0);
 }
 
 /* 0.1.19 flat weights: row n's K*b/32 row-packed words, cut into 128-bit
@@ -343,6 +382,7 @@ static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
     c->m = meta;
     c->e0m = post->weight_e0m;
     lane_map(c);
+    quad_map(c);
     HC_TRY(decode_scales(c, &post->weight_scale, err));
     HC_TRY(decode_zero(c, &post->zero_point, err));
     const hc_tensor *gs = &post->global_scale;
@@ -412,18 +452,22 @@ hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta
     return HC_OK;
 }
 
-/* The value decode_lane gives code at (e, n) in group g, by the same
- * operations. */
-static float code_value(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+/* The values decode_lane gives the 2^b codes at (e, n) in group g, by the
+ * same operations, into T. */
+static void code_values(const decode_ctx *c, int64_t e, int64_t n, int64_t g, float *T)
 {
     const hc_layer_meta *m = c->m;
-    const uint32_t mask = (1u << m->weight_bits) - 1, mag = code & (mask >> 1);
+    const uint32_t mask = (1u << m->weight_bits) - 1;
     const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
-    const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
-                     : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
-    double v = x * x2 * elem_scale(c, e, n, 0, g);
-    if (c->global) v *= c->global[e];
-    return (float)v;
+    const double sc = elem_scale(c, e, n, 0, g), gl = c->global ? c->global[e] : 1.0;
+    for (uint32_t code = 0; code <= mask; code++) {
+        const uint32_t mag = code & (mask >> 1);
+        const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+                         : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+        double v = x * x2 * sc;
+        if (c->global) v *= gl;
+        T[code] = (float)v;
+    }
 }
 
 /* Panel decoding by table: where a tile row lies in one group and scales are
@@ -434,52 +478,166 @@ static int table_applies(const decode_ctx *c)
 {
     const hc_layer_meta *m = c->m;
     const int P = 256 / m->act_bits;
+    /* fused e8m0 x fp8 takes a code's magnitude and sign from two slots
+     * (lane_code): decode_lane reads it, the table's lookups do not */
     return m->scale_type != HC_SCALE_BLOCK && m->group_size > 0 && m->group_size % P == 0 &&
-           m->weight_bits <= 8;
+           m->weight_bits <= 8 && !m->fused_split_sign;
+}
+
+/* The words of lane `lane` of chunk j of the tile whose word 0 is at base
+ * (tiles other than packed-K: a tile's words are contiguous, lane-major). */
+static void lane_words(const hc_layer_meta *m, const void *words, int64_t base, int64_t e,
+                       int64_t kb, int64_t nb, int j, int lane, uint32_t *F)
+{
+    const int b = m->weight_bits;
+    if (m->use_packed_k_layout)
+        for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+    else
+        for (int w = 0; w < b; w++) F[w] = rd32(words, base + ((int64_t)j * 32 + lane) * b + w);
+}
+
+/* Tile rows [kb0, kb1) of n tile nb into W (64 rows, stride ldw, column 0
+ * at k = P kb0). */
+/* One quad of lanes (4q..4q+3) of chunk j of tile (kb, nb): for each row
+ * class the tile row's P values, by table T (64 rows x 2^b codes), into W
+ * (stride ldw, column 0 at the tile row's first k). */
+typedef void (*quad_fn)(const decode_ctx *c, const void *words, int64_t base, int64_t e,
+                        int64_t kb, int64_t nb, int j, int q, const float *T, float *W,
+                        int64_t ldw);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* Eight values at a time: the words by a gather from the quad's padded
+ * words, the codes by shifts, the values by a gather from the table (the
+ * floats the element loop stores). */
+__attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const void *words,
+                                                      int64_t base, int64_t e, int64_t kb,
+                                                      int64_t nb, int j, int q, const float *T,
+                                                      float *W, int64_t ldw)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b), P = 256 / a;
+    const int codes = 1 << b;
+    uint32_t QW[32] = {0};
+    for (int l = 0; l < 4; l++) {
+        uint32_t F[8];
+        lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
+        hck_uncompact(b, F, QW + l * Bp);
+    }
+    const __m256i mask = _mm256_set1_epi32(codes - 1);
+    const int r0 = 4 * a * j + q;
+    if (b <= 4) { /* 16 words, 16 values a row: permutes of two registers, no gathers */
+        const __m256i w_lo = _mm256_loadu_si256((const __m256i *)QW);
+        const __m256i w_hi = _mm256_loadu_si256((const __m256i *)(QW + 8));
+        const __m256i eight = _mm256_set1_epi32(8);
+        for (int cls = 0; cls < c->quad_rows; cls++) {
+            const int row = r0 + c->qdn[cls];
+            const float *Tr = T + row * codes;
+            const __m256 t_lo = _mm256_loadu_ps(Tr), t_hi = codes > 8 ? _mm256_loadu_ps(Tr + 8) : t_lo;
+            float *out = W + (int64_t)row * ldw;
+            for (int k = 0; k < P; k += 8) {
+                const int i = cls * P + k;
+                const __m256i wi = _mm256_loadu_si256((const __m256i *)(c->qw + i));
+                const __m256i hi_w = _mm256_cmpgt_epi32(eight, wi); /* wi < 8 */
+                const __m256i w = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(w_hi, wi),
+                                                     _mm256_permutevar8x32_epi32(w_lo, wi), hi_w);
+                const __m256i code = _mm256_and_si256(
+                    _mm256_srlv_epi32(w, _mm256_loadu_si256((const __m256i *)(c->qsh + i))), mask);
+                const __m256 lo_c = _mm256_castsi256_ps(_mm256_cmpgt_epi32(eight, code));
+                _mm256_storeu_ps(out + k, _mm256_blendv_ps(_mm256_permutevar8x32_ps(t_hi, code),
+                                                           _mm256_permutevar8x32_ps(t_lo, code), lo_c));
+            }
+        }
+        return;
+    }
+    for (int cls = 0; cls < c->quad_rows; cls++) {
+        const int row = r0 + c->qdn[cls];
+        const float *Tr = T + row * codes;
+        float *out = W + (int64_t)row * ldw;
+        for (int k = 0; k < P; k += 8) {
+            const int i = cls * P + k;
+            const __m256i w = _mm256_i32gather_epi32((const int *)QW,
+                                                     _mm256_loadu_si256((const __m256i *)(c->qw + i)), 4);
+            const __m256i code = _mm256_and_si256(
+                _mm256_srlv_epi32(w, _mm256_loadu_si256((const __m256i *)(c->qsh + i))), mask);
+            _mm256_storeu_ps(out + k, _mm256_i32gather_ps(Tr, code, 4));
+        }
+    }
+}
+#endif
+
+static quad_fn quad_impl(const decode_ctx *c)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (c->quad_ok && !c->portable && __builtin_cpu_supports("avx2")) return quad_avx2;
+#endif
+    (void)c;
+    return NULL;
 }
 
 static void decode_panel_table(const decode_ctx *c, const void *words, int64_t e, int64_t nb,
-                               float *W)
+                               int64_t kb0, int64_t kb1, float *W, int64_t ldw)
 {
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits, P = 256 / a, R = 32 / a;
     const int codes = 1 << b, chunks = 16 / a;
     const uint32_t mask = (1u << b) - 1;
-    const int64_t rows = m->Kp / P, n_base = 64 * nb;
+    const int64_t rows = kb1, n_base = 64 * nb;
     float T[64 * 256];
-    int64_t table_g = -1;
-    for (int64_t kb = 0; kb < rows; kb++) {
+    int64_t off[32], tix[32], table_g = -1;
+    const quad_fn quad = quad_impl(c);
+    for (int u = 0; u < 32; u++) { /* the lane map as offsets into W and the table */
+        off[u] = c->dn[u] * ldw + c->dk[u];
+        tix[u] = (int64_t)c->dn[u] * codes;
+    }
+    for (int64_t kb = kb0; kb < rows; kb++) {
         const int64_t g = (int64_t)P * kb / m->group_size;
-        for (int r = 0; g != table_g && r < 64; r++)
-            for (int code = 0; code < codes; code++)
-                T[r * codes + code] = code_value(c, (uint32_t)code, e, n_base + r, g);
+        for (int r = 0; g != table_g && r < 64; r++) code_values(c, e, n_base + r, g, T + r * codes);
         table_g = g;
+        const int64_t base = m->use_packed_k_layout ? 0 : tile_word(m, e, kb, nb, 0, 0, 0);
+        if (!m->use_packed_k_layout && kb + 2 < rows) /* the tile two rows on: 2 P b words */
+            for (int64_t at = tile_word(m, e, kb + 2, nb, 0, 0, 0), w = 0; w < 2 * P * b; w += 16)
+                __builtin_prefetch((const uint32_t *)words + at + w);
+        if (quad) {
+            for (int j = 0; j < chunks; j++)
+                for (int q = 0; q < 8; q++)
+                    quad(c, words, base, e, kb, nb, j, q, T, W + (int64_t)P * (kb - kb0), ldw);
+            continue;
+        }
         for (int j = 0; j < chunks; j++)
             for (int lane = 0; lane < 32; lane++) {
                 uint32_t F[8], Wd[8];
-                for (int w = 0; w < b; w++) F[w] = rd32(words, tile_word(m, e, kb, nb, j, lane, w));
+                lane_words(m, words, base, e, kb, nb, j, lane, F);
                 hck_uncompact(b, F, Wd);
                 const int r0 = 4 * a * j + lane / 4;
-                float *out = W + (int64_t)r0 * m->Kp + (int64_t)P * kb + R * (lane % 4);
-                for (int u = 0; u < 32; u++) {
-                    const uint32_t code = lane_code(c, Wd, u, mask);
-                    out[c->dn[u] * m->Kp + c->dk[u]] = T[(r0 + c->dn[u]) * codes + code];
-                }
+                float *out = W + (int64_t)r0 * ldw + (int64_t)P * (kb - kb0) + R * (lane % 4);
+                const float *Tr = T + r0 * codes;
+                for (int u = 0; u < 32; u++)
+                    out[off[u]] = Tr[tix[u] + ((Wd[c->wd[u]] >> c->sh[u]) & mask)];
             }
     }
 }
 
-void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
+void hc_verify_decode_panel_part(const hc_verify_decoder *d, int64_t e, int64_t nb, int64_t k0,
+                                 int64_t k1, float *W, int64_t ldw)
 {
     const hc_layer_meta *m = d->c.m;
+    const int64_t P = 256 / m->act_bits;
     if (table_applies(&d->c)) {
-        decode_panel_table(&d->c, d->post->weight.data, e, nb, W);
+        decode_panel_table(&d->c, d->post->weight.data, e, nb, k0 / P, k1 / P, W, ldw);
         return;
     }
-    const int64_t rows = m->Kp / (256 / m->act_bits);
-    for (int64_t kb = 0; kb < rows; kb++)
-        decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W);
+    for (int64_t kb = k0 / P; kb < k1 / P; kb++)
+        decode_tile(&d->c, d->post->weight.data, e, kb, nb, e * m->Np + 64 * nb, W, ldw, k0);
 }
+
+void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, float *W)
+{
+    hc_verify_decode_panel_part(d, e, nb, 0, d->c.m->Kp, W, d->c.m->Kp);
+}
+
+void hc_verify_decoder_portable(hc_verify_decoder *d) { d->c.portable = 1; }
 
 void hc_verify_decoder_free(hc_verify_decoder *d)
 {

@@ -84,24 +84,77 @@ HC_AVX2_FMA static void add_lanes(double *dacc, __m256 a)
 
 /* Two weight rows at once (da: w0's lanes, db: w1's): eight independent
  * FMA chains instead of four hide the FMA latency; each (row, token) sees
- * the operations of blocks_fma. */
+ * the operations of blocks_fma. The tokens are written out so that the
+ * accumulators stay in registers (an indexed array of them was kept on the
+ * stack, each FMA waiting on a store and a load). */
 HC_AVX2_FMA static void blocks2_fma(const float *const *xr, const float *w0, const float *w1,
                                     int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
 {
+    const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
     for (; k0 < k1; k0 += HC_DOT_BLOCK) {
         const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
-        __m256 a[4], b[4];
-        for (int t = 0; t < 4; t++) a[t] = b[t] = _mm256_setzero_ps();
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
         for (int64_t k = k0; k < kend; k += 8) {
             const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
-            for (int t = 0; t < 4; t++) {
-                const __m256 xv = _mm256_loadu_ps(xr[t] + k);
-                a[t] = _mm256_fmadd_ps(xv, v0, a[t]);
-                b[t] = _mm256_fmadd_ps(xv, v1, b[t]);
-            }
+            __m256 xv = _mm256_loadu_ps(x0 + k);
+            a0 = _mm256_fmadd_ps(xv, v0, a0);
+            b0 = _mm256_fmadd_ps(xv, v1, b0);
+            xv = _mm256_loadu_ps(x1 + k);
+            a1 = _mm256_fmadd_ps(xv, v0, a1);
+            b1 = _mm256_fmadd_ps(xv, v1, b1);
+            xv = _mm256_loadu_ps(x2 + k);
+            a2 = _mm256_fmadd_ps(xv, v0, a2);
+            b2 = _mm256_fmadd_ps(xv, v1, b2);
+            xv = _mm256_loadu_ps(x3 + k);
+            a3 = _mm256_fmadd_ps(xv, v0, a3);
+            b3 = _mm256_fmadd_ps(xv, v1, b3);
         }
-        for (int t = 0; t < 4; t++) add_lanes(da[t], a[t]), add_lanes(db[t], b[t]);
+        add_lanes(da[0], a0), add_lanes(da[1], a1), add_lanes(da[2], a2), add_lanes(da[3], a3);
+        add_lanes(db[0], b0), add_lanes(db[1], b1), add_lanes(db[2], b2), add_lanes(db[3], b3);
     }
+}
+
+/* blocks2_fma with AVX-512's 32 registers: the same float32 FMAs (256-bit),
+ * and each (row, token)'s 8 double lanes held in one 512-bit register over
+ * the whole range instead of being loaded, added and stored per block: the
+ * same additions in the same order, so the same doubles. */
+#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
+
+HC_AVX512 static void blocks2_avx512(const float *const *xr, const float *w0, const float *w1,
+                                     int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
+{
+    const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
+    __m512d A0 = _mm512_loadu_pd(da[0]), A1 = _mm512_loadu_pd(da[1]);
+    __m512d A2 = _mm512_loadu_pd(da[2]), A3 = _mm512_loadu_pd(da[3]);
+    __m512d B0 = _mm512_loadu_pd(db[0]), B1 = _mm512_loadu_pd(db[1]);
+    __m512d B2 = _mm512_loadu_pd(db[2]), B3 = _mm512_loadu_pd(db[3]);
+    for (; k0 < k1; k0 += HC_DOT_BLOCK) {
+        const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        for (int64_t k = k0; k < kend; k += 8) {
+            const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
+            const __m256 y0 = _mm256_loadu_ps(x0 + k), y1 = _mm256_loadu_ps(x1 + k);
+            const __m256 y2 = _mm256_loadu_ps(x2 + k), y3 = _mm256_loadu_ps(x3 + k);
+            a0 = _mm256_fmadd_ps(y0, v0, a0);
+            b0 = _mm256_fmadd_ps(y0, v1, b0);
+            a1 = _mm256_fmadd_ps(y1, v0, a1);
+            b1 = _mm256_fmadd_ps(y1, v1, b1);
+            a2 = _mm256_fmadd_ps(y2, v0, a2);
+            b2 = _mm256_fmadd_ps(y2, v1, b2);
+            a3 = _mm256_fmadd_ps(y3, v0, a3);
+            b3 = _mm256_fmadd_ps(y3, v1, b3);
+        }
+        A0 = _mm512_add_pd(A0, _mm512_cvtps_pd(a0)), A1 = _mm512_add_pd(A1, _mm512_cvtps_pd(a1));
+        A2 = _mm512_add_pd(A2, _mm512_cvtps_pd(a2)), A3 = _mm512_add_pd(A3, _mm512_cvtps_pd(a3));
+        B0 = _mm512_add_pd(B0, _mm512_cvtps_pd(b0)), B1 = _mm512_add_pd(B1, _mm512_cvtps_pd(b1));
+        B2 = _mm512_add_pd(B2, _mm512_cvtps_pd(b2)), B3 = _mm512_add_pd(B3, _mm512_cvtps_pd(b3));
+    }
+    _mm512_storeu_pd(da[0], A0), _mm512_storeu_pd(da[1], A1);
+    _mm512_storeu_pd(da[2], A2), _mm512_storeu_pd(da[3], A3);
+    _mm512_storeu_pd(db[0], B0), _mm512_storeu_pd(db[1], B1);
+    _mm512_storeu_pd(db[2], B2), _mm512_storeu_pd(db[3], B3);
 }
 
 HC_AVX2_FMA static void blocks_fma(const float *const *xr, const float *w, int64_t k0,
@@ -165,39 +218,84 @@ static void blocks2_fast(const float *const *xr, const float *w0, const float *w
  * 64 KiB) stays in cache while every row of the panel reads it. */
 #define HC_GEMM_KC 1024
 
-hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
-                              int64_t rows, int64_t Kw, const float *bias, float *y,
-                              int64_t y_stride)
+typedef void (*blocks2_fn)(const float *const *xr, const float *w0, const float *w1,
+                           int64_t k0, int64_t k1, double (*da)[8], double (*db)[8]);
+
+/* The two-row form this CPU runs fastest (the FMA forms only). */
+static blocks2_fn blocks2_impl(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        return blocks2_avx512;
+#endif
+    return blocks2_fast;
+}
+
+int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M) { return rows * ((M + 3) / 4) * 4 * 9; }
+
+/* The K % 8 tail terms in [k0, k1) of the (row, token) sums, in double and
+ * in k order, as dot4_finish adds them. */
+static void tail_terms(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
+                       const float *W, int64_t rows, int64_t ldw, double *tail)
+{
+    const int64_t M4 = (M + 3) / 4;
+    for (int64_t k = k0 > K / 8 * 8 ? k0 : K / 8 * 8; k < k1; k++)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t q = 0; q < M4; q++) {
+                const float *xr[4];
+                token_rows(x + 4 * q * K, K, M - 4 * q, xr);
+                for (int t = 0; t < 4; t++)
+                    tail[(r * M4 + q) * 4 + t] += (double)xr[t][k] * (double)W[r * ldw + k - k0];
+            }
+}
+
+void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
+                        const float *W, int64_t rows, int64_t ldw, double *acc)
 {
     const blocks_fn blocks = blocks_impl();
-    const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8;
-    double (*dacc)[8] = calloc((size_t)(rows * M4 * 4 + 1), sizeof *dacc);
-    if (dacc == NULL) return HC_ERR_NOMEM;
-    for (int64_t kc = 0; kc < K8; kc += HC_GEMM_KC) {
-        const int64_t kend = kc + HC_GEMM_KC < K8 ? kc + HC_GEMM_KC : K8;
+    const blocks2_fn blocks2 = blocks2_impl();
+    const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8, kv = (k1 < K8 ? k1 : K8) - k0;
+    double (*dacc)[8] = (double (*)[8])acc;
+    for (int64_t kc = 0; kc < kv; kc += HC_GEMM_KC) {
+        const int64_t kend = kc + HC_GEMM_KC < kv ? kc + HC_GEMM_KC : kv;
         for (int64_t r = 0; r < rows; r += 2)
             for (int64_t q = 0; q < M4; q++) {
                 const float *xr[4];
                 token_rows(x + 4 * q * K, K, M - 4 * q, xr);
+                for (int t = 0; t < 4; t++) xr[t] += k0; /* W's column 0 is k0 */
                 if (r + 1 < rows && blocks == blocks_fast)
-                    blocks2_fast(xr, W + r * Kw, W + (r + 1) * Kw, kc, kend,
-                                 dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
+                    blocks2(xr, W + r * ldw, W + (r + 1) * ldw, kc, kend,
+                            dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
                 else
                     for (int64_t i = r; i < r + 2 && i < rows; i++)
-                        blocks(xr, W + i * Kw, kc, kend, dacc + (i * M4 + q) * 4);
+                        blocks(xr, W + i * ldw, kc, kend, dacc + (i * M4 + q) * 4);
             }
     }
+    tail_terms(x, M, K, k0, k1, W, rows, ldw, acc + rows * M4 * 4 * 8);
+}
+
+void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
+                        int64_t y_stride)
+{
+    const int64_t M4 = (M + 3) / 4;
+    const double (*dacc)[8] = (const double (*)[8])acc, *tail = acc + rows * M4 * 4 * 8;
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t q = 0; q < M4; q++) {
-            const float *xr[4];
-            double d[4];
-            const int64_t t_rows = M - 4 * q < 4 ? M - 4 * q : 4;
-            token_rows(x + 4 * q * K, K, t_rows, xr);
-            dot4_finish(xr, W + r * Kw, K, dacc + (r * M4 + q) * 4, d);
+        for (int64_t t = 0; t < M; t++) {
+            const int64_t i = (r * M4 + t / 4) * 4 + t % 4;
             const double b = bias ? bias[r] : 0.0;
-            for (int64_t t = 0; t < t_rows; t++) y[(4 * q + t) * y_stride + r] = (float)(d[t] + b);
+            y[t * y_stride + r] = (float)(lanes_total(dacc[i], tail[i]) + b);
         }
-    free(dacc);
+}
+
+hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
+                              int64_t rows, int64_t Kw, const float *bias, float *y,
+                              int64_t y_stride)
+{
+    double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, M) + 1, sizeof *acc);
+    if (acc == NULL) return HC_ERR_NOMEM;
+    hc_verify_gemm_acc(x, M, K, 0, K, W, rows, Kw, acc);
+    hc_verify_gemm_end(acc, M, rows, bias, y, y_stride);
+    free(acc);
     return HC_OK;
 }
 

@@ -6,7 +6,12 @@
 #include "hc_parallel.h"
 #include "hc_verify.h"
 
-typedef hc_verify_sums cmp_sums;
+typedef struct {
+    double err2, ref2, got2, dot, maxe;
+    int64_t bad;
+} cmp_sums;
+
+#define HC_VERIFY_CHUNK ((int64_t)1 << 16)
 
 static cmp_sums compare_chunk(const float *got, const float *ref, int64_t n)
 {
@@ -62,18 +67,12 @@ static cmp_sums compare_sums(const float *got, const float *ref, int64_t n)
     return t;
 }
 
-void hc_verify_compare_chunk(const float *got, const float *ref, int64_t n, hc_verify_sums *out)
-{
-    *out = compare_chunk(got, ref, n);
-}
-
 static void compare_metrics(const cmp_sums s, hc_verify_cmp *out);
 
-void hc_verify_compare_finish(const hc_verify_sums *chunks, int64_t n_chunks, hc_verify_cmp *out)
+void hc_verify_rows_metrics(const hc_verify_row_sums *t, hc_verify_cmp *out)
 {
-    cmp_sums t = {0, 0, 0, 0, 0, 0};
-    for (int64_t c = 0; c < n_chunks; c++) add_sums(&t, &chunks[c]);
-    compare_metrics(t, out);
+    const cmp_sums s = {t->err2, t->ref2, t->got2, t->dot, t->maxe, t->bad};
+    compare_metrics(s, out);
 }
 
 void hc_verify_compare(const float *got, const float *ref, int64_t n, hc_verify_cmp *out)
@@ -135,7 +134,10 @@ static double step_ratio(const hc_layer_config *cfg)
 /* Walks the scale groups of W (E, N, K): sums (elements * amax^2) and w^2,
  * and, when got is given, counts elements of got farther from W than
  * limit * amax of their group. */
-typedef hc_verify_group_sums group_stats;
+typedef struct {
+    double amax_energy, energy;
+    int64_t violations;
+} group_stats;
 
 /* Largest |w| of a group; NaN entries are skipped, as fmax would (a plain
  * comparison: the libm call was 4% of a verified run). */
@@ -251,24 +253,21 @@ int hc_verify_group_rows_ok(const hc_layer_meta *m)
     return m->scale_type != HC_SCALE_TENSOR && !(m->group_size_n > 1);
 }
 
-void hc_verify_quant_row(const hc_layer_config *cfg, const hc_layer_meta *m, const float *W,
-                         const float *got, double clip, int64_t K, hc_verify_group_sums *out)
+int64_t hc_verify_group_width(const hc_layer_meta *m, int64_t K)
 {
     int64_t gk, gn;
     group_shape(m, 1, K, &gk, &gn);
-    *out = group_row(W, got, step_limit(cfg, m, clip), 1, K, 0, 1, gk);
+    return gk;
 }
 
-void hc_verify_quant_finish(const hc_layer_config *cfg, const hc_layer_meta *m,
-                            const hc_verify_group_sums *rows, int64_t n_rows, double *bound,
-                            int64_t *violations)
+double hc_verify_step_limit(const hc_layer_config *cfg, const hc_layer_meta *m, double clip)
 {
-    group_stats g = {0, 0, 0};
-    for (int64_t r = 0; r < n_rows; r++) {
-        g.amax_energy += rows[r].amax_energy;
-        g.energy += rows[r].energy;
-        g.violations += rows[r].violations;
-    }
-    *bound = bound_of(cfg, m, g);
-    *violations = g.violations;
+    return step_limit(cfg, m, clip);
+}
+
+double hc_verify_bound_of(const hc_layer_config *cfg, const hc_layer_meta *m,
+                          double amax_energy, double energy)
+{
+    const group_stats g = {amax_energy, energy, 0};
+    return bound_of(cfg, m, g);
 }

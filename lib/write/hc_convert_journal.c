@@ -35,6 +35,8 @@ void hc_conv_run_free(hc_conv_run *run)
     for (size_t i = 0; i < run->n_done; i++) free(run->done[i].name);
     free(run->done);
     free(run->command_line);
+    hc_st_crcs_free(run->input_crcs);
+    hc_bufpool_free(run->pool);
     memset(run, 0, sizeof *run);
 }
 
@@ -135,14 +137,27 @@ hc_status hc_conv_inputs_check(const char *in_dir, const hc_conv_run *run, hc_er
 }
 
 /* CRC-32 of every input file, the *.safetensors shards too unless skip_weights
- * (--no-input-crc: that is a second read of the whole input; size + mtime,
- * the strict reader and per-layer verification still cover the shards). */
+ * (--no-input-crc; size + mtime, the strict reader and per-layer verification
+ * still cover the shards). The model's files are assembled from the CRCs of
+ * their tensors noted while the run read them (run->input_crcs), not read
+ * again; other files (config, tokenizer, ...) are read. */
 hc_status hc_conv_inputs_crc(const char *in_dir, hc_conv_run *run, int skip_weights,
                              hc_error *err)
 {
     for (size_t i = 0; i < run->n_inputs; i++) {
         hc_input_file *in = &run->inputs[i];
         if (skip_weights && is_safetensors(in->name)) continue;
+        int found = 0;
+        uint64_t size = 0;
+        HC_TRY(hc_st_crcs_file(run->input_crcs, in->name, &found, &in->crc, &size, err));
+        if (found && size != in->size)
+            HC_FAIL(err, HC_ERR_IO, "%s/%s: input file changed during the run (size %llu -> "
+                    "%llu); no output was published", in_dir, in->name,
+                    (unsigned long long)in->size, (unsigned long long)size);
+        if (found) {
+            in->has_crc = 1;
+            continue;
+        }
         hc_file_crc f;
         HC_TRY(hc_file_crc_compute(in_dir, in->name, &f, err));
         in->has_crc = 1;

@@ -93,6 +93,9 @@ hc_status tc_detect(const char *dir, hc_ckpt_config *cfg, hc_error *err)
     return st;
 }
 
+/* general: 0 word-level paths, 1 element paths, 2 word-level with code views
+ * (hc_ckpt_read_opts.code_views; the codes are then copied out before the
+ * model closes, and codes_view tells whether a view was taken). */
 static hc_status read_layer(const char *dir, const char *prefix, hc_act_order ao, int general,
                             hc_ckpt_layer *out, float **values, hc_error *err)
 {
@@ -111,8 +114,15 @@ static hc_status read_layer(const char *dir, const char *prefix, hc_act_order ao
             strcmp(pre, prefix) != 0)
             continue;
         hc_ckpt_read_opts ro = {.act_order = ao, .param_format = HC_FMT_BF16, .meta_only = 0,
-                                .general_codes = general};
+                                .general_codes = general == 1, .code_views = general == 2};
         st = hc_ckpt_read(&cfg, m, kind, prefix, &ro, out, err);
+        if (st == HC_OK && out->q.codes_view) { /* a copy that outlives the mapping */
+            size_t len = (size_t)(out->q.experts * out->q.n * out->q.k * out->q.bits / 32) * 4;
+            uint32_t *copy = malloc(len + 4);
+            if (copy) memcpy(copy, out->q.codes, len);
+            out->q.codes = copy; /* codes_view stays set for the caller to see; owned now */
+            if (!copy) st = hc_error_set(err, HC_ERR_NOMEM, "out of memory");
+        }
         break;
     }
     if (st == HC_OK && values) {
@@ -130,11 +140,42 @@ hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc
     return read_layer(dir, prefix, ao, 0, out, values, err);
 }
 
+int tc_codes_viewed(const char *dir, const char *prefix, hc_act_order ao)
+{
+    hc_ckpt_layer v;
+    hc_error err;
+    if (read_layer(dir, prefix, ao, 2, &v, NULL, &err) != HC_OK) return -1;
+    int viewed = v.q.codes_view;
+    v.q.codes_view = 0; /* the copy read_layer made is owned */
+    hc_ckpt_layer_free(&v);
+    return viewed;
+}
+
+/* Code words that differ between a reading with code views and one without. */
+static int64_t views_differ(const char *dir, const char *prefix, hc_act_order ao,
+                            const hc_ckpt_layer *a)
+{
+    hc_ckpt_layer v;
+    hc_error err;
+    if (read_layer(dir, prefix, ao, 2, &v, NULL, &err) != HC_OK) return -1;
+    v.q.codes_view = 0;
+    int64_t words = a->q.experts * a->q.n * a->q.k * a->q.bits / 32, d = 0;
+    if (!v.q.codes || v.q.experts * v.q.n * v.q.k * v.q.bits / 32 != words) d = -1;
+    for (int64_t i = 0; d >= 0 && i < words; i++) d += a->q.codes[i] != v.q.codes[i];
+    hc_ckpt_layer_free(&v);
+    return d;
+}
+
 int64_t tc_codes_paths_differ(const char *dir, const char *prefix, hc_act_order ao)
 {
     hc_ckpt_layer a, b;
     hc_error err;
     if (read_layer(dir, prefix, ao, 0, &a, NULL, &err) != HC_OK) return -1;
+    int64_t dv = a.q.codes ? views_differ(dir, prefix, ao, &a) : 0;
+    if (dv != 0) {
+        hc_ckpt_layer_free(&a);
+        return dv < 0 ? -1 : dv;
+    }
     if (read_layer(dir, prefix, ao, 1, &b, NULL, &err) != HC_OK) {
         hc_ckpt_layer_free(&a);
         return -1;

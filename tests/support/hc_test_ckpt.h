@@ -36,11 +36,15 @@ void tc_seed(uint32_t s);
  * *values (if not NULL) gets hc_dequantize of the pre form (E*N*K floats). */
 hc_status tc_read_layer(const char *dir, const char *prefix, hc_act_order ao, hc_ckpt_layer *out,
                         float **values, hc_error *err);
-/* Reads layer `prefix` twice, through the readers' word-level code paths and
+/* Reads layer `prefix` three times, through the readers' word-level code
+ * paths, the same with code views (hc_ckpt_read_opts.code_views) and
  * through their element-by-element ones (general_codes), and returns how many
  * code words, scale bytes and zero-point words differ (0: bit-identical), or -1
  * if a read fails or the shapes differ. */
 int64_t tc_codes_paths_differ(const char *dir, const char *prefix, hc_act_order ao);
+/* 1 when reading layer `prefix` with code views takes a view of the input's
+ * words, 0 when it copies, -1 if the read fails. */
+int tc_codes_viewed(const char *dir, const char *prefix, hc_act_order ao);
 /* Detection only. */
 hc_status tc_detect(const char *dir, hc_ckpt_config *cfg, hc_error *err);
 /* Number of elements where a and b differ (bitwise float compare, NaN==NaN). */
