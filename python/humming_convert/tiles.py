@@ -322,7 +322,9 @@ class TilesLayer:
 
     def expert(self, index):
         """Expert ``index`` of a stack as a dense TilesLayer (its LayerConfig with
-        ``num_experts = 0``; the tensors are views; a fresh locks buffer)."""
+        ``num_experts = 0``; the tensors are copies, since Humming's launcher wants
+        every tensor 16-byte aligned and a view of one float32 of an (E,) second
+        scale is not; a fresh locks buffer)."""
         from humming.config import LayerConfig
         import torch
 
@@ -331,7 +333,7 @@ class TilesLayer:
             raise ValueError(f"layer {self.prefix}: no expert {index} (num_experts {e})")
         obj = dict(self.config_json, num_experts=0)
         # (E,) tensors (per-tensor scales) keep one element; the others lose the E dim
-        part = {n: (t[index:index + 1] if t.dim() == 1 else t[index])
+        part = {n: (t[index:index + 1] if t.dim() == 1 else t[index]).clone()
                 for n, t in self.tensors().items()}
         locks = torch.zeros_like(self.locks)
         return TilesLayer(f"{self.prefix}[{index}]", LayerConfig(**obj), obj, part, locks,
