@@ -15,61 +15,9 @@ static const hc_format_info *fmt(hc_format_id id) { return hc_format_get(id); }
 
 static int is_int(hc_format_id id) { return fmt(id)->kind != HC_KIND_FLOAT; }
 
-static int is_fp8(hc_format_id id)
-{
-    return id == HC_FMT_F8E4M3 || id == HC_FMT_F8E5M2 || id == HC_FMT_F8E3M4;
-}
-
 /* supports_undocumented_fp_dtypes: the archs where Humming runs float8e3m4
  * operands (cubin patching, its default). */
 static int runs_e3m4(int sm) { return sm == 100 || sm == 103 || sm == 120 || sm == 121; }
-
-/* get_mma_b_dtype: the type the tensor core sees the weight as. */
-static hc_format_id mma_b_type(hc_format_id a, hc_format_id b, int zp, int sm)
-{
-    const hc_format_info *bf = fmt(b);
-    if (is_fp8(a) && is_fp8(b)) return b;
-    if (!is_fp8(a) || bf->bits >= fmt(a)->bits) return a;
-    const hc_format_id cand[3] = {a, HC_FMT_F8E4M3, HC_FMT_F8E3M4};
-    for (int i = 0; i < 2 + runs_e3m4(sm); i++) {
-        const hc_format_info *t = fmt(cand[i]);
-        if (bf->kind != HC_KIND_FLOAT ? bf->bits <= t->man_bits + (zp ? 1 : 2)
-                                      : bf->man_bits <= t->man_bits && bf->exp_bits <= t->exp_bits)
-            return cand[i];
-    }
-    return a;
-}
-
-/* get_dtype_compatibility_error and the activations' minimum SM. */
-static hc_status check_dtypes(const hc_layer_config *c, hc_error *err)
-{
-    static const struct { hc_format_id a; int sm; } min_sm[] = {
-        {HC_FMT_F16, 75}, {HC_FMT_BF16, 80}, {HC_FMT_INT8, 75}, {HC_FMT_INT4, 75},
-        {HC_FMT_F8E4M3, 89}, {HC_FMT_F8E5M2, 89}};
-    const hc_format_info *a = fmt(c->act_format);
-    int need = 0;
-    for (size_t i = 0; i < sizeof min_sm / sizeof min_sm[0]; i++)
-        if (min_sm[i].a == c->act_format) need = min_sm[i].sm;
-    if (need == 0)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "activation format %s: supported are float16, "
-                "bfloat16, float8e4m3, float8e5m2, int8 and int4", a->name);
-    if (c->sm < need)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s activations need sm >= %d (target sm %d)", a->name,
-                need, c->sm);
-    if (c->param_format != HC_FMT_F16 && c->param_format != HC_FMT_BF16)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer dtype %s: supported are float16 and bfloat16",
-                fmt(c->param_format)->name);
-    if (a->bits == 16 && c->act_format != c->param_format)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit activations must be the layer dtype (%s)",
-                fmt(c->param_format)->name);
-    if (c->act_format == HC_FMT_F8E5M2 && c->param_format != HC_FMT_BF16)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e5m2 activations need a bfloat16 layer dtype");
-    if (a->bits == 16 && fmt(c->scale_format)->bits == 16 && c->scale_format != c->act_format &&
-        c->scale_type != HC_SCALE_TENSOR && c->scale_type != HC_SCALE_BLOCK)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit scales must be the activation dtype %s "
-                "(humming-kernels 0.1.19 refuses %s scales)", a->name, fmt(c->scale_format)->name);
-    return HC_OK;
-}
 
 /* MXFP4: float4e2m1 codes with float8e8m0 scales in groups of 32. */
 static int is_mxfp4(const hc_layer_config *c)
@@ -98,7 +46,8 @@ static hc_status check_int_act(const hc_layer_config *c, hc_error *err)
 static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
 {
     const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
-    hc_format_id mid = mma_b_type(c->act_format, c->weight_format, c->has_zero_point, c->sm);
+    hc_format_id mid = hc_layout_mma_b_type(c->act_format, c->weight_format, c->has_zero_point,
+                                            runs_e3m4(c->sm));
     const hc_format_info *m = fmt(mid);
     if (mid == HC_FMT_F8E3M4 && !runs_e3m4(c->sm)) /* uses_undocumented_fp_operand */
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e3m4 weights with %s activations need sm100, "
@@ -181,7 +130,7 @@ hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_
 {
     memset(m, 0, sizeof *m);
     m->version = HC_HUMMING_CANONICAL;
-    HC_TRY(check_dtypes(cfg, err));
+    HC_TRY(hc_layout_check_dtypes(cfg, err));
     const hc_format_info *b = fmt(cfg->weight_format);
     if (b->bits > 8 || b->bits > fmt(cfg->act_format)->bits)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights need %s activations", b->bits,

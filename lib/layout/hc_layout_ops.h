@@ -34,6 +34,18 @@ void hc_zp_unpack(const uint32_t *in, uint8_t *codes, int64_t E, int64_t N, int6
  * first, if b <= 4; else one per byte). `out` holds E*G*N*zb/8 bytes. */
 void hc_zp_pack_bytes(const uint8_t *codes, uint8_t *out, int64_t count, int b);
 
+/* Humming's fp8 types (float8e4m3, float8e5m2, float8e3m4). */
+int hc_layout_is_fp8(hc_format_id id);
+
+/* get_mma_b_dtype (humming/config/mma.py): the type the tensor core sees
+ * weight format b as, with activations a and a zero point (zp); e3m4: the
+ * target runs float8e3m4 operands (sm100/103/120/121). */
+hc_format_id hc_layout_mma_b_type(hc_format_id a, hc_format_id b, int zp, int e3m4);
+
+/* get_dtype_compatibility_error and the activations' minimum SM for cfg:
+ * HC_ERR_UNSUPPORTED with the reason, else HC_OK. */
+hc_status hc_layout_check_dtypes(const hc_layer_config *c, hc_error *err);
+
 /* hc_layer_plan for cfg->version == HC_HUMMING_CANONICAL (hc_layout_canonical.c). */
 hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                                   int64_t K, hc_layer_meta *meta, hc_error *err);

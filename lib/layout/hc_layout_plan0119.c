@@ -12,59 +12,13 @@ static const hc_format_info *fmt(hc_format_id id) { return hc_format_get(id); }
 
 static int is_int(hc_format_id id) { return fmt(id)->kind != HC_KIND_FLOAT; }
 
-/* Humming's fp8 activation/weight types (e3m4 needs sm100+). */
-static int is_fp8(hc_format_id id)
-{
-    return id == HC_FMT_F8E4M3 || id == HC_FMT_F8E5M2 || id == HC_FMT_F8E3M4;
-}
-
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-/* get_mma_b_dtype (config/mma.py) for float activations below sm100: the type
- * the tensor core sees the weight as. */
-static hc_format_id mma_b_type(hc_format_id a, hc_format_id b, int zp)
-{
-    const hc_format_info *bf = fmt(b);
-    if (is_fp8(a) && is_fp8(b)) return b;
-    if (!is_fp8(a) || bf->bits >= fmt(a)->bits) return a;
-    const hc_format_id cand[2] = {a, HC_FMT_F8E4M3};
-    for (int i = 0; i < 2; i++) {
-        const hc_format_info *t = fmt(cand[i]);
-        if (bf->kind != HC_KIND_FLOAT ? bf->bits <= t->man_bits + (zp ? 1 : 2)
-                                      : bf->man_bits <= t->man_bits && bf->exp_bits <= t->exp_bits)
-            return cand[i];
-    }
-    return a;
-}
-
-/* get_dtype_compatibility_error and the activation minimum SM. */
+/* get_dtype_compatibility_error, the activations' minimum SM, and int4
+ * activations only where 0.1.19 runs them. */
 static hc_status check_dtypes(const hc_layer_config *c, hc_error *err)
 {
-    const hc_format_info *a = fmt(c->act_format);
-    static const struct { hc_format_id a; int sm; } min_sm[] = {
-        {HC_FMT_F16, 75}, {HC_FMT_BF16, 80}, {HC_FMT_INT8, 75}, {HC_FMT_INT4, 75},
-        {HC_FMT_F8E4M3, 89}, {HC_FMT_F8E5M2, 89}};
-    int need = 0;
-    for (size_t i = 0; i < sizeof min_sm / sizeof min_sm[0]; i++)
-        if (min_sm[i].a == c->act_format) need = min_sm[i].sm;
-    if (need == 0)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "activation format %s: supported are float16, "
-                "bfloat16, float8e4m3, float8e5m2, int8 and int4", a->name);
-    if (c->sm < need)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s activations need sm >= %d (target sm %d)", a->name,
-                need, c->sm);
-    if (c->param_format != HC_FMT_F16 && c->param_format != HC_FMT_BF16)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer dtype %s: supported are float16 and bfloat16",
-                fmt(c->param_format)->name);
-    if (a->bits == 16 && c->act_format != c->param_format)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit activations must be the layer dtype (%s)",
-                fmt(c->param_format)->name);
-    if (c->act_format == HC_FMT_F8E5M2 && c->param_format != HC_FMT_BF16)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e5m2 activations need a bfloat16 layer dtype");
-    if (a->bits == 16 && fmt(c->scale_format)->bits == 16 && c->scale_format != c->act_format &&
-        c->scale_type != HC_SCALE_TENSOR)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit scales must be the activation dtype %s "
-                "(humming-kernels 0.1.19 refuses %s scales)", a->name, fmt(c->scale_format)->name);
+    HC_TRY(hc_layout_check_dtypes(c, err));
     if (c->act_format == HC_FMT_INT4 && c->sm >= 90) /* humming/tune: b4_allowed_dtypes */
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "humming-kernels 0.1.19 runs int4 activations on "
                 "sm75-sm89 only (vLLM would fall back to int8 activations)");
@@ -122,7 +76,8 @@ static hc_status check_int_act(const hc_layer_config *c, hc_error *err)
 static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
 {
     const hc_format_info *a = fmt(c->act_format), *b = fmt(c->weight_format);
-    hc_format_id mid = mma_b_type(c->act_format, c->weight_format, c->has_zero_point);
+    /* float8e3m4 operands (sm100+) are not modelled in the tiles: e3m4 = 0 */
+    hc_format_id mid = hc_layout_mma_b_type(c->act_format, c->weight_format, c->has_zero_point, 0);
     const hc_format_info *m = fmt(mid);
     if (mid == HC_FMT_F8E3M4) /* uses_undocumented_fp_operand: cubin patching, sm100+ */
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "float8e3m4 weights with %s activations need sm100+",
@@ -206,7 +161,7 @@ static int native_dequant_depends_on_nvrtc(const hc_layer_config *c)
 {
     const hc_format_id b = c->weight_format;
     return c->sm >= 100 && c->act_format == HC_FMT_BF16 &&
-           (b == HC_FMT_F4E2M1 || b == HC_FMT_F6E3M2 || b == HC_FMT_F6E2M3 || is_fp8(b));
+           (b == HC_FMT_F4E2M1 || b == HC_FMT_F6E3M2 || b == HC_FMT_F6E2M3 || hc_layout_is_fp8(b));
 }
 
 static hc_status check_config(const hc_layer_config *c, hc_error *err)
@@ -263,7 +218,7 @@ static void decide_blackwell(const hc_layer_config *c, hc_layer_meta *m)
     m->use_block_scaled_mma = mxmma_supported(c) ||
                               (umma && !is_int(c->act_format) && a <= 8 && c->group_size > 0);
     if (a == b) m->use_raw_weight = umma;
-    else m->use_raw_weight = umma && is_fp8(c->act_format) &&
+    else m->use_raw_weight = umma && hc_layout_is_fp8(c->act_format) &&
                              (w == HC_FMT_F4E2M1 || w == HC_FMT_F6E3M2 || w == HC_FMT_F6E2M3);
     if (m->use_block_scaled_mma && c->scale_type != HC_SCALE_CHANNEL &&
         c->scale_type != HC_SCALE_TENSOR)
