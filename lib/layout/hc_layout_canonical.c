@@ -70,38 +70,6 @@ static hc_status check_float_act(const hc_layer_config *c, hc_error *err)
     return HC_OK;
 }
 
-/* Scale type against group sizes and scale formats (HummingWeightSchema,
- * LayerConfig, the group-size limits of is_humming_schema_compatible). */
-static hc_status check_scales(const hc_layer_config *c, hc_error *err)
-{
-    int64_t gs = c->group_size;
-    hc_scale_type t = c->scale_type;
-    if ((t == HC_SCALE_CHANNEL || t == HC_SCALE_TENSOR) && gs != 0)
-        HC_FAIL(err, HC_ERR_ARG, "%s scales with group size %lld (must be 0)",
-                hc_scale_type_name(t), (long long)gs);
-    if ((t == HC_SCALE_GROUP || t == HC_SCALE_GROUP_TENSOR || t == HC_SCALE_BLOCK) && gs <= 0)
-        HC_FAIL(err, HC_ERR_ARG, "%s scales need a group size > 0", hc_scale_type_name(t));
-    int64_t min_gs = c->act_format == HC_FMT_INT4 ? 64 : fmt(c->act_format)->bits == 8 ? 32 : 16;
-    if (gs > 0 && gs < min_gs)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "group size %lld with %s activations: the smallest "
-                "is %lld", (long long)gs, fmt(c->act_format)->name, (long long)min_gs);
-    if (t == HC_SCALE_BLOCK && (c->group_size_n < 2 || c->scale_format != HC_FMT_F32))
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales need group_size_n > 1 and float32 scales");
-    if (t != HC_SCALE_BLOCK && c->group_size_n > 1)
-        HC_FAIL(err, HC_ERR_ARG, "group_size_n %lld needs the block scale type",
-                (long long)c->group_size_n);
-    if (c->has_zero_point && t != HC_SCALE_GROUP && t != HC_SCALE_CHANNEL)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "zero points need group or channel scales");
-    if (t == HC_SCALE_GROUP || t == HC_SCALE_CHANNEL || t == HC_SCALE_GROUP_TENSOR) {
-        hc_format_id s = c->scale_format;
-        if (s != HC_FMT_F16 && s != HC_FMT_BF16 && s != HC_FMT_F8E4M3 && s != HC_FMT_F8E5M2 &&
-            s != HC_FMT_F8E8M0)
-            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s scales must be float16, bfloat16, float8e4m3, "
-                    "float8e5m2 or float8e8m0", hc_scale_type_name(t));
-    }
-    return HC_OK;
-}
-
 /* The row-packed tensors' shapes: whole words, whole groups and blocks. */
 static hc_status check_shape(const hc_layer_config *c, const hc_layer_meta *m, hc_error *err)
 {
@@ -136,7 +104,7 @@ hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%d-bit weights need %s activations", b->bits,
                 b->bits > 4 ? "8- or 16-bit" : "4-, 8- or 16-bit");
     HC_TRY(is_int(cfg->act_format) ? check_int_act(cfg, err) : check_float_act(cfg, err));
-    HC_TRY(check_scales(cfg, err));
+    HC_TRY(hc_layout_check_scales(cfg, err));
     m->E = E;
     m->is_moe = is_moe != 0;
     m->N = m->Np = N;

@@ -46,6 +46,12 @@ hc_format_id hc_layout_mma_b_type(hc_format_id a, hc_format_id b, int zp, int e3
  * HC_ERR_UNSUPPORTED with the reason, else HC_OK. */
 hc_status hc_layout_check_dtypes(const hc_layer_config *c, hc_error *err);
 
+/* The scale type against the group sizes (LayerConfig.__post_init__), the
+ * smallest group per activation width, zero points only with group or
+ * channel scales, the scale formats: HC_ERR_ARG / HC_ERR_UNSUPPORTED with
+ * the reason, else HC_OK. */
+hc_status hc_layout_check_scales(const hc_layer_config *c, hc_error *err);
+
 /* hc_layer_plan for cfg->version == HC_HUMMING_CANONICAL (hc_layout_canonical.c). */
 hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                                   int64_t K, hc_layer_meta *meta, hc_error *err);

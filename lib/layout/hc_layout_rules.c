@@ -2,7 +2,8 @@
  * canonical validator (hc_layout_canonical.c) and the 0.1.19 tiles plan
  * (hc_layout_plan0119.c) apply: get_mma_b_dtype and
  * get_dtype_compatibility_error (humming/config/mma.py) with the activations'
- * minimum SM (humming/schema/humming.py). */
+ * minimum SM (humming/schema/humming.py), and the scale rules of
+ * LayerConfig.__post_init__ with the group-size limits. */
 #include "hc_layout_ops.h"
 
 static const hc_format_info *fmt(hc_format_id id) { return hc_format_get(id); }
@@ -54,5 +55,36 @@ hc_status hc_layout_check_dtypes(const hc_layer_config *c, hc_error *err)
         c->scale_type != HC_SCALE_TENSOR && c->scale_type != HC_SCALE_BLOCK)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "16-bit scales must be the activation dtype %s "
                 "(humming-kernels 0.1.19 refuses %s scales)", a->name, fmt(c->scale_format)->name);
+    return HC_OK;
+}
+
+hc_status hc_layout_check_scales(const hc_layer_config *c, hc_error *err)
+{
+    int64_t gs = c->group_size;
+    int a = fmt(c->act_format)->bits;
+    hc_scale_type t = c->scale_type;
+    if ((t == HC_SCALE_CHANNEL || t == HC_SCALE_TENSOR) && gs != 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s scales with group size %lld (must be 0)",
+                hc_scale_type_name(t), (long long)gs);
+    if ((t == HC_SCALE_GROUP || t == HC_SCALE_GROUP_TENSOR || t == HC_SCALE_BLOCK) && gs <= 0)
+        HC_FAIL(err, HC_ERR_ARG, "%s scales need a group size > 0", hc_scale_type_name(t));
+    int64_t min_gs = c->act_format == HC_FMT_INT4 ? 64 : a == 8 ? 32 : 16;
+    if (gs > 0 && gs < min_gs)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "group size %lld with %s activations: the smallest "
+                "is %lld", (long long)gs, fmt(c->act_format)->name, (long long)min_gs);
+    if (t == HC_SCALE_BLOCK && (c->group_size_n < 2 || c->scale_format != HC_FMT_F32))
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "block scales need group_size_n > 1 and float32 scales");
+    if (t != HC_SCALE_BLOCK && c->group_size_n > 1)
+        HC_FAIL(err, HC_ERR_ARG, "group_size_n %lld needs the block scale type",
+                (long long)c->group_size_n);
+    if (c->has_zero_point && t != HC_SCALE_GROUP && t != HC_SCALE_CHANNEL)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "zero points need group or channel scales");
+    if (t == HC_SCALE_GROUP || t == HC_SCALE_CHANNEL || t == HC_SCALE_GROUP_TENSOR) {
+        hc_format_id s = c->scale_format;
+        if (s != HC_FMT_F16 && s != HC_FMT_BF16 && s != HC_FMT_F8E4M3 && s != HC_FMT_F8E5M2 &&
+            s != HC_FMT_F8E8M0)
+            HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s scales must be float16, bfloat16, float8e4m3, "
+                    "float8e5m2 or float8e8m0", hc_scale_type_name(t));
+    }
     return HC_OK;
 }
