@@ -308,18 +308,6 @@ a8_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ xq, const float *
         }
 }
 
-__global__ void finish_kernel(hck_desc d, hck_ptrs p, const float *__restrict__ ws,
-                              const int64_t *__restrict__ offsets, int64_t rows, uint16_t *__restrict__ y)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * d.N;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t m = i / d.N, n = i % d.N;
-        int e = 0;
-        while (e + 1 < d.E && m >= offsets[e + 1]) e++;
-        y[i] = f2h(ws[i] + hck_bias(&d, &p, e, n), d.out_bf16);
-    }
-}
-
 /* The instantiations: (weight form, MT, TG). */
 #define HCK_A8_INSTANCES(X)                                                            \
     X(F_W4PK, 1, 1) X(F_W4PK, 4, 1) X(F_W4PK, 4, 2) X(F_E4M3, 1, 1) X(F_E4M3, 4, 1)    \
@@ -425,9 +413,7 @@ cudaError_t launch_a8(const hck_layer *L, const uint16_t *x, const int64_t *offs
     HCK_A8_INSTANCES(HCK_A8_CASE_)
 #undef HCK_A8_CASE_
     if ((e = cudaGetLastError()) != cudaSuccess || splits == 1) return e;
-    const int64_t fb = std::min<int64_t>(1024, (rows * d.N + 255) / 256);
-    finish_kernel<<<(unsigned)fb, 256, 0, st>>>(d, L->p, ws, offsets, rows, y);
-    return cudaGetLastError();
+    return launch_splitk_finish(L, ws, offsets, rows, y, st);
 }
 
 }  // namespace hck

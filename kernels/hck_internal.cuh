@@ -1,6 +1,7 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_wg8.cu, hck_act.cu), called by the C API
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_wg8.cu, hck_act.cu,
+ * hck_splitk.cu), called by the C API
  * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
 #define HCK_INTERNAL_CUH
@@ -46,6 +47,11 @@ cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t 
  * wgmma family. */
 cudaError_t launch_act8(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                         int64_t Kp, uint8_t *codes, float *scales, cudaStream_t st);
+
+/* y (rows, N) 16-bit = the split-K workspace ws (rows, N) float32 + bias, the
+ * rows of each expert by offsets[E+1] (hck_splitk.cu). */
+cudaError_t launch_splitk_finish(const hck_layer *L, const float *ws, const int64_t *offsets,
+                                 int64_t rows, uint16_t *y, cudaStream_t st);
 
 /* y (rows, N) 16-bit = codes . dequant(W_e)^T x token scale (+ bias) for the
  * rows of each expert (offsets[E+1] on the device, max_rows the largest

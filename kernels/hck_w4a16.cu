@@ -340,18 +340,6 @@ w4a16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64
                 }
 }
 
-__global__ void finish_kernel(hck_desc d, hck_ptrs p, const float *__restrict__ ws,
-                              const int64_t *__restrict__ offsets, int64_t rows, uint16_t *__restrict__ y)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * d.N;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t m = i / d.N, n = i % d.N;
-        int e = 0;
-        while (e + 1 < d.E && m >= offsets[e + 1]) e++;
-        y[i] = f2h(ws[i] + hck_bias(&d, &p, e, n), d.out_bf16);
-    }
-}
-
 /* The instantiations: (bf16, scales on C, MT, TG). */
 #define HCK_W4A16_INSTANCES(X)                                                                   \
     X(false, false, 1, 1) X(false, true, 1, 1) X(true, false, 1, 1) X(true, true, 1, 1)          \
@@ -462,8 +450,7 @@ cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *o
 #undef HCK_W4A16_CASE_
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || splits == 1) return e;
-    finish_kernel<<<1024, 256, 0, st>>>(d, L->p, ws, offsets, rows, y);
-    return cudaGetLastError();
+    return launch_splitk_finish(L, ws, offsets, rows, y, st);
 }
 
 }  // namespace hck

@@ -310,18 +310,6 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
 #endif
 }
 
-__global__ void finish_kernel(hck_desc d, hck_ptrs p, const float *__restrict__ ws,
-                              const int64_t *__restrict__ offsets, int64_t rows, uint16_t *__restrict__ y)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * d.N;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t m = i / d.N, n = i % d.N;
-        int e = 0;
-        while (e + 1 < d.E && m >= offsets[e + 1]) e++;
-        y[i] = f2h(ws[i] + hck_bias(&d, &p, e, n), d.out_bf16);
-    }
-}
-
 /* The instantiations: (weight form, NTOK, warpgroups). */
 #define HCK_WG8_INSTANCES(X)                                                                         \
     X(F_W4PK, 16, 1) X(F_W4PK, 128, 2) X(F_W4PK, 256, 2) X(F_E4M3, 16, 1) X(F_E4M3, 128, 2) X(F_E4M3, 256, 2)
@@ -410,9 +398,7 @@ cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *off
     HCK_WG8_INSTANCES(HCK_WG8_CASE_)
 #undef HCK_WG8_CASE_
     if ((e = cudaGetLastError()) != cudaSuccess || splits == 1) return e;
-    const int64_t fb = (rows * d.N + 255) / 256 < 1024 ? (rows * d.N + 255) / 256 : 1024;
-    finish_kernel<<<(unsigned)fb, 256, 0, st>>>(d, L->p, ws, offsets, rows, y);
-    return cudaGetLastError();
+    return launch_splitk_finish(L, ws, offsets, rows, y, st);
 }
 
 }  // namespace hck
