@@ -397,6 +397,27 @@ static void quantize_row(const hq_ctx *c, const hq_geom *q, const float *x, int6
     }
 }
 
+/* RTN over global row `row`: its first NaN/Inf into *nonfinite (returns 0),
+ * or the groups stored, codes into bc, the first bad group into *bad
+ * (returns 1); g holds q->g groups. */
+static int rtn_row(const hq_ctx *c, const hq_geom *q, const float *x, int64_t row,
+                    const float *s2, hq_sink *s, hq_group *g, uint8_t *bc, int64_t *bad,
+                    int64_t *nonfinite)
+{
+    int64_t e = row / q->n, r = row % q->n;
+    hq_s2 gs2 = group_s2(c, q, s->r, s2, e, r * q->g); /* the same over a row */
+    int64_t i = hq_rtn_row(c, x, q->g, q->gk, &gs2, g, bc);
+    if (i < q->k) {
+        if (row * q->k + i < *nonfinite) *nonfinite = row * q->k + i;
+        return 0;
+    }
+    for (int64_t gi = 0; gi < q->g; gi++) {
+        if (g[gi].bad && row * q->g + gi < *bad) *bad = row * q->g + gi;
+        store_group(c, s, e, r * q->g + gi, &g[gi]);
+    }
+    return 1;
+}
+
 /* After the row pass: the first NaN/Inf, else the first group whose scale
  * does not fit (both global indices, INT64_MAX if none). */
 static hc_status rows_verdict(const hq_ctx *c, const hq_geom *q, const hq_src *src,
@@ -433,12 +454,18 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
     {
         float *buf = src->w ? NULL : malloc((size_t)q->k * sizeof *buf);
         uint8_t *bc = malloc((size_t)q->k), *tmp = malloc((size_t)q->gk);
-        int ok = bc && tmp && (src->w || buf);
+        hq_group *g = malloc((size_t)q->g * sizeof *g);
+        int ok = bc && tmp && g && (src->w || buf);
         nomem |= !ok;
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; row++) {
             if (!ok) continue;
             const float *x = src_row(src, row, q->k, buf);
+            if (c->d.quantizer == HC_QUANTIZER_RTN) {
+                if (rtn_row(c, q, x, row, s2, s, g, bc, &bad, &nonfinite))
+                    hq_pack_row_isa(c->isa, bc, q->k, c->bits, s->r->codes + row * words);
+                continue;
+            }
             int64_t i = hq_first_nonfinite(c->isa, x, q->k);
             if (i < q->k) {
                 if (row * q->k + i < nonfinite) nonfinite = row * q->k + i;
@@ -450,6 +477,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
         free(buf);
         free(bc);
         free(tmp);
+        free(g);
     }
     if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
     return rows_verdict(c, q, src, s2, s, nonfinite, bad, err);

@@ -18,17 +18,32 @@
 #include "hc_quant_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HQ_HAVE_AVX2 1
 #else
 #define HQ_HAVE_AVX2 0
 #endif
 
+#if HQ_HAVE_AVX2
+/* F16C (the scale chain's float16 conversions), which every AVX2 CPU has;
+ * clang has no __builtin_cpu_supports("f16c"). */
+static int have_f16c(void)
+{
+#if defined(__clang__)
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+#else
+    return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
+
 int hq_isa_detect(void)
 {
 #if HQ_HAVE_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return HQ_ISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && have_f16c()) return HQ_ISA_AVX2;
 #endif
     return HQ_ISA_GENERIC;
 }
