@@ -58,25 +58,38 @@ HQ_AVX2 static __m256 reduce8(const __m256 *v, int is_max)
 #undef HQ_M
 }
 
+/* Max, min and NaN lanes of 4 groups of gk at x (one accumulator pair per
+ * group in registers: independent chains). */
+HQ_AVX2 static void stats4(const float *x, int64_t gk, __m256 *hi, __m256 *lo, __m256 *nan)
+{
+    __m256 h0 = _mm256_set1_ps(1e-30f), h1 = h0, h2 = h0, h3 = h0;
+    __m256 l0 = _mm256_set1_ps(-1e-30f), l1 = l0, l2 = l0, l3 = l0, u = *nan;
+    for (int64_t i = 0; i < gk; i += 8) {
+        __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + gk + i);
+        __m256 v2 = _mm256_loadu_ps(x + 2 * gk + i), v3 = _mm256_loadu_ps(x + 3 * gk + i);
+        h0 = _mm256_max_ps(v0, h0);
+        h1 = _mm256_max_ps(v1, h1);
+        h2 = _mm256_max_ps(v2, h2);
+        h3 = _mm256_max_ps(v3, h3);
+        l0 = _mm256_min_ps(v0, l0);
+        l1 = _mm256_min_ps(v1, l1);
+        l2 = _mm256_min_ps(v2, l2);
+        l3 = _mm256_min_ps(v3, l3);
+        u = _mm256_or_ps(u, _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q),
+                                         _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q)));
+    }
+    hi[0] = h0, hi[1] = h1, hi[2] = h2, hi[3] = h3;
+    lo[0] = l0, lo[1] = l1, lo[2] = l2, lo[3] = l3;
+    *nan = u;
+}
+
 /* Statistics of 8 groups of gk (% 8 == 0) at x, as hq_stats_isa; returns
- * nonzero when one of them holds a NaN or an Inf. Four groups at a time:
- * independent max/min chains. */
+ * nonzero when one of them holds a NaN or an Inf. */
 HQ_AVX2 static int stats8(const float *x, int64_t gk, __m256 *mx, __m256 *mn)
 {
     __m256 hi[8], lo[8], nan = _mm256_setzero_ps();
-    for (int q = 0; q < 8; q += 4) {
-        for (int j = q; j < q + 4; j++) {
-            hi[j] = _mm256_set1_ps(1e-30f);
-            lo[j] = _mm256_set1_ps(-1e-30f);
-        }
-        for (int64_t i = 0; i < gk; i += 8)
-            for (int j = q; j < q + 4; j++) {
-                __m256 v = _mm256_loadu_ps(x + j * gk + i);
-                hi[j] = _mm256_max_ps(v, hi[j]);
-                lo[j] = _mm256_min_ps(v, lo[j]);
-                nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-            }
-    }
+    stats4(x, gk, hi, lo, &nan);
+    stats4(x + 4 * gk, gk, hi + 4, lo + 4, &nan);
     *mx = reduce8(hi, 1);
     *mn = reduce8(lo, 0);
     __m256 inf = _mm256_set1_ps(__builtin_inff());
