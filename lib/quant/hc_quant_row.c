@@ -127,6 +127,18 @@ HQ_AVX2 static int64_t sym_avx2(const hq_ctx *c, float inv, const float *x, int6
     __m256 vinv = _mm256_set1_ps(inv), off = _mm256_set1_ps((float)c->offset);
     __m256 lo = _mm256_set1_ps((float)c->qlo), hi = _mm256_set1_ps((float)c->qhi);
     int64_t i = 0;
+    /* 32 codes a step: the two packs interleave the 128-bit halves, one
+     * permute restores the order */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; i + 32 <= n; i += 32) {
+#define HQ_SYM(p) _mm256_cvttps_epi32(clamp8(_mm256_add_ps(_mm256_round_ps( \
+        _mm256_mul_ps(_mm256_loadu_ps(p), vinv), HQ_RNE), off), lo, hi))
+        __m256i v0 = HQ_SYM(x + i), v1 = HQ_SYM(x + i + 8);
+        __m256i v2 = HQ_SYM(x + i + 16), v3 = HQ_SYM(x + i + 24);
+#undef HQ_SYM
+        __m256i w = _mm256_packus_epi16(_mm256_packus_epi32(v0, v1), _mm256_packus_epi32(v2, v3));
+        _mm256_storeu_si256((__m256i *)(codes + i), _mm256_permutevar8x32_epi32(w, order));
+    }
     for (; i + 8 <= n; i += 8) {
         __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), HQ_RNE);
         store8(clamp8(_mm256_add_ps(q, off), lo, hi), codes + i);
