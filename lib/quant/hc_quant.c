@@ -315,9 +315,17 @@ static void store_group(const hq_ctx *c, hq_sink *s, int64_t e, int64_t idx, con
     hc_quant_result *r = s->r;
     int64_t gi = e * r->group_rows * r->groups + idx;
     if (c->tensor) r->global_scale[e] = (float)g->val;
-    if (r->scales)
-        for (int b = 0; b < r->scale_bytes; b++)
-            r->scales[gi * r->scale_bytes + b] = (uint8_t)(g->scale_bits >> (8 * b));
+    uint8_t *p = r->scales ? r->scales + gi * r->scale_bytes : NULL;
+    switch (p ? r->scale_bytes : 0) { /* little-endian, in stores of constant width */
+    case 4:
+        p[3] = (uint8_t)(g->scale_bits >> 24);
+        p[2] = (uint8_t)(g->scale_bits >> 16);
+        /* fall through */
+    case 2: p[1] = (uint8_t)(g->scale_bits >> 8); /* fall through */
+    case 1: p[0] = (uint8_t)g->scale_bits; break;
+    default:
+        for (int b = 0; p && b < r->scale_bytes; b++) p[b] = (uint8_t)(g->scale_bits >> (8 * b));
+    }
     if (s->zq) s->zq[gi] = (uint8_t)g->zq;
     if (r->zero_points_f) r->zero_points_f[gi] = g->zf_bits;
 }
