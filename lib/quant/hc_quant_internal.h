@@ -81,6 +81,12 @@ void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
 int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, const hq_s2 *s2,
                    hq_group *g, uint8_t *codes);
 
+/* Symmetric integer codes of ng groups of n at x, group j's f32(1 / s) in
+ * inv[j], as hq_codes_isa: returns 0 (nothing done) unless c->isa has a
+ * loop for them. */
+int hq_sym_codes_isa(const hq_ctx *c, const float *inv, const float *x, int64_t ng, int64_t n,
+                     uint8_t *codes);
+
 /* hc_pack_row in isa's implementation. */
 void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t *w);
 

@@ -121,29 +121,39 @@ HQ_AVX2 static __m256 clamp8(__m256 v, __m256 lo, __m256 hi)
 
 #define HQ_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
-HQ_AVX2 static int64_t sym_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
-                                uint8_t *codes)
+/* Symmetric codes of ng groups of n (% 8 == 0) at x, group j's inverse scale
+ * inv[j], its codes at codes + j * n. */
+HQ_AVX2 static void sym_avx2(const hq_ctx *c, const float *inv, const float *x, int64_t ng,
+                             int64_t n, uint8_t *codes)
 {
-    __m256 vinv = _mm256_set1_ps(inv), off = _mm256_set1_ps((float)c->offset);
+    __m256 off = _mm256_set1_ps((float)c->offset);
     __m256 lo = _mm256_set1_ps((float)c->qlo), hi = _mm256_set1_ps((float)c->qhi);
-    int64_t i = 0;
-    /* 32 codes a step: the two packs interleave the 128-bit halves, one
-     * permute restores the order */
+    /* 32 codes a step, clamped before rounding to the integral bounds
+     * qlo - offset .. qhi - offset (the same code: rounding is monotonic and
+     * keeps integers; NaN -> the lower bound), the offset added to the
+     * signed bytes (exact: they lie in -128..127, the codes in 0..255); the
+     * packs interleave the 128-bit halves, one permute restores the order */
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    for (; i + 32 <= n; i += 32) {
-#define HQ_SYM(p) _mm256_cvttps_epi32(clamp8(_mm256_add_ps(_mm256_round_ps( \
-        _mm256_mul_ps(_mm256_loadu_ps(p), vinv), HQ_RNE), off), lo, hi))
-        __m256i v0 = HQ_SYM(x + i), v1 = HQ_SYM(x + i + 8);
-        __m256i v2 = HQ_SYM(x + i + 16), v3 = HQ_SYM(x + i + 24);
+    const __m256i boff = _mm256_set1_epi8((char)c->offset);
+    __m256 slo = _mm256_sub_ps(lo, off), shi = _mm256_sub_ps(hi, off);
+    for (int64_t j = 0; j < ng; j++, x += n, codes += n) {
+        __m256 vinv = _mm256_set1_ps(inv[j]);
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+#define HQ_SYM(p) _mm256_cvttps_epi32(_mm256_round_ps(clamp8(_mm256_mul_ps(_mm256_loadu_ps(p), \
+        vinv), slo, shi), HQ_RNE))
+            __m256i v0 = HQ_SYM(x + i), v1 = HQ_SYM(x + i + 8);
+            __m256i v2 = HQ_SYM(x + i + 16), v3 = HQ_SYM(x + i + 24);
 #undef HQ_SYM
-        __m256i w = _mm256_packus_epi16(_mm256_packus_epi32(v0, v1), _mm256_packus_epi32(v2, v3));
-        _mm256_storeu_si256((__m256i *)(codes + i), _mm256_permutevar8x32_epi32(w, order));
+            __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
+            w = _mm256_add_epi8(_mm256_permutevar8x32_epi32(w, order), boff);
+            _mm256_storeu_si256((__m256i *)(codes + i), w);
+        }
+        for (; i + 8 <= n; i += 8) {
+            __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), HQ_RNE);
+            store8(clamp8(_mm256_add_ps(q, off), lo, hi), codes + i);
+        }
     }
-    for (; i + 8 <= n; i += 8) {
-        __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), HQ_RNE);
-        store8(clamp8(_mm256_add_ps(q, off), lo, hi), codes + i);
-    }
-    return i;
 }
 
 /* Zero-point codes; stops early (returns the position) at a block where
@@ -238,7 +248,10 @@ static int64_t codes_avx2(const hq_ctx *c, const hq_group *g, const float *x, in
 {
     float inv = 1.0f / g->s;
     if (c->is_float) return c->wf->bits <= 8 ? float_avx2(c, inv, x, n, codes) : 0;
-    if (c->d.zero_point == HC_ZP_NONE) return sym_avx2(c, inv, x, n, codes);
+    if (c->d.zero_point == HC_ZP_NONE) {
+        sym_avx2(c, &inv, x, 1, n & ~(int64_t)7, codes);
+        return n & ~(int64_t)7;
+    }
     return zp_avx2(c, inv, g->mn_eff, x, n, codes);
 }
 #endif
@@ -264,6 +277,19 @@ int64_t hq_first_nonfinite(int isa, const float *x, int64_t n)
 #endif
     (void)isa;
     return nonfinite_generic(x, n);
+}
+
+int hq_sym_codes_isa(const hq_ctx *c, const float *inv, const float *x, int64_t ng, int64_t n,
+                     uint8_t *codes)
+{
+#if HQ_HAVE_AVX2
+    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && !c->is_float && c->d.zero_point == HC_ZP_NONE) {
+        sym_avx2(c, inv, x, ng, n, codes);
+        return 1;
+    }
+#endif
+    (void)c, (void)inv, (void)x, (void)ng, (void)n, (void)codes;
+    return 0;
 }
 
 void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n, uint8_t *codes)
