@@ -177,13 +177,16 @@ static void test_isas_agree(void **state)
 }
 
 /* The cross-group scale chain (hc_quant_chain.c, 8 groups per vector) on rows
- * of 11 and 17 groups (whole blocks of 8 and the rest), every scale format it
+ * of 11, 16 and 17 groups (whole blocks of 8 and the rest), every scale format it
  * takes and its neighbours, zero points, second scales, e8m0, float targets;
  * data as test_isas_agree's, plus passes whose scales overflow the scale
  * format (refused identically) and NaN/Inf at a row's start, middle, end. */
 static const isa_case chain_cases[] = {
     {"uint4 g128 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 128), 8, 128 * 11},
     {"uint4 g32 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 32), 8, 32 * 17},
+    {"uint4 g8 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 8), 8, 8 * 17},
+    {"uint4 g16 bf16 int zp", Q(HC_FMT_UINT4, HC_FMT_BF16, 16, .zero_point = HC_ZP_INT), 8,
+     16 * 16},
     {"uint4 g64 bf16", Q(HC_FMT_UINT4, HC_FMT_BF16, 64), 8, 64 * 11},
     {"int4 g128 f32", Q(HC_FMT_INT4, HC_FMT_F32, 128), 8, 128 * 17},
     {"uint8 g128 f16", Q(HC_FMT_UINT8, HC_FMT_F16, 128), 8, 128 * 11},

@@ -277,8 +277,9 @@ HQ_AVX2 static int chain8_run(const hq_ctx *c, const float *x, int64_t gk, const
 }
 
 /* Bound on |step| under which no code's value |lut - zp| * step overflows
- * float32: |lut| <= its largest entry, |zp| < 2^bits (an integer zero point
- * is a code; a float one is -mn / s, at most 2^bits - 1 before its rounding). */
+ * float32 (with a factor 2 to spare): |lut| <= its largest entry, |zp| <=
+ * 2^bits (an integer zero point is a code; a float one is -mn / s, at most
+ * about 2^bits - 1 before its 16-bit rounding). */
 static double step_limit(const hq_ctx *c)
 {
     double top = c->lut_hi > -c->lut_lo ? c->lut_hi : -c->lut_lo;
