@@ -213,16 +213,8 @@ static hc_status raw_scales_rows(const hq_ctx *c, const hq_geom *q, const hq_src
         for (int64_t row = 0; row < rows; row++) {
             if (!buf) continue;
             const float *x = src_row(src, row, q->k, buf);
-            int64_t i = hq_first_nonfinite(c->isa, x, q->k);
-            if (i < q->k) {
-                if (row * q->k + i < first) first = row * q->k + i;
-                continue;
-            }
-            for (int64_t gi = 0; gi < q->g; gi++) {
-                float mx, mn;
-                hq_stats_isa(c->isa, x + gi * q->gk, q->gk, &mx, &mn);
-                raw[row * q->g + gi] = hq_raw_scale(c, mx, mn);
-            }
+            int64_t i = hq_raw_row(c, x, q->g, q->gk, raw + row * q->g);
+            if (i < q->k && row * q->k + i < first) first = row * q->k + i;
         }
         free(buf);
     }

@@ -40,6 +40,18 @@ static int64_t rtn_row_generic(const hq_ctx *c, const float *x, int64_t ng, int6
     return n;
 }
 
+static int64_t raw_row_generic(const hq_ctx *c, const float *x, int64_t ng, int64_t gk,
+                               float *raw)
+{
+    int64_t n = ng * gk, i = hq_first_nonfinite(c->isa, x, n);
+    for (int64_t j = 0; i == n && j < ng; j++) {
+        float mx, mn;
+        hq_stats_isa(c->isa, x + j * gk, gk, &mx, &mn);
+        raw[j] = hq_raw_scale(c, mx, mn);
+    }
+    return i;
+}
+
 #if HQ_HAVE_AVX2
 #define HQ_AVX2 __attribute__((target("avx2,f16c")))
 
@@ -313,7 +325,36 @@ static int64_t rtn_row_avx2(const hq_ctx *c, const float *x, int64_t ng, int64_t
     }
     return n;
 }
+
+/* raw_row_generic 8 groups at a time; a lane raw8 hands back (an integer
+ * zero-point range that overflows float32) takes hq_raw_scale. */
+HQ_AVX2 static int64_t raw_row_avx2(const hq_ctx *c, const float *x, int64_t ng, int64_t gk,
+                                    float *raw)
+{
+    int64_t n = ng * gk, j = 0;
+    for (; j + 8 <= ng; j += 8) {
+        __m256 mx, mn;
+        if (stats8(x + j * gk, gk, &mx, &mn)) return hq_first_nonfinite(c->isa, x, n);
+        int keep = 0xFF;
+        _mm256_storeu_ps(raw + j, raw8(c, mx, mn, &keep));
+        float hi[8], lo[8];
+        _mm256_storeu_ps(hi, mx);
+        _mm256_storeu_ps(lo, mn);
+        for (int l = 0; l < 8; l++)
+            if (!(keep >> l & 1)) raw[j + l] = hq_raw_scale(c, hi[l], lo[l]);
+    }
+    int64_t i = raw_row_generic(c, x + j * gk, ng - j, gk, raw + j);
+    return i < n - j * gk ? i + j * gk : n;
+}
 #endif
+
+int64_t hq_raw_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, float *raw)
+{
+#if HQ_HAVE_AVX2
+    if (c->isa == HQ_ISA_AVX2 && gk % 8 == 0 && gk > 0) return raw_row_avx2(c, x, ng, gk, raw);
+#endif
+    return raw_row_generic(c, x, ng, gk, raw);
+}
 
 int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, const hq_s2 *s2,
                    hq_group *g, uint8_t *codes)

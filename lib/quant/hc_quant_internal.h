@@ -81,6 +81,11 @@ void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
 int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, const hq_s2 *s2,
                    hq_group *g, uint8_t *codes);
 
+/* hq_raw_scale of the statistics of each of the ng groups of gk along K of
+ * row x into raw[0..ng), in c->isa's implementation; returns the index of x's
+ * first NaN/Inf, ng*gk if none (raw then meaningless). */
+int64_t hq_raw_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, float *raw);
+
 /* Symmetric integer codes of ng groups of n at x, group j's f32(1 / s) in
  * inv[j], as hq_codes_isa: returns 0 (nothing done) unless c->isa has a
  * loop for them. */
