@@ -262,7 +262,7 @@ HQ_AVX2 static int chain8_run(const hq_ctx *c, const float *x, int64_t gk, const
     _mm256_storeu_si256((__m256i *)o.bits, bits);
     float inv[8];
     _mm256_storeu_ps(inv, _mm256_div_ps(_mm256_set1_ps(1.0f), s)); /* f32(1 / s) */
-    int sym = keep == 0xFF && hq_sym_codes_isa(c, inv, x, 8, gk, codes); /* all 8 at once */
+    int done = hq_codes8_isa(c, inv, x, gk, codes); /* lanes not kept: redone below */
     for (int j = 0; j < 8; j++) {
         const float *xj = x + j * gk;
         if (!(keep >> j & 1)) {
@@ -283,7 +283,7 @@ HQ_AVX2 static int chain8_run(const hq_ctx *c, const float *x, int64_t gk, const
             g[j].zp_val = o.zp_val[j];
             g[j].mn_eff = o.mn_eff[j];
         }
-        if (!sym) hq_codes_isa(c, &g[j], xj, gk, codes + j * gk);
+        if (!(done >> j & 1)) hq_codes_isa(c, &g[j], xj, gk, codes + j * gk);
     }
     return 0;
 }

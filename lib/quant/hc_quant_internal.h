@@ -86,11 +86,11 @@ int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, cons
  * first NaN/Inf, ng*gk if none (raw then meaningless). */
 int64_t hq_raw_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, float *raw);
 
-/* Symmetric integer codes of ng groups of n at x, group j's f32(1 / s) in
- * inv[j], as hq_codes_isa: returns 0 (nothing done) unless c->isa has a
- * loop for them. */
-int hq_sym_codes_isa(const hq_ctx *c, const float *inv, const float *x, int64_t ng, int64_t n,
-                     uint8_t *codes);
+/* Codes of 8 groups of n at x, group j's f32(1 / s) in inv[j] and its codes at
+ * codes + j * n, as hq_codes_isa gives them (symmetric integer and float
+ * targets); returns the mask of the groups done (0: none, where c->isa has no
+ * loop for them), the others left to hq_codes_isa. */
+int hq_codes8_isa(const hq_ctx *c, const float *inv, const float *x, int64_t n, uint8_t *codes);
 
 /* hc_pack_row in isa's implementation. */
 void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t *w);

@@ -223,23 +223,54 @@ HQ_AVX2 static __m256i float_code8(const fcode_k *p, __m256 y)
                            _mm256_srl_epi32(_mm256_and_si256(pick, p->fm), p->sh_code));
 }
 
-HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
-                                  uint8_t *codes)
+/* Float-target codes of x[0..n) under the constants p, stopping (returns
+ * the position) at a block with a NaN product, which the portable loop
+ * handles. */
+HQ_AVX2 static int64_t float_run(const fcode_k *p, float inv, const float *x, int64_t n,
+                                 uint8_t *codes)
 {
-    int k = 128 - (1 << (c->wf->exp_bits - 1));
-    if (k > 126 || k < 24) return 0; /* t's exponent range not as assumed: the portable loop */
-    fcode_k p;
-    fcode_init(c->wf, k, &p);
     __m256 vinv = _mm256_set1_ps(inv);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 y = _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv);
         if (_mm256_movemask_ps(_mm256_cmp_ps(y, y, _CMP_UNORD_Q))) break; /* NaN: portable */
-        __m256i v = float_code8(&p, y);
+        __m256i v = float_code8(p, y);
         __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(w, w));
     }
     return i;
+}
+
+/* The k of float_code8 for c's weight format; 0 where its exponent range is
+ * not as float_code8 assumes (the portable loop then). */
+static int float_k(const hq_ctx *c)
+{
+    int k = 128 - (1 << (c->wf->exp_bits - 1));
+    return k > 126 || k < 24 || c->wf->bits > 8 ? 0 : k;
+}
+
+HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
+                                  uint8_t *codes)
+{
+    int k = float_k(c);
+    if (!k) return 0;
+    fcode_k p;
+    fcode_init(c->wf, k, &p);
+    return float_run(&p, inv, x, n, codes);
+}
+
+/* float_avx2 over 8 groups of n with the constants set up once; returns the
+ * groups done whole. */
+HQ_AVX2 static int float8_avx2(const hq_ctx *c, const float *inv, const float *x, int64_t n,
+                               uint8_t *codes)
+{
+    int k = float_k(c), done = 0;
+    if (!k) return 0;
+    fcode_k p;
+    fcode_init(c->wf, k, &p);
+    for (int j = 0; j < 8; j++)
+        done |= (float_run(&p, inv[j], x + j * n, n, codes + j * n) == n) << j;
+    return done;
 }
 
 /* Codes of the leading whole blocks of 8; returns how many were done. */
@@ -247,7 +278,7 @@ static int64_t codes_avx2(const hq_ctx *c, const hq_group *g, const float *x, in
                           uint8_t *codes)
 {
     float inv = 1.0f / g->s;
-    if (c->is_float) return c->wf->bits <= 8 ? float_avx2(c, inv, x, n, codes) : 0;
+    if (c->is_float) return float_avx2(c, inv, x, n, codes);
     if (c->d.zero_point == HC_ZP_NONE) {
         sym_avx2(c, &inv, x, 1, n & ~(int64_t)7, codes);
         return n & ~(int64_t)7;
@@ -279,16 +310,16 @@ int64_t hq_first_nonfinite(int isa, const float *x, int64_t n)
     return nonfinite_generic(x, n);
 }
 
-int hq_sym_codes_isa(const hq_ctx *c, const float *inv, const float *x, int64_t ng, int64_t n,
-                     uint8_t *codes)
+int hq_codes8_isa(const hq_ctx *c, const float *inv, const float *x, int64_t n, uint8_t *codes)
 {
 #if HQ_HAVE_AVX2
-    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && !c->is_float && c->d.zero_point == HC_ZP_NONE) {
-        sym_avx2(c, inv, x, ng, n, codes);
-        return 1;
+    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && c->is_float) return float8_avx2(c, inv, x, n, codes);
+    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && c->d.zero_point == HC_ZP_NONE) {
+        sym_avx2(c, inv, x, 8, n, codes);
+        return 0xFF;
     }
 #endif
-    (void)c, (void)inv, (void)x, (void)ng, (void)n, (void)codes;
+    (void)c, (void)inv, (void)x, (void)n, (void)codes;
     return 0;
 }
 
