@@ -213,8 +213,10 @@ static const isa_case chain_cases[] = {
     {"mxfp4", Q(HC_FMT_F4E2M1, HC_FMT_F8E8M0, 32), 8, 32 * 17},
     {"fp8 e5m2 g64 f32", Q(HC_FMT_F8E5M2, HC_FMT_F32, 64), 8, 64 * 11},
     {"fp4 g32 f16", Q(HC_FMT_F4E2M1, HC_FMT_F16, 32), 8, 32 * 11},
-    {"nvfp4 (e4m3: portable chain)", Q(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, .global_scale = 1), 8,
-     16 * 17},
+    {"nvfp4", Q(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, .global_scale = 1), 8, 16 * 17},
+    {"fp4 g32 e4m3", Q(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32), 8, 32 * 11},
+    {"uint4 g32 e4m3", Q(HC_FMT_UINT4, HC_FMT_F8E4M3, 32), 8, 32 * 17},
+    {"int8 g16 e4m3 global", Q(HC_FMT_INT8, HC_FMT_F8E4M3, 16, .global_scale = 1), 8, 16 * 16},
     {"uint4 g128 mse (portable chain)", Q(HC_FMT_UINT4, HC_FMT_F16, 128,
                                           .quantizer = HC_QUANTIZER_MSE), 8, 128 * 11},
     {"uint4 channel f16 (one group)", Q(HC_FMT_UINT4, HC_FMT_F16, HC_QUANT_GROUP_CHANNEL), 8,
@@ -224,16 +226,22 @@ static const isa_case chain_cases[] = {
 /* Groups whose symmetric integer scale amax / 2^(b-1) is exactly one of the
  * rounding cases of the scale storage: bfloat16 and float16 ties (even and
  * odd) and their neighbours, powers of two and one ulp above (e8m0), float16
- * subnormals and their half-way point, float16 max. */
-static void fill_ties(float *w, int64_t count, int64_t run, int bits)
+ * subnormals and their half-way point, float16 max, e4m3 ties (normal and
+ * subnormal); those above smax (the scale format's largest value) are left
+ * out. */
+static void fill_ties(float *w, int64_t count, int64_t run, int bits, double smax)
 {
     static const uint32_t t[] = {0x3F818000, 0x3F808000, 0x3F808001, 0x3F817FFF, 0x3F801000,
                                  0x3F803000, 0x3F802FFF, 0x3F800001, 0x3F800000, 0x38800000,
-                                 0x38000000, 0x33000000, 0x33000001, 0x477FE000, 0x3E2AAAAB};
-    for (int64_t at = 0, gi = 0; at < count; at += run, gi++) {
+                                 0x38000000, 0x33000000, 0x33000001, 0x477FE000, 0x3E2AAAAB,
+                                 0x3F880000, 0x3F980000, 0x3F97FFFF, 0x3A800000, 0x3B400000,
+                                 0x3B3FFFFF, 0x43E00000, 0x43D80000};
+    const int64_t nt = (int64_t)(sizeof t / sizeof t[0]);
+    for (int64_t at = 0, gi = 0, ti = 0; at < count; at += run, gi++) {
         float s;
-        uint32_t u = t[gi % (int64_t)(sizeof t / sizeof t[0])];
-        memcpy(&s, &u, sizeof s);
+        do
+            memcpy(&s, &t[ti++ % nt], sizeof s);
+        while (s > smax);
         float m = (float)ldexp(s, bits - 1) * (gi % 2 ? -1.0f : 1.0f);
         for (int64_t i = at; i < at + run && i < count; i++)
             w[i] = (float)(urand() * 2.0 - 1.0) * m / 64.0f;
@@ -261,7 +269,8 @@ static void test_chain_agree(void **state)
             int64_t at[5] = {0, x->K / 2 + 3, x->K - 1, count - 1, x->K * 3 + 8};
             if (rep >= 4) w[at[rep - 4]] = rep % 2 ? NAN : (rep == 6 ? -INFINITY : INFINITY);
             const hc_format_info *wf = hc_format_get(x->d.weight_format);
-            if (rep == 2 && wf->kind != HC_KIND_FLOAT) fill_ties(w, count, run, wf->bits);
+            double smax = sf == HC_FMT_F8E8M0 ? 1e38 : hc_format_get(sf)->max_value;
+            if (rep == 2 && wf->kind != HC_KIND_FLOAT) fill_ties(w, count, run, wf->bits, smax);
             hc_status st = compare(x->name, x->d, E, x->N, x->K, w);
             ok += rep < 3 && st == HC_OK;
             if (rep >= 4 && st != HC_ERR_FORMAT) {

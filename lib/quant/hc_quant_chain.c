@@ -10,12 +10,14 @@
  *  - quotients in double, rounded once to float32 (CVTPD2PS in the default
  *    rounding mode, as the C cast);
  *  - float16 storage by F16C (IEEE round-to-nearest-even, as hc_f32_to_f16),
- *    bfloat16 by the same integer rounding as hc_f32_to_bf16;
+ *    bfloat16 by the same integer rounding as hc_f32_to_bf16, 8-bit float
+ *    scales (e4m3: NVFP4) by encode_scale8's bit operations and its table;
  *  - e8m0 as hc_e8m0_encode_ceil, on the float32 bits.
  * A lane leaves the vector chain for the portable one where anything out of
  * the ordinary could happen: a NaN scale, a stored scale that is not finite
  * or so large that a code's value could overflow float32 (fix_overflow), an
- * e8m0 code 0 or 255, a zero-point range that overflows. Those groups are
+ * e8m0 code 0 or 255, an 8-bit scale at or past the format's largest value
+ * (the codec), a zero-point range that overflows. Those groups are
  * then computed by hq_group_params / hq_group_codes themselves. */
 #include <string.h>
 
@@ -147,6 +149,30 @@ HQ_AVX2 static __m256i bf16_bits(__m256 v)
                                                                    lsb)), 16);
 }
 
+/* encode_scale8 (hc_quant_group.c) lane by lane for |v| below the format's
+ * largest value; clears *keep's other lanes (the codec's cases). */
+HQ_AVX2 static __m256i scale8_bits(const hq_ctx *c, __m256 v, int *keep)
+{
+    __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+    *keep &= _mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(c->slimit), _CMP_LT_OQ));
+    int M = c->sman;
+    __m256 t = _mm256_mul_ps(a, _mm256_set1_ps(c->ssub)), big = _mm256_set1_ps(0x1p23f);
+    __m256i ms = _mm256_cvttps_epi32(_mm256_sub_ps(_mm256_add_ps(t, big), big)); /* RNE */
+    __m256i u = _mm256_castps_si256(a), one = _mm256_set1_epi32(1);
+    __m128i sh = _mm_cvtsi32_si128(23 - M);
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32((1 << (22 - M)) - 1),
+                                                     _mm256_and_si256(_mm256_srl_epi32(u, sh), one)));
+    __m256i e = _mm256_sub_epi32(_mm256_srli_epi32(r, 23), _mm256_set1_epi32(127 + c->semin - 1));
+    __m256i mn = _mm256_or_si256(_mm256_sll_epi32(e, _mm_cvtsi32_si128(M)),
+                                 _mm256_and_si256(_mm256_srl_epi32(r, sh),
+                                                  _mm256_set1_epi32((1 << M) - 1)));
+    __m256 sub = _mm256_cmp_ps(a, _mm256_set1_ps(c->snorm), _CMP_LT_OQ);
+    __m256i m = _mm256_blendv_epi8(mn, ms, _mm256_castps_si256(sub));
+    __m256i sg = _mm256_and_si256(_mm256_srai_epi32(_mm256_castps_si256(v), 31),
+                                  _mm256_set1_epi32((int)c->ssign));
+    return _mm256_or_si256(m, sg);
+}
+
 /* Stored scale of the 8 scales *s into bits / dec (decoded, float32);
  * returns the lanes that stay in the chain. e8m0 replaces *s by its rounded
  * value, as e8m0_scale does. */
@@ -173,6 +199,13 @@ HQ_AVX2 static int store8(const hq_ctx *c, const hq_s2 *s2, __m256 *s, __m256i *
     } else if (c->d.scale_format == HC_FMT_BF16) {
         *bits = bf16_bits(v);
         *dec = _mm256_castsi256_ps(_mm256_slli_epi32(*bits, 16));
+    } else if (c->scale8) { /* decoded by the table: its values are float32 values */
+        uint32_t b[8];
+        float d[8];
+        *bits = scale8_bits(c, v, &keep);
+        _mm256_storeu_si256((__m256i *)b, *bits);
+        for (int l = 0; l < 8; l++) d[l] = (float)c->sdec[b[l] & 0xFF];
+        *dec = _mm256_loadu_ps(d);
     } else { /* HC_FMT_F32 */
         *bits = _mm256_castps_si256(v);
         *dec = v;
@@ -300,13 +333,12 @@ static double step_limit(const hq_ctx *c)
 }
 
 /* The vector chain covers RTN groups of a multiple of 8 elements with float16,
- * bfloat16, float32 or e8m0 scales (8-bit float scales: their tables, the
- * portable chain). */
+ * bfloat16, float32, e8m0 or table-coded 8-bit float scales (c->scale8). */
 static int chain_ok(const hq_ctx *c, int64_t gk)
 {
     hc_format_id sf = c->d.scale_format;
     return gk % 8 == 0 && gk > 0 && !c->tensor &&
-           (c->e8m0 || sf == HC_FMT_F16 || sf == HC_FMT_BF16 || sf == HC_FMT_F32);
+           (c->e8m0 || c->scale8 || sf == HC_FMT_F16 || sf == HC_FMT_BF16 || sf == HC_FMT_F32);
 }
 
 static int64_t rtn_row_avx2(const hq_ctx *c, const float *x, int64_t ng, int64_t gk,
