@@ -278,13 +278,15 @@ static hq_s2 group_s2(const hq_ctx *c, const hq_geom *q, const hc_quant_result *
 static void choose(const hq_ctx *c, const float *x, int64_t n, const hq_s2 *s2, hq_group *best,
                    uint8_t *bc, uint8_t *tmp)
 {
-    hq_group_params(c, x, n, 1.0f, s2, best);
+    float mx, mn; /* the statistics once, for every clip ratio */
+    hq_stats_isa(c->isa, x, n, &mx, &mn);
+    hq_group_params_stats(c, mx, mn, 1.0f, s2, best);
     hq_group_codes(c, best, x, n, bc);
     if (c->d.quantizer != HC_QUANTIZER_MSE || best->bad) return;
     double be = hq_group_sqerr(c, best, x, bc, n);
     for (int i = 1; i < HQ_MSE_STEPS; i++) {
         hq_group g;
-        hq_group_params(c, x, n, 1.0f - 0.01f * (float)i, s2, &g);
+        hq_group_params_stats(c, mx, mn, 1.0f - 0.01f * (float)i, s2, &g);
         if (g.bad) continue;
         hq_group_codes(c, &g, x, n, tmp);
         double e = hq_group_sqerr(c, &g, x, tmp, n);

@@ -106,6 +106,9 @@ float hq_raw_scale(const hq_ctx *c, float mx, float mn);
 /* Parameters of one group under second scale s2. */
 void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, const hq_s2 *s2,
                      hq_group *g);
+/* hq_group_params from the group's statistics mx, mn (hq_stats_isa). */
+void hq_group_params_stats(const hq_ctx *c, float mx, float mn, float ratio, const hq_s2 *s2,
+                           hq_group *g);
 void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                     uint8_t *codes);
 double hq_group_sqerr(const hq_ctx *c, const hq_group *g, const float *x,
