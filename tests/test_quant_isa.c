@@ -176,6 +176,116 @@ static void test_isas_agree(void **state)
     }
 }
 
+/* The cross-group scale chain (hc_quant_chain.c, 8 groups per vector) on rows
+ * of 11, 16 and 17 groups (whole blocks of 8 and the rest), every scale format it
+ * takes and its neighbours, zero points, second scales, e8m0, float targets;
+ * data as test_isas_agree's, plus passes whose scales overflow the scale
+ * format (refused identically) and NaN/Inf at a row's start, middle, end. */
+static const isa_case chain_cases[] = {
+    {"uint4 g128 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 128), 8, 128 * 11},
+    {"uint4 g32 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 32), 8, 32 * 17},
+    {"uint4 g8 f16", Q(HC_FMT_UINT4, HC_FMT_F16, 8), 8, 8 * 17},
+    {"uint4 g16 bf16 int zp", Q(HC_FMT_UINT4, HC_FMT_BF16, 16, .zero_point = HC_ZP_INT), 8,
+     16 * 16},
+    {"uint4 g64 bf16", Q(HC_FMT_UINT4, HC_FMT_BF16, 64), 8, 64 * 11},
+    {"int4 g128 f32", Q(HC_FMT_INT4, HC_FMT_F32, 128), 8, 128 * 17},
+    {"uint8 g128 f16", Q(HC_FMT_UINT8, HC_FMT_F16, 128), 8, 128 * 11},
+    {"uint2 g64 f16", Q(HC_FMT_UINT2, HC_FMT_F16, 64), 8, 64 * 17},
+    {"uint3 g32 bf16", Q(HC_FMT_UINT3, HC_FMT_BF16, 32), 8, 32 * 11},
+    {"uint1 g32 f32", Q(HC_FMT_UINT1, HC_FMT_F32, 32), 8, 32 * 17},
+    {"mxint4 (int4 g32 e8m0)", Q(HC_FMT_INT4, HC_FMT_F8E8M0, 32), 8, 32 * 17},
+    {"uint8 g32 e8m0", Q(HC_FMT_UINT8, HC_FMT_F8E8M0, 32), 8, 32 * 11},
+    {"uint4 g128 int zp f16", Q(HC_FMT_UINT4, HC_FMT_F16, 128, .zero_point = HC_ZP_INT), 8,
+     128 * 11},
+    {"uint4 g32 int zp e8m0", Q(HC_FMT_UINT4, HC_FMT_F8E8M0, 32, .zero_point = HC_ZP_INT), 8,
+     32 * 17},
+    {"uint8 g64 int zp f32", Q(HC_FMT_UINT8, HC_FMT_F32, 64, .zero_point = HC_ZP_INT), 8,
+     64 * 11},
+    {"uint4 g128 float zp f16", Q(HC_FMT_UINT4, HC_FMT_F16, 128, .zero_point = HC_ZP_FLOAT), 8,
+     128 * 11},
+    {"uint8 g32 float zp bf16", Q(HC_FMT_UINT8, HC_FMT_BF16, 32, .zero_point = HC_ZP_FLOAT), 8,
+     32 * 17},
+    {"uint4 g32 float zp f32", Q(HC_FMT_UINT4, HC_FMT_F32, 32, .zero_point = HC_ZP_FLOAT), 8,
+     32 * 11},
+    {"uint4 g128 f16 global", Q(HC_FMT_UINT4, HC_FMT_F16, 128, .global_scale = 1), 8, 128 * 11},
+    {"uint4 g64 bf16 channel s2", Q(HC_FMT_UINT4, HC_FMT_BF16, 64, .scale_2_channel = 1,
+                                    .scale_2_format = HC_FMT_BF16), 8, 64 * 17},
+    {"mxfp4", Q(HC_FMT_F4E2M1, HC_FMT_F8E8M0, 32), 8, 32 * 17},
+    {"fp8 e5m2 g64 f32", Q(HC_FMT_F8E5M2, HC_FMT_F32, 64), 8, 64 * 11},
+    {"fp4 g32 f16", Q(HC_FMT_F4E2M1, HC_FMT_F16, 32), 8, 32 * 11},
+    {"nvfp4", Q(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 16, .global_scale = 1), 8, 16 * 17},
+    {"fp4 g32 e4m3", Q(HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32), 8, 32 * 11},
+    {"uint4 g32 e4m3", Q(HC_FMT_UINT4, HC_FMT_F8E4M3, 32), 8, 32 * 17},
+    {"int8 g16 e4m3 global", Q(HC_FMT_INT8, HC_FMT_F8E4M3, 16, .global_scale = 1), 8, 16 * 16},
+    {"uint4 g128 mse (portable chain)", Q(HC_FMT_UINT4, HC_FMT_F16, 128,
+                                          .quantizer = HC_QUANTIZER_MSE), 8, 128 * 11},
+    {"uint4 channel f16 (one group)", Q(HC_FMT_UINT4, HC_FMT_F16, HC_QUANT_GROUP_CHANNEL), 8,
+     128 * 11},
+};
+
+/* Groups whose symmetric integer scale amax / 2^(b-1) is exactly one of the
+ * rounding cases of the scale storage: bfloat16 and float16 ties (even and
+ * odd) and their neighbours, powers of two and one ulp above (e8m0), float16
+ * subnormals and their half-way point, float16 max, e4m3 ties (normal and
+ * subnormal); those above smax (the scale format's largest value) are left
+ * out. */
+static void fill_ties(float *w, int64_t count, int64_t run, int bits, double smax)
+{
+    static const uint32_t t[] = {0x3F818000, 0x3F808000, 0x3F808001, 0x3F817FFF, 0x3F801000,
+                                 0x3F803000, 0x3F802FFF, 0x3F800001, 0x3F800000, 0x38800000,
+                                 0x38000000, 0x33000000, 0x33000001, 0x477FE000, 0x3E2AAAAB,
+                                 0x3F880000, 0x3F980000, 0x3F97FFFF, 0x3A800000, 0x3B400000,
+                                 0x3B3FFFFF, 0x43E00000, 0x43D80000};
+    const int64_t nt = (int64_t)(sizeof t / sizeof t[0]);
+    for (int64_t at = 0, gi = 0, ti = 0; at < count; at += run, gi++) {
+        float s;
+        do
+            memcpy(&s, &t[ti++ % nt], sizeof s);
+        while (s > smax);
+        float m = (float)ldexp(s, bits - 1) * (gi % 2 ? -1.0f : 1.0f);
+        for (int64_t i = at; i < at + run && i < count; i++)
+            w[i] = (float)(urand() * 2.0 - 1.0) * m / 64.0f;
+        w[at + (gi * 7) % run] = m;
+    }
+}
+
+static void test_chain_agree(void **state)
+{
+    (void)state;
+    skip_without_vectors();
+    for (size_t c = 0; c < sizeof chain_cases / sizeof chain_cases[0]; c++) {
+        const isa_case *x = &chain_cases[c];
+        int64_t E = 2, count = E * x->N * x->K, ok = 0;
+        float *w = malloc((size_t)count * sizeof *w);
+        assert_non_null(w);
+        int64_t run = x->d.group_size > 0 ? x->d.group_size : x->K;
+        hc_format_id sf = x->d.scale_format;
+        int top = sf == HC_FMT_F16 ? 10 : sf == HC_FMT_F8E4M3 ? 5 : 20;
+        float big = sf == HC_FMT_F16 ? 6e4f : sf == HC_FMT_F8E4M3 ? 1e3f : 1.0e38f;
+        for (int rep = 0; rep < 9; rep++) {
+            /* 0-2 fitting data (2: fill_ties), 3 scales past the format (f16 / e4m3: refused),
+             * 4-8 a NaN or Inf at a row's start, middle or end */
+            fill(w, count, run + (rep % 3) * 8, top, rep == 3 ? 3.0e38f : big);
+            int64_t at[5] = {0, x->K / 2 + 3, x->K - 1, count - 1, x->K * 3 + 8};
+            if (rep >= 4) w[at[rep - 4]] = rep % 2 ? NAN : (rep == 6 ? -INFINITY : INFINITY);
+            const hc_format_info *wf = hc_format_get(x->d.weight_format);
+            double smax = sf == HC_FMT_F8E8M0 ? 1e38 : hc_format_get(sf)->max_value;
+            if (rep == 2 && wf->kind != HC_KIND_FLOAT) fill_ties(w, count, run, wf->bits, smax);
+            hc_status st = compare(x->name, x->d, E, x->N, x->K, w);
+            ok += rep < 3 && st == HC_OK;
+            if (rep >= 4 && st != HC_ERR_FORMAT) {
+                print_error("%s: pass %d: a NaN/Inf not refused (status %d)\n", x->name, rep, st);
+                fail();
+            }
+        }
+        if (ok != 3) {
+            print_error("%s: fitting data refused: nothing compared\n", x->name);
+            fail();
+        }
+        free(w);
+    }
+}
+
 /* The vector loops stop at a block where x - mn' overflows; the portable
  * loop finishes in double: same codes. */
 static void test_zero_point_overflow(void **state)
@@ -268,6 +378,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isas_agree),
+        cmocka_unit_test(test_chain_agree),
         cmocka_unit_test(test_zero_point_overflow),
         cmocka_unit_test(test_pack_rows),
         cmocka_unit_test(test_scale_tables),

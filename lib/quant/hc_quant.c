@@ -213,16 +213,8 @@ static hc_status raw_scales_rows(const hq_ctx *c, const hq_geom *q, const hq_src
         for (int64_t row = 0; row < rows; row++) {
             if (!buf) continue;
             const float *x = src_row(src, row, q->k, buf);
-            int64_t i = hq_first_nonfinite(c->isa, x, q->k);
-            if (i < q->k) {
-                if (row * q->k + i < first) first = row * q->k + i;
-                continue;
-            }
-            for (int64_t gi = 0; gi < q->g; gi++) {
-                float mx, mn;
-                hq_stats_isa(c->isa, x + gi * q->gk, q->gk, &mx, &mn);
-                raw[row * q->g + gi] = hq_raw_scale(c, mx, mn);
-            }
+            int64_t i = hq_raw_row(c, x, q->g, q->gk, raw + row * q->g);
+            if (i < q->k && row * q->k + i < first) first = row * q->k + i;
         }
         free(buf);
     }
@@ -286,13 +278,15 @@ static hq_s2 group_s2(const hq_ctx *c, const hq_geom *q, const hc_quant_result *
 static void choose(const hq_ctx *c, const float *x, int64_t n, const hq_s2 *s2, hq_group *best,
                    uint8_t *bc, uint8_t *tmp)
 {
-    hq_group_params(c, x, n, 1.0f, s2, best);
+    float mx, mn; /* the statistics once, for every clip ratio */
+    hq_stats_isa(c->isa, x, n, &mx, &mn);
+    hq_group_params_stats(c, mx, mn, 1.0f, s2, best);
     hq_group_codes(c, best, x, n, bc);
     if (c->d.quantizer != HC_QUANTIZER_MSE || best->bad) return;
     double be = hq_group_sqerr(c, best, x, bc, n);
     for (int i = 1; i < HQ_MSE_STEPS; i++) {
         hq_group g;
-        hq_group_params(c, x, n, 1.0f - 0.01f * (float)i, s2, &g);
+        hq_group_params_stats(c, mx, mn, 1.0f - 0.01f * (float)i, s2, &g);
         if (g.bad) continue;
         hq_group_codes(c, &g, x, n, tmp);
         double e = hq_group_sqerr(c, &g, x, tmp, n);
@@ -315,9 +309,17 @@ static void store_group(const hq_ctx *c, hq_sink *s, int64_t e, int64_t idx, con
     hc_quant_result *r = s->r;
     int64_t gi = e * r->group_rows * r->groups + idx;
     if (c->tensor) r->global_scale[e] = (float)g->val;
-    if (r->scales)
-        for (int b = 0; b < r->scale_bytes; b++)
-            r->scales[gi * r->scale_bytes + b] = (uint8_t)(g->scale_bits >> (8 * b));
+    uint8_t *p = r->scales ? r->scales + gi * r->scale_bytes : NULL;
+    switch (p ? r->scale_bytes : 0) { /* little-endian, in stores of constant width */
+    case 4:
+        p[3] = (uint8_t)(g->scale_bits >> 24);
+        p[2] = (uint8_t)(g->scale_bits >> 16);
+        /* fall through */
+    case 2: p[1] = (uint8_t)(g->scale_bits >> 8); /* fall through */
+    case 1: p[0] = (uint8_t)g->scale_bits; break;
+    default:
+        for (int b = 0; p && b < r->scale_bytes; b++) p[b] = (uint8_t)(g->scale_bits >> (8 * b));
+    }
     if (s->zq) s->zq[gi] = (uint8_t)g->zq;
     if (r->zero_points_f) r->zero_points_f[gi] = g->zf_bits;
 }
@@ -397,6 +399,27 @@ static void quantize_row(const hq_ctx *c, const hq_geom *q, const float *x, int6
     }
 }
 
+/* RTN over global row `row`: its first NaN/Inf into *nonfinite (returns 0),
+ * or the groups stored, codes into bc, the first bad group into *bad
+ * (returns 1); g holds q->g groups. */
+static int rtn_row(const hq_ctx *c, const hq_geom *q, const float *x, int64_t row,
+                    const float *s2, hq_sink *s, hq_group *g, uint8_t *bc, int64_t *bad,
+                    int64_t *nonfinite)
+{
+    int64_t e = row / q->n, r = row % q->n;
+    hq_s2 gs2 = group_s2(c, q, s->r, s2, e, r * q->g); /* the same over a row */
+    int64_t i = hq_rtn_row(c, x, q->g, q->gk, &gs2, g, bc);
+    if (i < q->k) {
+        if (row * q->k + i < *nonfinite) *nonfinite = row * q->k + i;
+        return 0;
+    }
+    for (int64_t gi = 0; gi < q->g; gi++) {
+        if (g[gi].bad && row * q->g + gi < *bad) *bad = row * q->g + gi;
+        store_group(c, s, e, r * q->g + gi, &g[gi]);
+    }
+    return 1;
+}
+
 /* After the row pass: the first NaN/Inf, else the first group whose scale
  * does not fit (both global indices, INT64_MAX if none). */
 static hc_status rows_verdict(const hq_ctx *c, const hq_geom *q, const hq_src *src,
@@ -433,12 +456,18 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
     {
         float *buf = src->w ? NULL : malloc((size_t)q->k * sizeof *buf);
         uint8_t *bc = malloc((size_t)q->k), *tmp = malloc((size_t)q->gk);
-        int ok = bc && tmp && (src->w || buf);
+        hq_group *g = malloc((size_t)q->g * sizeof *g);
+        int ok = bc && tmp && g && (src->w || buf);
         nomem |= !ok;
 #pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; row++) {
             if (!ok) continue;
             const float *x = src_row(src, row, q->k, buf);
+            if (c->d.quantizer == HC_QUANTIZER_RTN) {
+                if (rtn_row(c, q, x, row, s2, s, g, bc, &bad, &nonfinite))
+                    hq_pack_row_isa(c->isa, bc, q->k, c->bits, s->r->codes + row * words);
+                continue;
+            }
             int64_t i = hq_first_nonfinite(c->isa, x, q->k);
             if (i < q->k) {
                 if (row * q->k + i < nonfinite) nonfinite = row * q->k + i;
@@ -450,6 +479,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
         free(buf);
         free(bc);
         free(tmp);
+        free(g);
     }
     if (nomem) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating quantize scratch");
     return rows_verdict(c, q, src, s2, s, nonfinite, bad, err);

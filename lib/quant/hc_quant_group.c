@@ -130,9 +130,16 @@ static void e8m0_scale(hq_group *g)
 void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, const hq_s2 *s2,
                      hq_group *g)
 {
-    memset(g, 0, sizeof *g);
     float mx, mn;
     hq_stats_isa(c->isa, x, n, &mx, &mn);
+    hq_group_params_stats(c, mx, mn, ratio, s2, g);
+}
+
+/* hq_group_params on the group's statistics, taken once for all clip ratios. */
+void hq_group_params_stats(const hq_ctx *c, float mx, float mn, float ratio, const hq_s2 *s2,
+                           hq_group *g)
+{
+    memset(g, 0, sizeof *g);
     mx *= ratio;
     mn *= ratio;
     g->s = hq_raw_scale(c, mx, mn);

@@ -41,7 +41,7 @@ typedef struct {
  * bit-identical results. */
 enum { HQ_ISA_GENERIC = 0, HQ_ISA_AVX2 = 1 };
 
-/* The best implementation this CPU runs. */
+/* The best implementation this CPU runs (AVX2: with F16C). */
 int hq_isa_detect(void);
 
 /* The second scale over a group (Humming's weight_scale_2), 1 if none. */
@@ -73,6 +73,25 @@ int64_t hq_first_nonfinite(int isa, const float *x, int64_t n);
 /* Codes of one group (without the overflow fix of hq_group_codes). */
 void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n, uint8_t *codes);
 
+/* RTN over one row x of ng groups of gk along K under second scale s2:
+ * hq_group_params (ratio 1) and hq_group_codes of every group into g[0..ng)
+ * and codes[0..ng*gk), in c->isa's implementation (hc_quant_chain.c). Returns
+ * the index of x's first NaN/Inf, ng*gk if none (g and codes are then
+ * meaningless). */
+int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, const hq_s2 *s2,
+                   hq_group *g, uint8_t *codes);
+
+/* hq_raw_scale of the statistics of each of the ng groups of gk along K of
+ * row x into raw[0..ng), in c->isa's implementation; returns the index of x's
+ * first NaN/Inf, ng*gk if none (raw then meaningless). */
+int64_t hq_raw_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, float *raw);
+
+/* Codes of 8 groups of n at x, group j's f32(1 / s) in inv[j] and its codes at
+ * codes + j * n, as hq_codes_isa gives them (symmetric integer and float
+ * targets); returns the mask of the groups done (0: none, where c->isa has no
+ * loop for them), the others left to hq_codes_isa. */
+int hq_codes8_isa(const hq_ctx *c, const float *inv, const float *x, int64_t n, uint8_t *codes);
+
 /* hc_pack_row in isa's implementation. */
 void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t *w);
 
@@ -87,6 +106,9 @@ float hq_raw_scale(const hq_ctx *c, float mx, float mn);
 /* Parameters of one group under second scale s2. */
 void hq_group_params(const hq_ctx *c, const float *x, int64_t n, float ratio, const hq_s2 *s2,
                      hq_group *g);
+/* hq_group_params from the group's statistics mx, mn (hq_stats_isa). */
+void hq_group_params_stats(const hq_ctx *c, float mx, float mn, float ratio, const hq_s2 *s2,
+                           hq_group *g);
 void hq_group_codes(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
                     uint8_t *codes);
 double hq_group_sqerr(const hq_ctx *c, const hq_group *g, const float *x,

@@ -18,17 +18,32 @@
 #include "hc_quant_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HQ_HAVE_AVX2 1
 #else
 #define HQ_HAVE_AVX2 0
 #endif
 
+#if HQ_HAVE_AVX2
+/* F16C (the scale chain's float16 conversions), which every AVX2 CPU has;
+ * clang has no __builtin_cpu_supports("f16c"). */
+static int have_f16c(void)
+{
+#if defined(__clang__)
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+#else
+    return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
+
 int hq_isa_detect(void)
 {
 #if HQ_HAVE_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return HQ_ISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && have_f16c()) return HQ_ISA_AVX2;
 #endif
     return HQ_ISA_GENERIC;
 }
@@ -106,17 +121,39 @@ HQ_AVX2 static __m256 clamp8(__m256 v, __m256 lo, __m256 hi)
 
 #define HQ_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
-HQ_AVX2 static int64_t sym_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
-                                uint8_t *codes)
+/* Symmetric codes of ng groups of n (% 8 == 0) at x, group j's inverse scale
+ * inv[j], its codes at codes + j * n. */
+HQ_AVX2 static void sym_avx2(const hq_ctx *c, const float *inv, const float *x, int64_t ng,
+                             int64_t n, uint8_t *codes)
 {
-    __m256 vinv = _mm256_set1_ps(inv), off = _mm256_set1_ps((float)c->offset);
+    __m256 off = _mm256_set1_ps((float)c->offset);
     __m256 lo = _mm256_set1_ps((float)c->qlo), hi = _mm256_set1_ps((float)c->qhi);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), HQ_RNE);
-        store8(clamp8(_mm256_add_ps(q, off), lo, hi), codes + i);
+    /* 32 codes a step, clamped before rounding to the integral bounds
+     * qlo - offset .. qhi - offset (the same code: rounding is monotonic and
+     * keeps integers; NaN -> the lower bound), the offset added to the
+     * signed bytes (exact: they lie in -128..127, the codes in 0..255); the
+     * packs interleave the 128-bit halves, one permute restores the order */
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i boff = _mm256_set1_epi8((char)c->offset);
+    __m256 slo = _mm256_sub_ps(lo, off), shi = _mm256_sub_ps(hi, off);
+    for (int64_t j = 0; j < ng; j++, x += n, codes += n) {
+        __m256 vinv = _mm256_set1_ps(inv[j]);
+        int64_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+#define HQ_SYM(p) _mm256_cvttps_epi32(_mm256_round_ps(clamp8(_mm256_mul_ps(_mm256_loadu_ps(p), \
+        vinv), slo, shi), HQ_RNE))
+            __m256i v0 = HQ_SYM(x + i), v1 = HQ_SYM(x + i + 8);
+            __m256i v2 = HQ_SYM(x + i + 16), v3 = HQ_SYM(x + i + 24);
+#undef HQ_SYM
+            __m256i w = _mm256_packs_epi16(_mm256_packs_epi32(v0, v1), _mm256_packs_epi32(v2, v3));
+            w = _mm256_add_epi8(_mm256_permutevar8x32_epi32(w, order), boff);
+            _mm256_storeu_si256((__m256i *)(codes + i), w);
+        }
+        for (; i + 8 <= n; i += 8) {
+            __m256 q = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), HQ_RNE);
+            store8(clamp8(_mm256_add_ps(q, off), lo, hi), codes + i);
+        }
     }
-    return i;
 }
 
 /* Zero-point codes; stops early (returns the position) at a block where
@@ -186,23 +223,54 @@ HQ_AVX2 static __m256i float_code8(const fcode_k *p, __m256 y)
                            _mm256_srl_epi32(_mm256_and_si256(pick, p->fm), p->sh_code));
 }
 
-HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
-                                  uint8_t *codes)
+/* Float-target codes of x[0..n) under the constants p, stopping (returns
+ * the position) at a block with a NaN product, which the portable loop
+ * handles. */
+HQ_AVX2 static int64_t float_run(const fcode_k *p, float inv, const float *x, int64_t n,
+                                 uint8_t *codes)
 {
-    int k = 128 - (1 << (c->wf->exp_bits - 1));
-    if (k > 126 || k < 24) return 0; /* t's exponent range not as assumed: the portable loop */
-    fcode_k p;
-    fcode_init(c->wf, k, &p);
     __m256 vinv = _mm256_set1_ps(inv);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 y = _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv);
         if (_mm256_movemask_ps(_mm256_cmp_ps(y, y, _CMP_UNORD_Q))) break; /* NaN: portable */
-        __m256i v = float_code8(&p, y);
+        __m256i v = float_code8(p, y);
         __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
         _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(w, w));
     }
     return i;
+}
+
+/* The k of float_code8 for c's weight format; 0 where its exponent range is
+ * not as float_code8 assumes (the portable loop then). */
+static int float_k(const hq_ctx *c)
+{
+    int k = 128 - (1 << (c->wf->exp_bits - 1));
+    return k > 126 || k < 24 || c->wf->bits > 8 ? 0 : k;
+}
+
+HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, int64_t n,
+                                  uint8_t *codes)
+{
+    int k = float_k(c);
+    if (!k) return 0;
+    fcode_k p;
+    fcode_init(c->wf, k, &p);
+    return float_run(&p, inv, x, n, codes);
+}
+
+/* float_avx2 over 8 groups of n with the constants set up once; returns the
+ * groups done whole. */
+HQ_AVX2 static int float8_avx2(const hq_ctx *c, const float *inv, const float *x, int64_t n,
+                               uint8_t *codes)
+{
+    int k = float_k(c), done = 0;
+    if (!k) return 0;
+    fcode_k p;
+    fcode_init(c->wf, k, &p);
+    for (int j = 0; j < 8; j++)
+        done |= (float_run(&p, inv[j], x + j * n, n, codes + j * n) == n) << j;
+    return done;
 }
 
 /* Codes of the leading whole blocks of 8; returns how many were done. */
@@ -210,8 +278,11 @@ static int64_t codes_avx2(const hq_ctx *c, const hq_group *g, const float *x, in
                           uint8_t *codes)
 {
     float inv = 1.0f / g->s;
-    if (c->is_float) return c->wf->bits <= 8 ? float_avx2(c, inv, x, n, codes) : 0;
-    if (c->d.zero_point == HC_ZP_NONE) return sym_avx2(c, inv, x, n, codes);
+    if (c->is_float) return float_avx2(c, inv, x, n, codes);
+    if (c->d.zero_point == HC_ZP_NONE) {
+        sym_avx2(c, &inv, x, 1, n & ~(int64_t)7, codes);
+        return n & ~(int64_t)7;
+    }
     return zp_avx2(c, inv, g->mn_eff, x, n, codes);
 }
 #endif
@@ -237,6 +308,19 @@ int64_t hq_first_nonfinite(int isa, const float *x, int64_t n)
 #endif
     (void)isa;
     return nonfinite_generic(x, n);
+}
+
+int hq_codes8_isa(const hq_ctx *c, const float *inv, const float *x, int64_t n, uint8_t *codes)
+{
+#if HQ_HAVE_AVX2
+    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && c->is_float) return float8_avx2(c, inv, x, n, codes);
+    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && c->d.zero_point == HC_ZP_NONE) {
+        sym_avx2(c, inv, x, 8, n, codes);
+        return 0xFF;
+    }
+#endif
+    (void)c, (void)inv, (void)x, (void)n, (void)codes;
+    return 0;
 }
 
 void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n, uint8_t *codes)
