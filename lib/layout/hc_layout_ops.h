@@ -52,6 +52,11 @@ hc_status hc_layout_check_dtypes(const hc_layer_config *c, hc_error *err);
  * the reason, else HC_OK. */
 hc_status hc_layout_check_scales(const hc_layer_config *c, hc_error *err);
 
+/* The shape meta->E/N/K and the row packing of meta->weight_bits-bit codes
+ * (and N-packed integer zero points) in whole 32-bit words: HC_ERR_ARG /
+ * HC_ERR_UNSUPPORTED with the reason, else HC_OK. */
+hc_status hc_layout_check_packing(const hc_layer_config *c, const hc_layer_meta *m, hc_error *err);
+
 /* hc_layer_plan for cfg->version == HC_HUMMING_CANONICAL (hc_layout_canonical.c). */
 hc_status hc_layer_plan_canonical(const hc_layer_config *cfg, int is_moe, int64_t E, int64_t N,
                                   int64_t K, hc_layer_meta *meta, hc_error *err);

@@ -156,17 +156,7 @@ static hc_status check_config(const hc_layer_config *c, hc_error *err)
 
 static hc_status check_shape(const hc_layer_config *c, hc_layer_meta *m, hc_error *err)
 {
-    int b = m->weight_bits;
-    if (m->E < 1 || (!m->is_moe && m->E != 1) || m->N < 1 || m->K < 1 ||
-        m->N > INT64_MAX / 64 || m->K > INT64_MAX / 64)
-        HC_FAIL(err, HC_ERR_ARG, "bad layer shape E=%lld N=%lld K=%lld (dense layers have E=1)",
-                (long long)m->E, (long long)m->N, (long long)m->K);
-    if (m->K * b % 32)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "row-packed %d-bit weights need K*%d to be a multiple "
-                "of 32 (K=%lld)", b, b, (long long)m->K);
-    if (c->has_zero_point && !c->is_fp_zero_point && m->N * b % 32)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "N-packed %d-bit zero points need N*%d to be a "
-                "multiple of 32 (N=%lld)", b, b, (long long)m->N);
+    HC_TRY(hc_layout_check_packing(c, m, err));
     if (c->group_size > 0 && (m->K % c->group_size || m->Kp % c->group_size))
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "K=%lld (padded %lld) is not a multiple of the group "
                 "size %lld", (long long)m->K, (long long)m->Kp, (long long)c->group_size);

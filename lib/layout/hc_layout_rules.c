@@ -6,6 +6,8 @@
  * LayerConfig.__post_init__ with the group-size limits. */
 #include "hc_layout_ops.h"
 
+#include <stdint.h>
+
 static const hc_format_info *fmt(hc_format_id id) { return hc_format_get(id); }
 
 int hc_layout_is_fp8(hc_format_id id)
@@ -86,5 +88,21 @@ hc_status hc_layout_check_scales(const hc_layer_config *c, hc_error *err)
             HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s scales must be float16, bfloat16, float8e4m3, "
                     "float8e5m2 or float8e8m0", hc_scale_type_name(t));
     }
+    return HC_OK;
+}
+
+hc_status hc_layout_check_packing(const hc_layer_config *c, const hc_layer_meta *m, hc_error *err)
+{
+    int b = m->weight_bits;
+    if (m->E < 1 || (!m->is_moe && m->E != 1) || m->N < 1 || m->K < 1 ||
+        m->N > INT64_MAX / 64 || m->K > INT64_MAX / 64)
+        HC_FAIL(err, HC_ERR_ARG, "bad layer shape E=%lld N=%lld K=%lld (dense layers have E=1)",
+                (long long)m->E, (long long)m->N, (long long)m->K);
+    if (m->K * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "row-packed %d-bit weights need K*%d to be a multiple "
+                "of 32 (K=%lld)", b, b, (long long)m->K);
+    if (c->has_zero_point && !c->is_fp_zero_point && m->N * b % 32)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "N-packed %d-bit zero points need N*%d to be a "
+                "multiple of 32 (N=%lld)", b, b, (long long)m->N);
     return HC_OK;
 }
