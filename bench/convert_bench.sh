@@ -174,6 +174,5 @@ if [ -z "$only" ] || [ "$only" = 7b ]; then
     echo
     echo "== Llama-2-7B-shaped fp16: $layers of its 32 layers, embedding and lm_head ($(($(stat -c %s "$dir/f16-7b/model.safetensors") / 1000000)) MB; largest tensor the 32000 x 4096 embedding / lm_head, $((largest / 1048576)) MiB, copied; largest quantized 11008 x 4096)"
     header
-    # per-tensor (NVFP4 global) scales of fused q/k/v and gate/up: tiles only (vLLM)
-    suite "$dir/f16-7b" "$largest" --layout tiles
+    suite "$dir/f16-7b" "$largest"
 fi
