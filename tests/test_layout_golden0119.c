@@ -294,6 +294,17 @@ static double fused_bound(const hc_layer_config *c, const hc_layer_meta *m,
     return ldexp(1.0, base - 128) * s2;
 }
 
+/* The vector's post.* tensors, each in its role of gold (zeroed first). */
+static void load_post(const hc_test_st_file *f, const hc_layer_config *c, hc_layer_tensors *gold)
+{
+    memset(gold, 0, sizeof *gold);
+    for (int r = 0; r < 5; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "post.%s", out_name(c, r));
+        if (hc_test_st_has(f, key)) assert_int_equal(hc_test_st_get(f, key, role_of(gold, r)), 0);
+    }
+}
+
 /* The verifier's decoder (written apart from the transform) reads the
  * vector's own post.* back to exactly the values of its pre.* (fused e8m0:
  * within fused_bound). */
@@ -306,12 +317,7 @@ static int decode_gold(const char *vec, const hc_test_st_file *f, const hc_layer
         return 0;
     }
     hc_layer_tensors gold;
-    memset(&gold, 0, sizeof gold);
-    for (int r = 0; r < 5; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "post.%s", out_name(c, r));
-        if (hc_test_st_has(f, key)) assert_int_equal(hc_test_st_get(f, key, role_of(&gold, r)), 0);
-    }
+    load_post(f, c, &gold);
     size_t n = (size_t)(m->E * m->Np * m->Kp), nr = (size_t)(m->E * m->N * m->K);
     float *W = calloc(n, sizeof *W), *R = calloc(nr, sizeof *R);
     assert_true(W && R);
@@ -353,6 +359,23 @@ static int open_vector(const vector_case *vc, hc_test_st_file *f, cJSON **meta)
     assert_string_equal(v, "0.1.19");
     *meta = cJSON_Parse(hc_test_st_meta(f, "meta"));
     assert_non_null(*meta);
+    return 1;
+}
+
+/* Opens a vector that has Humming's forward (x, y.humming): 0 (after
+ * skip() for a refusal or a missing vector) when there is nothing to run. */
+static int open_forward(const vector_case *vc, hc_test_st_file *f, cJSON **meta)
+{
+    if (vc->refusal || !open_vector(vc, f, meta)) {
+        skip();
+        return 0;
+    }
+    if (!hc_test_st_has(f, "y.humming")) { /* sm100 / sm120 and MoE fixtures: no forward */
+        printf("%s: no y.humming (made for a GPU we do not have, or an expert stack)\n", vc->name);
+        cJSON_Delete(*meta);
+        hc_test_st_close(f);
+        return 0;
+    }
     return 1;
 }
 
@@ -677,27 +700,13 @@ static void test_vector_gpu(void **state)
     }
     hc_test_st_file f;
     cJSON *meta = NULL;
-    if (vc->refusal || !open_vector(vc, &f, &meta)) {
-        skip();
-        return;
-    }
-    if (!hc_test_st_has(&f, "y.humming")) { /* sm100 / sm120 and MoE fixtures: no forward */
-        printf("%s: no y.humming (made for a GPU we do not have, or an expert stack)\n", vc->name);
-        cJSON_Delete(meta);
-        hc_test_st_close(&f);
-        return;
-    }
+    if (!open_forward(vc, &f, &meta)) return;
     hc_layer_config c;
     config_of(meta, &c);
     int64_t E = int_of(meta, "num_experts");
     hc_layer_tensors pre, gold;
     load_pre(&f, &pre);
-    memset(&gold, 0, sizeof gold);
-    for (int r = 0; r < 5; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "post.%s", out_name(&c, r));
-        if (hc_test_st_has(&f, key)) assert_int_equal(hc_test_st_get(&f, key, role_of(&gold, r)), 0);
-    }
+    load_post(&f, &c, &gold);
     hc_layer_meta m;
     hc_error err = {0};
     if (hc_layer_plan(&c, E > 0, E > 0 ? E : 1, int_of(meta, "n"), int_of(meta, "k"), &m, &err) != HC_OK)
@@ -719,26 +728,12 @@ static void test_vector_cpu(void **state)
     const vector_case *vc = *state;
     hc_test_st_file f;
     cJSON *meta = NULL;
-    if (vc->refusal || !open_vector(vc, &f, &meta)) {
-        skip();
-        return;
-    }
-    if (!hc_test_st_has(&f, "y.humming")) { /* sm100 / sm120 and MoE fixtures: no forward */
-        printf("%s: no y.humming (made for a GPU we do not have, or an expert stack)\n", vc->name);
-        cJSON_Delete(meta);
-        hc_test_st_close(&f);
-        return;
-    }
+    if (!open_forward(vc, &f, &meta)) return;
     hc_layer_config c;
     config_of(meta, &c);
     int64_t E0 = int_of(meta, "num_experts");
     hc_layer_tensors gold;
-    memset(&gold, 0, sizeof gold);
-    for (int r = 0; r < 5; r++) {
-        char key[64];
-        snprintf(key, sizeof key, "post.%s", out_name(&c, r));
-        if (hc_test_st_has(&f, key)) assert_int_equal(hc_test_st_get(&f, key, role_of(&gold, r)), 0);
-    }
+    load_post(&f, &c, &gold);
     hc_layer_meta m;
     hc_error err = {0};
     if (hc_layer_plan(&c, E0 > 0, E0 > 0 ? E0 : 1, int_of(meta, "n"), int_of(meta, "k"), &m,
