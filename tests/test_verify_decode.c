@@ -234,6 +234,37 @@ static void test_fused_and_padding(void **state)
     assert_int_equal(t.combos, 7);
 }
 
+/* A dense N x K layer planned and transformed from make_pre's tensors, with
+ * its exact source (the dequantized pre tensors) for a lossless check. */
+typedef struct {
+    hc_layer_meta m;
+    hc_layer_tensors pre, post;
+    float *src, *bias;
+    hc_verify_source s;
+} lossless_layer;
+
+static void lossless_open(const hc_layer_config *c, int64_t N, int64_t K, lossless_layer *L)
+{
+    hc_error err = {0};
+    assert_int_equal(hc_layer_plan(c, 0, 1, N, K, &L->m, &err), HC_OK);
+    make_pre(c, &L->m, &L->pre);
+    assert_int_equal(hc_layer_transform(c, &L->m, &L->pre, &L->post, &err), HC_OK);
+    L->src = malloc((size_t)(N * K) * sizeof(float));
+    L->bias = calloc((size_t)N, sizeof(float));
+    assert_true(L->src && L->bias);
+    assert_int_equal(hc_dequant_pre(c, &L->m, &L->pre, L->src, L->bias, &err), HC_OK);
+    hc_verify_source s = {L->src, L->pre.bias.data ? L->bias : NULL, 1, 0, 0.0, NULL, NULL};
+    L->s = s;
+}
+
+static void lossless_close(lossless_layer *L)
+{
+    free(L->src);
+    free(L->bias);
+    hc_layer_tensors_free(&L->pre);
+    hc_layer_tensors_free(&L->post);
+}
+
 /* A per-channel second scale: exact round trip (tiles, flat, packed-K and
  * fused e8m0, dense and MoE, padded), and a changed row of it fails the layer. */
 static void test_channel_scale_2(void **state)
@@ -263,28 +294,18 @@ static void test_channel_scale_2(void **state)
                          .act_format = HC_FMT_F16, .param_format = HC_FMT_F16,
                          .scale_type = HC_SCALE_GROUP, .group_size = 16, .scale_2_channel = 1,
                          .sm = 90};
-    hc_layer_meta m;
-    hc_error err = {0};
-    assert_int_equal(hc_layer_plan(&c, 0, 1, 256, 256, &m, &err), HC_OK);
-    hc_layer_tensors pre, post;
-    make_pre(&c, &m, &pre);
-    assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
-    float *src = malloc(256 * 256 * sizeof(float)), *bias = calloc(256, sizeof(float));
-    assert_true(src && bias);
-    assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
+    lossless_layer L;
+    lossless_open(&c, 256, 256, &L);
     hc_verify_params p = {.tokens = 8, .seed = 7};
     hc_verify_metrics r;
-    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    hc_error err = {0};
+    assert_int_equal(hc_verify_layer(&c, &L.m, &L.post, &L.s, &p, &r, &err), HC_OK);
     assert_true(r.pass);
-    ((uint16_t *)post.global_scale.data)[40] ^= 0x0400; /* one row's scale off by 2^+-1 */
-    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    ((uint16_t *)L.post.global_scale.data)[40] ^= 0x0400; /* one row's scale off by 2^+-1 */
+    assert_int_equal(hc_verify_layer(&c, &L.m, &L.post, &L.s, &p, &r, &err), HC_OK);
     assert_false(r.pass);
     assert_true(r.lossless_mismatches > 0);
-    free(src);
-    free(bias);
-    hc_layer_tensors_free(&pre);
-    hc_layer_tensors_free(&post);
+    lossless_close(&L);
 }
 
 /* One flipped word in the tile layout is found by hc_verify_layer. */
@@ -294,37 +315,28 @@ static void test_corruption_detected(void **state)
     hc_layer_config c = {.weight_format = HC_FMT_UINT4, .scale_format = HC_FMT_F16,
                          .act_format = HC_FMT_F16, .param_format = HC_FMT_F16,
                          .scale_type = HC_SCALE_GROUP, .group_size = 128, .sm = 90};
-    hc_layer_meta m;
-    hc_error err = {0};
-    assert_int_equal(hc_layer_plan(&c, 0, 1, 128, 256, &m, &err), HC_OK);
-    hc_layer_tensors pre, post;
-    make_pre(&c, &m, &pre);
-    assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
-    float *src = malloc(128 * 256 * sizeof(float)), *bias = calloc(128, sizeof(float));
-    assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-    hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
+    lossless_layer L;
+    lossless_open(&c, 128, 256, &L);
     hc_verify_params p = {.tokens = 8, .seed = 7};
     hc_verify_metrics r;
-    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    hc_error err = {0};
+    assert_int_equal(hc_verify_layer(&c, &L.m, &L.post, &L.s, &p, &r, &err), HC_OK);
     assert_true(r.pass);
     assert_int_equal(r.lossless_mismatches, 0);
     assert_true(r.gemm_rel_err == 0.0);
-    ((uint32_t *)post.weight.data)[77] ^= 0xFFFFFFFFu;
-    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    ((uint32_t *)L.post.weight.data)[77] ^= 0xFFFFFFFFu;
+    assert_int_equal(hc_verify_layer(&c, &L.m, &L.post, &L.s, &p, &r, &err), HC_OK);
     printf("flipped word: %lld mismatches, gemm_rel_err %g, reason: %s\n",
            (long long)r.lossless_mismatches, r.gemm_rel_err, r.reason);
     assert_false(r.pass);
     assert_true(r.lossless_mismatches > 0 && r.lossless_mismatches <= 8);
     /* a wrong global/scale (NaN) is reported as non-finite */
-    ((uint32_t *)post.weight.data)[77] ^= 0xFFFFFFFFu;
-    ((uint16_t *)post.weight_scale.data)[3] = 0x7E00;
-    assert_int_equal(hc_verify_layer(&c, &m, &post, &s, &p, &r, &err), HC_OK);
+    ((uint32_t *)L.post.weight.data)[77] ^= 0xFFFFFFFFu;
+    ((uint16_t *)L.post.weight_scale.data)[3] = 0x7E00;
+    assert_int_equal(hc_verify_layer(&c, &L.m, &L.post, &L.s, &p, &r, &err), HC_OK);
     assert_false(r.pass);
     assert_true(r.nonfinite > 0);
-    free(src);
-    free(bias);
-    hc_layer_tensors_free(&pre);
-    hc_layer_tensors_free(&post);
+    lossless_close(&L);
 }
 
 /* Source rows from an array: copied into buf for even rows, pointed at for
