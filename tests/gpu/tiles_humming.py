@@ -68,7 +68,7 @@ from humming_convert import TilesLayer  # noqa: E402
 from test_tiles_loader import write_odd  # noqa: E402
 
 PRESETS = ("w4a16 w8a16 w2a16 w4a8 w4a8-int8 w8a8 w8a8-int8 mxfp4 mxint4 fp8 nvfp4 mxfp4-a8 "
-           "mxfp4-int8")
+           "mxfp4-int8 w1a16 w3a16 w5a16 w6a16 w7a16 w4a4")
 # formats that are not presets of --list-formats: their CLI flags
 FORMAT_FLAGS = {"mxfp4-int8": ["--format", "mxfp4", "--activation", "int8"],
                 "nvfp4": ["--format", "nvfp4", "--global-scale", "channel"]}  # the form both layouts hold
