@@ -11,11 +11,12 @@
  * Codes become (code - 8) in 16 bits as in hck_w4a16.cu; group scales
  * multiply them in 16 bits (as Humming rounds value x scale), channel scales
  * the float32 sums. Both operands are staged per 64 k in a ring of S stages
- * filled with cp.async by every thread: the activations (rows, K) as 8 runs of
- * NTOK x 16 bytes (8 k of 8 tokens are one core matrix of wgmma's unswizzled
- * K-major layout; rows past the block's and k past K zero), the tiles' 4 tile
- * rows as they are (each lane's 16-byte word). Sums stay in the wgmma
- * accumulators over all k (float32).
+ * filled with cp.async by every thread: the activations (rows, K) as NTOK
+ * rows of 64 k with the 128-byte swizzle (the 16-byte unit u of token t at
+ * u ^ (t % 8): an unswizzled layout of 8 x 16-byte core matrices ran 1.5x
+ * slower; rows past the block's and k past K zero), the tiles' 4 tile rows as
+ * they are (each lane's 16-byte word). Sums stay in the wgmma accumulators
+ * over all k (float32).
  *
  * A block is 2 warpgroups of WT tiles each (128 WT columns) on NTOK tokens,
  * one barrier per round of two stages. A warpgroup decodes two k16 steps
@@ -32,18 +33,24 @@ namespace {
 
 constexpr int WG = 2; /* warpgroups per block */
 
-/* Shape of an instance. A stage: the activations of 64 k (XB bytes), then
- * each tile's 4 tile rows (2048 bytes). S stages, PF of them copied ahead:
- * a round refills two slots while the wgmmas of the previous stage may still
- * read theirs, hence PF + 3 <= S. */
+/* Shape of an instance. A stage: the activations of 64 k (XB bytes, NTOK
+ * rows of 128 bytes, 128-byte swizzle), then each tile's 4 tile rows (2048
+ * bytes). S stages, PF of them copied ahead: a round refills two slots while
+ * the wgmmas of the previous stage may still read theirs, hence PF + 3 <= S.
+ * GS: k16 steps per register set. */
 template <int NTOK, int WT> struct Geo {
     static constexpr int XB = NTOK * 128;
     static constexpr int SST = XB + WG * WT * 2048;
     static constexpr int S = 200 * 1024 / SST < 8 ? 200 * 1024 / SST : 8;
     static constexpr int PF = S - 3;
+    static constexpr int GS = 2;
 };
 
-template <int NTOK, int WT> constexpr size_t smem_bytes() { return (size_t)Geo<NTOK, WT>::S * Geo<NTOK, WT>::SST; }
+/* the ring and 1024 bytes to align it for the swizzle */
+template <int NTOK, int WT> constexpr size_t smem_bytes()
+{
+    return (size_t)Geo<NTOK, WT>::S * Geo<NTOK, WT>::SST + 1024;
+}
 
 #ifdef HCK_WGMMA
 using namespace wgmma;
@@ -93,7 +100,7 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     static_assert(Geo<NTOK, WT>::PF >= 2, "a ring of at least two stages ahead");
 #ifdef HCK_WGMMA
     using G = Geo<NTOK, WT>;
-    constexpr int S = G::S, PF = G::PF, NT = WG * 128;
+    constexpr int S = G::S, PF = G::PF, NT = WG * 128, GS = G::GS;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4;
     const int lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
@@ -107,8 +114,11 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     const int p0 = (int)((int64_t)rounds * split / splits), p1 = (int)((int64_t)rounds * (split + 1) / splits);
     const int s0 = 2 * p0, s1 = 2 * p1;
 
-    extern __shared__ __align__(128) uint8_t smem8[];
-    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem8);
+    extern __shared__ __align__(128) uint8_t smem_raw[];
+    const uint32_t sraw0 = (uint32_t)__cvta_generic_to_shared(smem_raw), sbase = (sraw0 + 1023) & ~1023u;
+    const uint8_t *smem8 = smem_raw + (sbase - sraw0);
+    /* column of the rows gq + 8 r of tile t */
+    auto col = [&](int t, int r) { return 64 * (int64_t)(tb0 + wg * WT + t) + 16 * warp + gq + 8 * r; };
 
     /* 64-k step s into ring slot s % S (an empty group past s1) */
     auto stage = [&](int s) {
@@ -120,7 +130,8 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
                 const int i = tid + j * NT, t = i / 8, c = i % 8;
                 const bool ok = t < brows && k0 + 8 * c < K;
                 const uint16_t *src = x + (bstart + t) * K + k0 + 8 * c;
-                cp_async16(dst + (uint32_t)(c * NTOK + t) * 16, ok ? (const void *)src : (const void *)x, ok ? 16 : 0);
+                cp_async16(dst + (uint32_t)(t * 128 + ((c ^ (t % 8)) * 16)), ok ? (const void *)src : (const void *)x,
+                           ok ? 16 : 0);
             }
 #pragma unroll
             for (int j = 0; j < WG * WT * 128 / NT; j++) { /* unit i: tile i / 128, row (i / 32) % 4, lane i % 32 */
@@ -138,15 +149,15 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
      * fp16 / bf16 pairs; raw values loaded a stage ahead */
     const int sbf = d.scale_kind == HCK_S_BF16;
     const uint16_t *sp = (const uint16_t *)p.s;
-    int64_t soff[WT][2];
+    int soff[WT][2];
     uint16_t sraw[WT][2];
     uint32_t sc[WT][2];
 #pragma unroll
     for (int t = 0; t < WT; t++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int64_t n = 64 * (int64_t)(tb0 + wg * WT + t) + 16 * warp + gq + 8 * h;
-            soff[t][h] = n < Np ? (n / 64) * 64 + hck_inv_perm(64, (int)(n % 64)) : -1;
+            const int64_t n = col(t, h);
+            soff[t][h] = n < Np ? (int)((n / 64) * 64 + hck_inv_perm(64, (int)(n % 64))) : -1;
             sraw[t][h] = 0, sc[t][h] = 0;
         }
     auto load_scales = [&](int s) {
@@ -163,7 +174,7 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     for (int t = 0; t < WT; t++)
 #pragma unroll
         for (int i = 0; i < NTOK / 2; i++) acc[t][i] = 0.0f;
-    uint32_t a[2][2][WT][4]; /* [register set][k16 step][tile][register] */
+    uint32_t a[2][GS][WT][4]; /* [register set][k16 step][tile][register] */
 
 #pragma unroll 1
     for (int u = 0; u < PF; u++) stage(s0 + u);
@@ -189,28 +200,29 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
                 load_scales(s + hs + 1);
             }
 #pragma unroll
-            for (int g = 0; g < 2; g++) { /* k16 steps 2 g, 2 g + 1 of the stage into register set g */
+            for (int g = 0; g < 4 / GS; g++) { /* k16 steps GS g.. of the stage into register set g % 2 */
+                const uint8_t *wst = smem8 + ((s + hs) % S) * G::SST + G::XB;
 #pragma unroll
-                for (int q = 0; q < 2; q++)
+                for (int q = 0; q < GS; q++) {
+                    const int row = GS * g + q;
 #pragma unroll
                     for (int t = 0; t < WT; t++) {
-                        const uint32_t w = *(const uint32_t *)(smem8 + ((s + hs) % S) * G::SST + G::XB +
-                                                               (wg * WT + t) * 2048 + (2 * g + q) * 512 + lane * 16 +
-                                                               warp * 4);
+                        const uint32_t w = *(const uint32_t *)(wst + (wg * WT + t) * 2048 + row * 512 + lane * 16 + warp * 4);
 #pragma unroll
                         for (int r = 0; r < 4; r++) {
                             uint32_t v = dq<BF>(w, hck_wg16_shift(r, 0));
                             if (!SC) v = fma2<BF>(v, sc[t][r % 2], 0x80008000u); /* -0: v s + (-0) = v s */
-                            a[g][q][t][r] = v;
+                            a[g % 2][q][t][r] = v;
                         }
-                        pin4(a[g][q][t]);
+                        pin4(a[g % 2][q][t]);
                     }
+                }
                 fence();
 #pragma unroll
-                for (int q = 0; q < 2; q++)
+                for (int q = 0; q < GS; q++)
 #pragma unroll
                     for (int t = 0; t < WT; t++)
-                        mma_rs<NTOK, BF>(acc[t], a[g][q][t], desc_k(slot + (uint32_t)((2 * g + q) * 2 * NTOK * 16), NTOK * 16));
+                        mma_rs<NTOK, BF>(acc[t], a[g % 2][q][t], desc_sw128(slot + (uint32_t)(32 * (GS * g + q))));
                 commit();
                 wait<1>();
             }
@@ -227,7 +239,7 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     for (int t = 0; t < WT; t++)
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int64_t n = 64 * (int64_t)(tb0 + wg * WT + t) + 16 * warp + gq + 8 * r;
+            const int64_t n = col(t, r);
             if (n >= d.N) continue;
             const float cs = (SC ? (float)hck_scale(&d, &p, e, n, 0, 0) : 1.0f) * gsc;
             const float b = splits > 1 ? 0.0f : hck_bias(&d, &p, e, n);

@@ -29,6 +29,14 @@ __device__ __forceinline__ uint64_t desc_k(uint32_t saddr, uint32_t lbo)
     return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(128 >> 4) << 32;
 }
 
+/* K-major descriptor with the 128-byte swizzle: rows of 128 bytes (64 k of
+ * 16 bits), the 16-byte unit u of row r at u ^ (r % 8), 8-row groups 1024 B
+ * apart from a 1024-aligned base; a k16 step starts 32 bytes on */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
+{
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
