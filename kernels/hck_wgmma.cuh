@@ -1,7 +1,7 @@
 /* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg16.cu)
- * share: cp.async, TMA boxes completing on mbarriers, the K-major
- * shared-memory descriptors, the accumulator operand lists of the inline
- * wgmma instructions and the fence / commit / wait steps. Device code for sm_90a only (HCK_WGMMA); the
+ * share: cp.async, the unswizzled K-major shared-memory descriptor, the
+ * accumulator operand lists of the inline wgmma instructions and the
+ * fence / commit / wait steps. Device code for sm_90a only (HCK_WGMMA); the
  * kernels of other architectures are empty and never launched. */
 #ifndef HCK_WGMMA_CUH
 #define HCK_WGMMA_CUH
@@ -35,36 +35,6 @@ __device__ __forceinline__ uint64_t desc_k(uint32_t saddr, uint32_t lbo)
 __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
 {
     return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-/* returns once the barrier's phase of the given parity has completed */
-__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
-{
-    uint32_t done = 0;
-    while (!done)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-}
-/* arrives on the barrier, which then also waits for `bytes` of copies */
-__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-/* bytes (a multiple of 16) global -> shared, completing on bar */
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-/* the box at (c0, c1) of a 2-D tensor map into shared memory, completing on bar */
-__device__ __forceinline__ void tma_box2(uint32_t dst, const void *tm, int c0, int c1, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 ::"r"(dst), "l"(tm), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
