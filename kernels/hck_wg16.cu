@@ -97,7 +97,8 @@ __global__ void __launch_bounds__(WG * 128, 1)
 wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_t *__restrict__ offsets,
             uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
-    static_assert(Geo<NTOK, WT>::PF >= 2, "a ring of at least two stages ahead");
+    static_assert(Geo<NTOK, WT>::PF >= 2 && 4 % Geo<NTOK, WT>::GS == 0,
+                  "a ring of at least two stages ahead; register sets of whole stages");
 #ifdef HCK_WGMMA
     using G = Geo<NTOK, WT>;
     constexpr int S = G::S, PF = G::PF, NT = WG * 128, GS = G::GS;
