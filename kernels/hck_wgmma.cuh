@@ -1,8 +1,9 @@
 /* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg16.cu)
- * share: cp.async, the unswizzled K-major shared-memory descriptor, the
- * accumulator operand lists of the inline wgmma instructions and the
- * fence / commit / wait steps. Device code for sm_90a only (HCK_WGMMA); the
- * kernels of other architectures are empty and never launched. */
+ * share: cp.async, the K-major shared-memory descriptors (unswizzled and
+ * 128-byte swizzled), the accumulator operand lists of the inline wgmma
+ * instructions and the fence / commit / wait steps. Device code for sm_90a
+ * only (HCK_WGMMA); the kernels of other architectures are empty and never
+ * launched. */
 #ifndef HCK_WGMMA_CUH
 #define HCK_WGMMA_CUH
 
