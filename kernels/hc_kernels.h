@@ -282,6 +282,21 @@ HCK_HD uint32_t hck_nib_e4m3(uint32_t b)
     return ((b & 0x07070707u) + s) | s << 7;
 }
 
+/* The 16-bit wgmma family's uint4 A operand (kernels/hck_wg16.cu) on the
+ * tiled layout of 16-bit activations: the first word of tile lane `lane` of
+ * the 64-column tile nb at tile row 0 (row kb: kb 2 Np words on); the
+ * family copies the lane's 4 words and warp w (0..3) of the warpgroup reads
+ * word w. */
+HCK_HD int64_t hck_wg16_lane_word(int64_t Np, int64_t Kp, int64_t e, int64_t nb, int lane)
+{
+    return hck_tile_word_at(4, 16, 0, Np, Kp, e, 0, nb, 0, lane, 0);
+}
+
+/* Bit position, in that word, of half h of register r (0..3) of the warp's
+ * m64nNk16 A fragment (the mma.m16n8k16 A fragment): the code of column
+ * 64 nb + 16 w + lane / 4 + 8 (r % 2), k = 16 kb + 2 (lane % 4) + 8 (r / 2) + h. */
+HCK_HD int hck_wg16_shift(int r, int h) { return 4 * (2 * (r % 2) + r / 2) + 16 * h; }
+
 /* Integer zero-point code of (e, n, g): perm64 entries, nibbles (b <= 4) or bytes. */
 HCK_HD uint32_t hck_zero_code(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n, int64_t g)
 {

@@ -84,12 +84,13 @@ struct Bufs {
     }
 };
 
-/* The launches of one GEMM: the fp8 wgmma family or an mma.sync family
+/* The launches of one GEMM: a wgmma family (sm90) or an mma.sync family
  * where one takes the layer, else activation quantization and the
  * verification GEMM. */
 cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cudaStream_t st)
 {
     const hck_desc &d = L->d;
+    if (hck::wg16_takes(d, L->sm, max_rows)) return hck::launch_wg16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::wg8_takes(d, L->sm))
         return hck::launch_wg8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
@@ -146,6 +147,7 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     CK(hck::w4a16_init());
     CK(hck::a8_init());
     if (L->sm == 90) CK(hck::wg8_init());
+    if (L->sm == 90) CK(hck::wg16_init());
     CK(upload(d->weight, d->weight_bytes, &L->p.w));
     CK(upload(d->scale, d->scale_bytes, &L->p.s));
     CK(upload(d->zero, d->zero_bytes, &L->p.z));

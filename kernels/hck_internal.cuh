@@ -1,6 +1,6 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_wg8.cu, hck_act.cu,
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_wg8.cu, hck_wg16.cu, hck_act.cu,
  * hck_splitk.cu), called by the C API
  * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
@@ -31,6 +31,35 @@ __device__ __forceinline__ uint16_t f2h(float v, int bf16)
 {
     if (bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
     return __half_as_ushort(__float2half_rn(v));
+}
+
+/* uint4 x 16-bit decoding, shared by the mma.sync (hck_w4a16.cu) and wgmma
+ * (hck_wg16.cu) families: a b + c on fp16 / bf16 pairs */
+template <bool BF>
+__device__ __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t r;
+    if (BF) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+/* two codes (halves of w >> sh) -> (code - 8) as a 16-bit pair */
+template <bool BF>
+__device__ __forceinline__ uint32_t dq(uint32_t w, int sh)
+{
+    const uint32_t magic = BF ? 0x43004300u : 0x64006400u;   /* 128 / 1024 */
+    const uint32_t one = BF ? 0x3f803f80u : 0x3c003c00u;
+    const uint32_t nb = BF ? 0xc308c308u : 0xe408e408u;      /* -136 / -1032 */
+    return fma2<BF>(((w >> sh) & 0x000f000fu) | magic, one, nb);
+}
+
+/* raw 16-bit scale (fp16 or bf16) -> the compute type, as the low half */
+template <bool BF>
+__device__ __forceinline__ uint32_t conv16(uint32_t raw, int sbf)
+{
+    if (sbf == (int)BF) return raw & 0xffffu;
+    return f2h(h2f((uint16_t)raw, sbf), BF);
 }
 
 /* Per-token quantization of x (rows, K) 16-bit: codes (rows, K) as floats
@@ -67,6 +96,15 @@ cudaError_t w4a16_init();
 size_t w4a16_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                          int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
+
+/* The Hopper 16-bit wgmma family (hck_wg16.cu, sm_90a): the layers of the
+ * uint4 x 16-bit family on an sm90 device where its tuning table takes
+ * max_rows tokens. Whether it takes the launch, its setup, and the launch on
+ * 16-bit x (rows, K) (ws: w4a16_ws_bytes). */
+bool wg16_takes(const hck_desc &d, int sm, int64_t max_rows);
+cudaError_t wg16_init();
+cudaError_t launch_wg16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                        int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
 
 /* The mma.sync fp8-activation family (hck_a8.cu): packed-K uint4 and flat
  * fp8 weights. Whether it takes the layer, its setup, its split-K workspace,

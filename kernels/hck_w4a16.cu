@@ -26,25 +26,6 @@ constexpr int WARPS = 4;
 constexpr size_t SMEM_MAX = 96 * 1024; /* dynamic shared memory limit set at layer creation */
 
 template <bool BF>
-__device__ __forceinline__ uint32_t fma2(uint32_t a, uint32_t b, uint32_t c)
-{
-    uint32_t r;
-    if (BF) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    else asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    return r;
-}
-
-/* two codes (halves of w >> sh) -> (code - 8) as a 16-bit pair */
-template <bool BF>
-__device__ __forceinline__ uint32_t dq(uint32_t w, int sh)
-{
-    const uint32_t magic = BF ? 0x43004300u : 0x64006400u;   /* 128 / 1024 */
-    const uint32_t one = BF ? 0x3f803f80u : 0x3c003c00u;
-    const uint32_t nb = BF ? 0xc308c308u : 0xe408e408u;      /* -136 / -1032 */
-    return fma2<BF>(((w >> sh) & 0x000f000fu) | magic, one, nb);
-}
-
-template <bool BF>
 __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
 {
     if (BF)
@@ -82,14 +63,6 @@ __device__ __forceinline__ void ldsm4(uint32_t *a, const void *p)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                  : "r"(s));
-}
-
-/* raw 16-bit scale (fp16 or bf16) -> the compute type, as the low half */
-template <bool BF>
-__device__ __forceinline__ uint32_t conv16(uint32_t raw, int sbf)
-{
-    if (sbf == (int)BF) return raw & 0xffffu;
-    return f2h(h2f((uint16_t)raw, sbf), BF);
 }
 
 /* TG > 1 (M > 64): TG groups of 4 warps on the same 4 column tiles and

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "hck_internal.cuh"
+#include "hck_wgmma.cuh"
 
 namespace hck {
 namespace {
@@ -54,39 +55,8 @@ template <int F, int NTOK, int WG> struct Geo {
 
 template <int F, int NTOK, int WG> constexpr size_t smem_bytes() { return (size_t)Geo<F, NTOK, WG>::S * Geo<F, NTOK, WG>::SST; }
 
-/* the device code exists for sm_90a only; elsewhere the kernels are empty and
- * never launched (wg8_takes) */
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define HCK_WG8 1
-#endif
-
-#ifdef HCK_WG8
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes));
-}
-
-/* unswizzled K-major descriptor: 16-byte rows, 8-row core matrices 128 B
- * apart, the next 16 k lbo bytes on */
-__device__ __forceinline__ uint64_t desc_k(uint32_t saddr, uint32_t lbo)
-{
-    return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(128 >> 4) << 32;
-}
-
-#define HCK_D8(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-#define HCK_D32(d) HCK_D8(d), HCK_D8((d + 8)), HCK_D8((d + 16)), HCK_D8((d + 24))
-#define HCK_D64(d) HCK_D32(d), HCK_D32((d + 32))
-#define HCK_D128(d) HCK_D64(d), HCK_D64((d + 64))
-#define HCK_R8(o) "%" #o "0, %" #o "1, %" #o "2, %" #o "3, %" #o "4, %" #o "5, %" #o "6, %" #o "7"
-#define HCK_R10(o) HCK_R8(o) ", %" #o "8, %" #o "9"
-#define HCK_D8_STR "{%0, %1, %2, %3, %4, %5, %6, %7}"
-#define HCK_D64_STR                                                                                 \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " HCK_R10(1) ", " HCK_R10(2) ", " HCK_R10(3) ", " \
-    HCK_R10(4) ", " HCK_R10(5) ", %60, %61, %62, %63}"
-#define HCK_D128_STR                                                                                \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " HCK_R10(1) ", " HCK_R10(2) ", " HCK_R10(3) ", " \
-    HCK_R10(4) ", " HCK_R10(5) ", " HCK_R10(6) ", " HCK_R10(7) ", " HCK_R10(8) ", " HCK_R10(9) \
-    ", " HCK_R10(10) ", " HCK_R10(11) ", %120, %121, %122, %123, %124, %125, %126, %127}"
+#ifdef HCK_WGMMA
+using namespace wgmma;
 
 /* d (64 x N) = (acc ? d : 0) + A (64 x 32 e4m3: registers a, or shared memory
  * by descriptor da) . B (shared memory, 32 x N e4m3) */
@@ -124,17 +94,6 @@ __device__ __forceinline__ void wgmma_ss(float *d, uint64_t da, uint64_t db)
                      : "l"(da), "l"(db));
 }
 
-/* keeps the compiler from reading the accumulators before the wait */
-template <int N> __device__ __forceinline__ void fence_acc(float *d)
-{
-    if (N == 16) asm volatile("" : HCK_D8(d)::"memory");
-    else if (N == 128) asm volatile("" : HCK_D64(d)::"memory");
-    else asm volatile("" : HCK_D128(d)::"memory");
-}
-
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 #endif
 
 template <int F, int NTOK, int WG>
@@ -146,7 +105,7 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
     static_assert(Geo<F, NTOK, WG>::PF >= 2 && Geo<F, NTOK, WG>::NH * Geo<F, NTOK, WG>::H == NTOK &&
                       Geo<F, NTOK, WG>::SS != Geo<F, NTOK, WG>::PROMOTE,
                   "a ring of at least two stages ahead; halves of NTOK");
-#ifdef HCK_WG8
+#ifdef HCK_WGMMA
     using G = Geo<F, NTOK, WG>;
     constexpr int S = G::S, PF = G::PF, H = G::H, NH = G::NH;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4;
@@ -240,15 +199,15 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
         stage(s + PF + 1);
         const uint32_t x0 = sbase + (uint32_t)((s % S) * G::SST), x1 = sbase + (uint32_t)(((s + 1) % S) * G::SST);
         if (G::SS) {
-            wg_fence();
+            fence();
 #pragma unroll
             for (int q = 0; q < 4; q++) {
                 const uint32_t xs = (q < 2 ? x0 : x1) + (uint32_t)((q % 2) * 2 * NTOK * 16);
                 const uint32_t as = (q < 2 ? x0 : x1) + wofs + (uint32_t)((q % 2) * 2048);
                 wgmma_ss<NTOK>(acc, desc_k(as, 1024), desc_k(xs, NTOK * 16));
             }
-            wg_commit();
-            wg_wait<1>();
+            commit();
+            wait<1>();
         } else {
             const float c0 = h2f(sc[0], sbf), c1 = h2f(sc[1], sbf);
             load_scales(pr + 1);
@@ -263,14 +222,14 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
             }
 #pragma unroll
             for (int h = 0; h < H; h++) {
-                wg_fence();
+                fence();
 #pragma unroll
                 for (int q = 0; q < 4; q++) {
                     const uint32_t xs = (q < 2 ? x0 : x1) + (uint32_t)((q % 2) * 2 * NTOK * 16 + h * NH * 16);
                     wgmma_rs<NH>(tmp, a[q], desc_k(xs, NTOK * 16), q > 0);
                 }
-                wg_commit();
-                wg_wait<0>();
+                commit();
+                wait<0>();
                 fence_acc<NH>(tmp);
                 float *ah = acc + h * (NH / 2);
 #pragma unroll
@@ -282,7 +241,7 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
         }
     }
     if (G::SS) {
-        wg_wait<0>();
+        wait<0>();
         fence_acc<NTOK>(acc);
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");

@@ -209,13 +209,14 @@ static int64_t check_blocks(const hck_desc *d, const hck_ptrs *p, const float *W
     return bad;
 }
 
-/* The fp8 wgmma family's A operands (kernels/hck_wg8.cu), against the
- * library's decode W: packed-K uint4 int->fp words as the lanes load them
- * (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512, and
+/* The wgmma families' A operands (kernels/hck_wg8.cu, hck_wg16.cu), against
+ * the library's decode W: packed-K uint4 int->fp words as the lanes load them
+ * (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512,
  * flat e4m3 bytes at the unswizzled core-matrix offsets the kernel copies
- * (hck_flat8_unit). Returns mismatches; *count: values checked (0 where the
+ * (hck_flat8_unit), and tiled uint4 x 16-bit codes at the A-fragment
+ * positions of hck_wg16_lane_word / hck_wg16_shift. Returns mismatches; *count: values checked (0 where the
  * family does not take the layer). */
-static int64_t check_wg8_operands(const hck_desc *d, const hck_ptrs *p, const float *W, int64_t *count)
+static int64_t check_wg_operands(const hck_desc *d, const hck_ptrs *p, const float *W, int64_t *count)
 {
     int64_t bad = 0;
     *count = 0;
@@ -242,6 +243,23 @@ static int64_t check_wg8_operands(const hck_desc *d, const hck_ptrs *p, const fl
                                     }
                                 }
                             }
+    } else if (d->layout == HCK_L_TILED && d->abits == 16 && d->wbits == 4 && d->wkind == HCK_W_UINT &&
+               d->zp_kind == HCK_Z_NONE && !d->transposed && !d->native_dequant) {
+        for (int64_t e = 0; e < d->E; e++)
+            for (int64_t kb = 0; kb < d->Kp / 16; kb++)
+                for (int nb = 0; nb < (int)(d->Np / 64); nb++)
+                    for (int w = 0; w < 4; w++)
+                        for (int lane = 0; lane < 32; lane++) {
+                            const uint32_t wd = p->w[hck_wg16_lane_word(d->Np, d->Kp, e, nb, lane) + kb * 2 * d->Np + w];
+                            for (int r = 0; r < 4; r++)
+                                for (int h = 0; h < 2; h++) {
+                                    const int64_t n = 64 * nb + 16 * w + lane / 4 + 8 * (r % 2);
+                                    const int64_t k = 16 * kb + 2 * (lane % 4) + 8 * (r / 2) + h;
+                                    const uint32_t c = (wd >> hck_wg16_shift(r, h)) & 15u;
+                                    bad += bits_of(hck_weight(d, p, c, e, n, k)) != bits_of(W[(e * d->Np + n) * d->Kp + k]);
+                                    (*count)++;
+                                }
+                        }
     } else if (d->layout == HCK_L_FLAT && d->wkind == HCK_W_FLOAT && d->weight_format == HC_FMT_F8E4M3) {
         const uint8_t *w8 = (const uint8_t *)(const void *)p->w;
         for (int64_t e = 0; e < d->E; e++)
@@ -292,7 +310,7 @@ static int64_t run_case(const kcase *kc)
     if (hc_verify_decode(&c, &m, &post, W, bias, &err) != HC_OK) fail_msg("%s: decode: %s", kc->name, err.msg);
     if (hc_dequant_pre(&c, &m, &pre, R, rb, &err) != HC_OK) fail_msg("%s: dequant: %s", kc->name, err.msg);
     int64_t bad = check_blocks(&d, &p, W), canon = 0, bbad = 0, wgn = 0;
-    const int64_t wgbad = check_wg8_operands(&d, &p, W, &wgn);
+    const int64_t wgbad = check_wg_operands(&d, &p, W, &wgn);
     for (int64_t e = 0; e < E; e++)
         for (int64_t n = 0; n < m.Np; n++) {
             bbad += bits_of(hck_bias(&d, &p, e, n)) != bits_of(bias[e * m.Np + n]);
@@ -322,7 +340,7 @@ static void test_layouts(void **st)
     (void)st;
     int64_t wg[3] = {0, 0, 0}; /* wgmma operand values checked per layout */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) wg[cases[i].layout] += run_case(&cases[i]);
-    assert_true(wg[HCK_L_PACKED_K] > 0 && wg[HCK_L_FLAT] > 0);
+    assert_true(wg[HCK_L_TILED] > 0 && wg[HCK_L_PACKED_K] > 0 && wg[HCK_L_FLAT] > 0);
 }
 
 /* hck_float_code equals the format table's value for every finite code of

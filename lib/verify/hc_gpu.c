@@ -108,8 +108,8 @@ int hc_gpu_available(char *why, size_t whylen)
 double hc_gpu_bound(hc_format_id param_format)
 {
     /* two output roundings plus the 16-bit rounding of value x scale in the
-     * mma.sync family (the verification GEMM's float32 products are exact),
-     * relative; docs/kernels.md */
+     * uint4 x 16-bit families, mma.sync and wgmma (the verification GEMM's
+     * float32 products are exact), relative; docs/kernels.md */
     double u_out = param_format == HC_FMT_BF16 ? 0x1p-8 : 0x1p-11;
     return 2.0 * u_out + 2.0 * 0x1p-11;
 }

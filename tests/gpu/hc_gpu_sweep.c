@@ -2,7 +2,8 @@
  * data, on the humming-kernels 0.1.19 tensors of every preset and the
  * combinations listed below (sm80 / sm89 and sm90: tiled, packed-K and flat
  * layouts as 0.1.19 picks them), fp16 and bf16 layers, dense shapes that need
- * N and K padding with M = 1, 7, 16, 128, 1000, and MoE stacks. Prints one
+ * N and K padding with M = 1, 7, 16, 128, 1000, and MoE stacks (M = 7, 16,
+ * 100). Prints one
  * line per case and a summary; exits 1 on any failure, 77 (skipped) with a
  * "SKIP[gpu]:" notice when no GPU is present.
  *
@@ -392,7 +393,7 @@ int main(int argc, char **argv)
     tally ty;
     memset(&ty, 0, sizeof ty);
     int qbad = check_quantizer();
-    static const int Ms_full[5] = {1, 7, 16, 128, 1000}, Ms_moe[2] = {7, 16};
+    static const int Ms_full[5] = {1, 7, 16, 128, 1000}, Ms_moe[3] = {7, 16, 100};
     const int np = hc_preset_count(), ne = (int)(sizeof extra / sizeof extra[0]);
     for (int i = 0; i < np + ne; i++) {
         const char *name = i < np ? hc_preset_at(i)->name : extra[i - np].name;
@@ -404,10 +405,11 @@ int main(int argc, char **argv)
                 hc_format_id act = t->activation;
                 int fp8 = act == HC_FMT_F8E4M3 || act == HC_FMT_F8E5M2;
                 int sm_t = a ? 90 : fp8 ? 89 : 80; /* fp8 activations need sm89+ */
-                int full = !quick && p == a; /* all M on fp16/sm80 and bf16/sm90 */
+                /* all M on fp16/sm80 and sm90 (where the wgmma families take M > 16) */
+                int full = !quick && (p == a || a == 1);
                 run_case(name, t, param, sm_t, 0, full ? Ms_full : Ms_full + 2, full ? 5 : 1, &ty);
                 if (!quick || (p == 0 && a == 1))
-                    run_case(name, t, param, sm_t, 1, Ms_moe, 2, &ty);
+                    run_case(name, t, param, sm_t, 1, Ms_moe, quick ? 2 : 3, &ty);
             }
     }
     printf("SUMMARY: %d GEMM cases, %d failed, %d combinations refused by the plan; "

@@ -1,0 +1,82 @@
+/* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg16.cu)
+ * share: cp.async, the K-major shared-memory descriptors (unswizzled and
+ * 128-byte swizzled), the accumulator operand lists of the inline wgmma
+ * instructions and the fence / commit / wait steps. Device code for sm_90a
+ * only (HCK_WGMMA); the kernels of other architectures are empty and never
+ * launched. */
+#ifndef HCK_WGMMA_CUH
+#define HCK_WGMMA_CUH
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HCK_WGMMA 1
+#endif
+
+#ifdef HCK_WGMMA
+namespace hck {
+namespace wgmma {
+
+/* 16 bytes global -> shared; bytes < 16 fills the rest with zeros */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+/* unswizzled K-major descriptor: 16-byte rows, 8-row core matrices 128 B
+ * apart, the next core matrix along k lbo bytes on */
+__device__ __forceinline__ uint64_t desc_k(uint32_t saddr, uint32_t lbo)
+{
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(128 >> 4) << 32;
+}
+
+/* K-major descriptor with the 128-byte swizzle: rows of 128 bytes (64 k of
+ * 16 bits), the 16-byte unit u of row r at u ^ (r % 8), 8-row groups 1024 B
+ * apart from a 1024-aligned base; a k16 step starts 32 bytes on */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
+{
+    return (uint64_t)((saddr & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+}  // namespace wgmma
+}  // namespace hck
+
+/* accumulator operand lists ("+f", d[0] ..) and their register strings */
+#define HCK_D8(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+#define HCK_D32(d) HCK_D8(d), HCK_D8((d + 8)), HCK_D8((d + 16)), HCK_D8((d + 24))
+#define HCK_D64(d) HCK_D32(d), HCK_D32((d + 32))
+#define HCK_D128(d) HCK_D64(d), HCK_D64((d + 64))
+#define HCK_R8(o) "%" #o "0, %" #o "1, %" #o "2, %" #o "3, %" #o "4, %" #o "5, %" #o "6, %" #o "7"
+#define HCK_R10(o) HCK_R8(o) ", %" #o "8, %" #o "9"
+#define HCK_D8_STR "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define HCK_D32_STR "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " HCK_R10(1) ", " HCK_R10(2) ", %30, %31}"
+#define HCK_D64_STR                                                                                 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " HCK_R10(1) ", " HCK_R10(2) ", " HCK_R10(3) ", " \
+    HCK_R10(4) ", " HCK_R10(5) ", %60, %61, %62, %63}"
+#define HCK_D128_STR                                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " HCK_R10(1) ", " HCK_R10(2) ", " HCK_R10(3) ", " \
+    HCK_R10(4) ", " HCK_R10(5) ", " HCK_R10(6) ", " HCK_R10(7) ", " HCK_R10(8) ", " HCK_R10(9) \
+    ", " HCK_R10(10) ", " HCK_R10(11) ", %120, %121, %122, %123, %124, %125, %126, %127}"
+
+namespace hck {
+namespace wgmma {
+
+/* keeps the compiler from reading or moving the N / 2 accumulators of a
+ * 64 x N tile across the asynchronous window */
+template <int N> __device__ __forceinline__ void fence_acc(float *d)
+{
+    if (N == 16) asm volatile("" : HCK_D8(d)::"memory");
+    else if (N == 64) asm volatile("" : HCK_D32(d)::"memory");
+    else if (N == 128) asm volatile("" : HCK_D64(d)::"memory");
+    else asm volatile("" : HCK_D128(d)::"memory");
+}
+
+}  // namespace wgmma
+}  // namespace hck
+#endif
+
+#endif
