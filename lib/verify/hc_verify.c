@@ -36,6 +36,7 @@ typedef struct {
     float *Wd, *bd, *Wu, *x, *xq, *yref, *y, *yq;
     hc_verify_row_sums *rows;       /* the weight checks' sums per row (E * N) */
     double *energy;                 /* the source's sum of squares per row */
+    hc_verify_act ax, axq;          /* x and xq for hc_verify_gemm_acc (panels) */
     int yref_done;                  /* panels: yref computed with them */
 } buffers;
 
@@ -51,6 +52,8 @@ static void buffers_free(buffers *b)
     free(b->yq);
     free(b->rows);
     free(b->energy);
+    hc_verify_act_free(&b->ax);
+    hc_verify_act_free(&b->axq);
 }
 
 /* Panels (run_panels): no full decoded weights. */
@@ -399,7 +402,7 @@ static void ws_free(panel_ws *w)
  * operations on the same values; lanes start at +0, so not even the sign
  * of a zero differs): they are copied at the first slab that differs. */
 static void panel_slab(const hc_layer_meta *m, const hc_verify_decoder *dec,
-                       const hc_verify_row_opts *o, int M, const buffers *b, int64_t e,
+                       const hc_verify_row_opts *o, const buffers *b, int64_t e,
                        int64_t nb, const float *ref, int64_t k0, int64_t kw, panel_ws *w,
                        int *equal)
 {
@@ -416,9 +419,9 @@ static void panel_slab(const hc_layer_meta *m, const hc_verify_decoder *dec,
         memcpy(acc_ref, acc_y, (size_t)len * sizeof *acc_ref);
         *equal = 0;
     }
-    if (!*equal) hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, ref + k0, 64, K, acc_ref);
-    hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, w->P, 64, ks, acc_y);
-    if (b->yq) hc_verify_gemm_acc(b->xq, M, K, k0, k0 + kw, w->P, 64, ks, acc_yq);
+    if (!*equal) hc_verify_gemm_acc(&b->ax, k0, k0 + kw, ref + k0, 64, K, acc_ref);
+    hc_verify_gemm_acc(&b->ax, k0, k0 + kw, w->P, 64, ks, acc_y);
+    if (b->yq) hc_verify_gemm_acc(&b->axq, k0, k0 + kw, w->P, 64, ks, acc_yq);
 }
 
 /* Panel i (rows n0.. n0 + 63 of expert e) slab by slab: its rows' sums into
@@ -438,7 +441,7 @@ static void one_panel(const hc_layer_meta *m, const hc_layer_tensors *post,
     memset(w->acc, 0, (size_t)(3 * len) * sizeof *w->acc);
     int equal = 1;
     for (int64_t k0 = 0; k0 < K; k0 += w->ks)
-        panel_slab(m, dec, o, M, b, e, i % tiles, ref, k0, K - k0 < w->ks ? K - k0 : w->ks, w,
+        panel_slab(m, dec, o, b, e, i % tiles, ref, k0, K - k0 < w->ks ? K - k0 : w->ks, w,
                    &equal);
     for (int64_t r = 0; r < 64; r++) hc_verify_row_end(o, &w->st[r], &b->rows[row0 + r], hist);
     const int64_t at = e * M * N + n0;
@@ -488,6 +491,8 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->lossless = src->lossless;
     b->yref_done = 1;
     activations(cfg, m, p, M, b);
+    hc_verify_act_init(&b->ax, b->x, M, K, 0);
+    if (b->xq) hc_verify_act_init(&b->axq, b->xq, M, K, 0);
     /* a lossless layer's histogram needs the source rms only for elements
      * that differ (the layer then fails): read the source for it, and check
      * again, only then */

@@ -168,14 +168,31 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride);
 
+/* Activations for hc_verify_gemm_acc: x (M, K), not copied (it must
+ * outlive a) and, where the AVX-512 form runs, a copy with the tokens
+ * interleaved in pairs (8 k of token 2p, then the same 8 k of token
+ * 2p + 1: one 512-bit register holds both tokens' lanes). form 0: the
+ * fastest this CPU runs (AVX-512, else AVX2+FMA), 1 portable (fmaf), 2 at
+ * most AVX2+FMA; every form gives the same doubles. Where the copy
+ * cannot be allocated the AVX2 form runs (nothing fails). Free with
+ * hc_verify_act_free. */
+typedef struct {
+    const float *x;
+    int64_t M, K;
+    int form;
+    float *pairs;
+} hc_verify_act;
+void hc_verify_act_init(hc_verify_act *a, const float *x, int64_t M, int64_t K, int form);
+void hc_verify_act_free(hc_verify_act *a);
+
 /* hc_verify_gemm_rows in parts along K: acc (hc_verify_gemm_acc_len
  * doubles, zeroed) takes the sums of columns [k0, k1) (k0 a multiple of 64:
- * the blocks fall where they fall in one call) of x (M, K) and W (rows,
- * ldw), whose column 0 is k0; parts in k order; end writes y[t * y_stride +
- * r] [+ bias[r]]. The same floats as hc_verify_gemm_rows. */
+ * the blocks fall where they fall in one call) of the activations a and W
+ * (rows, ldw), whose column 0 is k0; parts in k order; end writes
+ * y[t * y_stride + r] [+ bias[r]]. The same floats as hc_verify_gemm_rows. */
 int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M);
-void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
-                        const float *W, int64_t rows, int64_t ldw, double *acc);
+void hc_verify_gemm_acc(const hc_verify_act *a, int64_t k0, int64_t k1, const float *W,
+                        int64_t rows, int64_t ldw, double *acc);
 void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
                         int64_t y_stride);
 
