@@ -137,12 +137,14 @@ pairs_blocks(const float *xp, int64_t ps, const int np, const float *w0, const f
         __m512 a[4], b[4];
 #pragma GCC unroll 4
         for (int p = 0; p < np; p++) a[p] = _mm512_setzero_ps(), b[p] = a[p];
+#pragma GCC unroll 8
         for (int64_t k = k0; k < kend; k += 8) {
             const __m512 v0 = _mm512_broadcast_f32x8(_mm256_loadu_ps(w0 + k));
             const __m512 v1 = _mm512_broadcast_f32x8(_mm256_loadu_ps(w1 + k));
 #pragma GCC unroll 4
             for (int p = 0; p < np; p++) {
-                const __m512 xv = _mm512_loadu_ps(xp + p * ps + 2 * k);
+                __m512 xv = _mm512_loadu_ps(xp + p * ps + 2 * k);
+                __asm__("" : "+v"(xv)); /* one load for both rows, not one per FMA */
                 a[p] = _mm512_fmadd_ps(xv, v0, a[p]);
                 b[p] = _mm512_fmadd_ps(xv, v1, b[p]);
             }
