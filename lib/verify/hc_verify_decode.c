@@ -519,11 +519,17 @@ __attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const
     const hc_layer_meta *m = c->m;
     const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b), P = 256 / a;
     const int codes = 1 << b;
-    uint32_t QW[32] = {0};
-    for (int l = 0; l < 4; l++) {
-        uint32_t F[8];
-        lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
-        hck_uncompact(b, F, QW + l * Bp);
+    uint32_t Q[32] = {0};
+    const uint32_t *QW = Q;
+    if ((b == 4 || b == 8) && !m->use_packed_k_layout) {
+        /* no compaction (Bp == b), the quad's 4 b words contiguous: read in place */
+        QW = (const uint32_t *)words + base + ((int64_t)j * 32 + 4 * q) * b;
+    } else {
+        for (int l = 0; l < 4; l++) {
+            uint32_t F[8];
+            lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
+            hck_uncompact(b, F, Q + l * Bp);
+        }
     }
     const __m256i mask = _mm256_set1_epi32(codes - 1);
     const int r0 = 4 * a * j + q;
