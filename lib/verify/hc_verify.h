@@ -51,6 +51,9 @@ typedef struct {
 /* Row r (0 <= r < E * N) of a source (E, N, K) as K floats: in buf (K
  * floats), or a pointer elsewhere. Called from several threads at once. */
 typedef const float *(*hc_verify_row_fn)(void *ctx, int64_t r, float *buf);
+/* Columns [k0, k1) of that row into buf (k1 - k0 floats): the floats the
+ * row function gives there. Called from several threads at once. */
+typedef void (*hc_verify_part_fn)(void *ctx, int64_t r, int64_t k0, int64_t k1, float *buf);
 
 /* The source a layer is compared with: W (E, N, K) float32, optional bias
  * (E, N). `lossless`: the repack must reproduce W exactly. weight may be
@@ -66,6 +69,8 @@ typedef struct {
                           amax, the quantizer may apply (0 rtn, 0.5 mse) */
     hc_verify_row_fn rows;  /* with weight NULL: the source rows */
     void *rows_ctx;
+    hc_verify_part_fn part; /* optional, with rows: parts of a row (same ctx), read a
+                               slab of a panel at a time (in cache) instead of whole rows */
 } hc_verify_source;
 
 typedef struct {
@@ -139,6 +144,10 @@ hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *
                                const hc_layer_tensors *pre, hc_error *err);
 void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *meta,
                         const hc_layer_tensors *pre, int64_t r, float *out);
+/* Columns [k0, k1) of that row into out (k1 - k0 floats): the same floats. */
+void hc_dequant_pre_row_part(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                             const hc_layer_tensors *pre, int64_t r, int64_t k0, int64_t k1,
+                             float *out);
 void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *meta,
                          const hc_layer_tensors *pre, float *bias);
 
@@ -270,6 +279,11 @@ void hc_verify_row_end(const hc_verify_row_opts *o, const hc_verify_row_state *s
                        hc_verify_row_sums *out, int64_t *hist);
 /* Sum of squares of one row in the same lanes and tree. */
 double hc_verify_row_energy(const float *ref, int64_t K, int portable);
+/* hc_verify_row_energy in parts: elements [k0, k0 + n) of the row (k0 a
+ * multiple of 8) added to the 8 lanes l (zeroed at the row's start); the
+ * tree of the lanes after the last part is hc_verify_row_energy's value. */
+void hc_verify_row_energy_part(const float *ref, int64_t n, double *l, int portable);
+double hc_verify_lanes_total(const double *l);
 /* The histogram thresholds of an rms (thr[j] = rms * 10^(j-9), j >= 2). */
 void hc_verify_hist_thresholds(double rms, double *thr);
 /* Groups one row high (channel, group): the per-row group statistics apply. */

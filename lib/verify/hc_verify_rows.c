@@ -240,11 +240,11 @@ HC_AVX2 static void row_avx2(lanes *L, const float *got, const float *ref, int64
     row_tail(L, got, ref, K, gk, limit, thr);
 }
 
-/* Sums of squares into the 8 lanes l over whole blocks of 8; returns the
- * elements done. */
+/* Sums of squares added to the 8 lanes l over whole blocks of 8; returns
+ * the elements done. */
 HC_AVX2 static int64_t energy_avx2(const float *ref, int64_t K, double *l)
 {
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    __m256d lo = _mm256_loadu_pd(l), hi = _mm256_loadu_pd(l + 4);
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
         const __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(ref + k)),
@@ -443,14 +443,21 @@ void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const fl
     hc_verify_row_end(o, &s, out, hist);
 }
 
+void hc_verify_row_energy_part(const float *ref, int64_t n, double *l, int portable)
+{
+    int64_t k = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!portable && __builtin_cpu_supports("avx2")) k = energy_avx2(ref, n, l);
+#endif
+    (void)portable;
+    for (; k < n; k++) l[k % 8] += (double)ref[k] * (double)ref[k];
+}
+
+double hc_verify_lanes_total(const double *l) { return tree(l); }
+
 double hc_verify_row_energy(const float *ref, int64_t K, int portable)
 {
     double l[8] = {0};
-    int64_t k = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (!portable && __builtin_cpu_supports("avx2")) k = energy_avx2(ref, K, l);
-#endif
-    (void)portable;
-    for (; k < K; k++) l[k % 8] += (double)ref[k] * (double)ref[k];
+    hc_verify_row_energy_part(ref, K, l, portable);
     return tree(l);
 }
