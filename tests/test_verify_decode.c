@@ -446,7 +446,8 @@ static void test_panels_equal_whole(void **state)
 }
 
 /* Panel decoding in slabs equals the whole-weight decoder, with the vector
- * form (a quad of lanes at a time, where this CPU runs it) and the
+ * forms (a quad of lanes at a time, AVX-512 and AVX2, where this CPU runs
+ * them) and the
  * element-by-element form: 16/8-bit activations, 2/3/4/8-bit codes,
  * packed-K (4 and 2 bits x fp8), zero points, experts, fused e8m0 (x fp8:
  * split-sign slots; x int8: per-channel second scale), a per-channel second
@@ -487,15 +488,19 @@ static void test_panel_forms_equal_whole(void **state)
             float *a = malloc((size_t)(64 * 1024) * sizeof(float)), *b = malloc((size_t)(64 * 1024) * sizeof(float));
             assert_true(W && a && b);
             assert_int_equal(hc_verify_decode(&c, &m, &post, W, NULL, &err), HC_OK);
-            hc_verify_decoder *fast, *slow;
+            hc_verify_decoder *fast, *slow, *mid;
             assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &fast, &err), HC_OK);
             assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &slow, &err), HC_OK);
+            assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &mid, &err), HC_OK);
             hc_verify_decoder_portable(slow);
+            hc_verify_decoder_avx2(mid);
             for (int64_t e = 0; e < E; e++)
                 for (int64_t nb = 0; nb < m.Np / 64; nb++)
                     for (int64_t k0 = 0; k0 < m.Kp; k0 += 1024) {
                         hc_verify_decode_panel_part(fast, e, nb, k0, k0 + 1024, a, 1024);
                         hc_verify_decode_panel_part(slow, e, nb, k0, k0 + 1024, b, 1024);
+                        assert_memory_equal(a, b, (size_t)(64 * 1024) * sizeof(float));
+                        hc_verify_decode_panel_part(mid, e, nb, k0, k0 + 1024, b, 1024);
                         assert_memory_equal(a, b, (size_t)(64 * 1024) * sizeof(float));
                         for (int64_t r = 0; r < 64; r++)
                             assert_memory_equal(a + r * 1024, W + (e * m.Np + 64 * nb + r) * m.Kp + k0,
@@ -503,6 +508,7 @@ static void test_panel_forms_equal_whole(void **state)
                     }
             hc_verify_decoder_free(fast);
             hc_verify_decoder_free(slow);
+            hc_verify_decoder_free(mid);
             free(W);
             free(a);
             free(b);

@@ -125,6 +125,8 @@ void hc_verify_decoder_free(hc_verify_decoder *d);
 /* Tests: decode panels element by element only (the vector forms give the
  * same floats). */
 void hc_verify_decoder_portable(hc_verify_decoder *d);
+/* Tests: decode panels with at most the AVX2 forms (the same floats). */
+void hc_verify_decoder_avx2(hc_verify_decoder *d);
 
 /* Checks dtype and shape of every post tensor against the plan. */
 hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,

@@ -87,7 +87,8 @@ typedef struct {
      * padded words (lane-major) at bit qsh[i]. quad_ok: the map was found. */
     int quad_ok, quad_rows, qdn[32];
     int32_t qw[128], qsh[128];
-    int portable;       /* tests: the element-by-element panel decoding only */
+    int portable;       /* tests: 1 the element-by-element panel decoding only,
+                           2 at most the AVX2 quads */
 } decode_ctx;
 
 /* The lane map inverted per quad of lanes (decode_ctx): every (lane of the
@@ -508,6 +509,24 @@ typedef void (*quad_fn)(const decode_ctx *c, const void *words, int64_t base, in
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* The quad's 4 lanes' padded words (lane-major, Bp each): in place where
+ * they are neither compacted nor packed-K (4 and 8 bits), else into Q. */
+static const uint32_t *quad_words(const decode_ctx *c, const void *words, int64_t base,
+                                  int64_t e, int64_t kb, int64_t nb, int j, int q, uint32_t *Q)
+{
+    const hc_layer_meta *m = c->m;
+    const int b = m->weight_bits, Bp = next_pow2(b);
+    if ((b == 4 || b == 8) && !m->use_packed_k_layout)
+        return (const uint32_t *)words + base + ((int64_t)j * 32 + 4 * q) * b;
+    memset(Q, 0, 32 * sizeof *Q);
+    for (int l = 0; l < 4; l++) {
+        uint32_t F[8];
+        lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
+        hck_uncompact(b, F, Q + l * Bp);
+    }
+    return Q;
+}
+
 /* Eight values at a time: the words by a gather from the quad's padded
  * words, the codes by shifts, the values by a gather from the table (the
  * floats the element loop stores). */
@@ -517,20 +536,10 @@ __attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const
                                                       float *W, int64_t ldw)
 {
     const hc_layer_meta *m = c->m;
-    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b), P = 256 / a;
+    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
     const int codes = 1 << b;
-    uint32_t Q[32] = {0};
-    const uint32_t *QW = Q;
-    if ((b == 4 || b == 8) && !m->use_packed_k_layout) {
-        /* no compaction (Bp == b), the quad's 4 b words contiguous: read in place */
-        QW = (const uint32_t *)words + base + ((int64_t)j * 32 + 4 * q) * b;
-    } else {
-        for (int l = 0; l < 4; l++) {
-            uint32_t F[8];
-            lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
-            hck_uncompact(b, F, Q + l * Bp);
-        }
-    }
+    uint32_t Q[32];
+    const uint32_t *QW = quad_words(c, words, base, e, kb, nb, j, q, Q);
     const __m256i mask = _mm256_set1_epi32(codes - 1);
     const int r0 = 4 * a * j + q;
     if (b <= 4) { /* 16 words, 16 values a row: permutes of two registers, no gathers */
@@ -571,12 +580,48 @@ __attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const
         }
     }
 }
+
+/* quad_avx2 with AVX-512 for codes of at most 4 bits: the quad's 16 padded
+ * words in one register and the row's 2^b table values in one, so each 16
+ * values are two permutes, a shift and a mask (no blends of two halves);
+ * the same words and table: the same floats. Wider codes: quad_avx2. */
+__attribute__((target("avx512f,avx512vl,avx2"))) static void
+quad_avx512(const decode_ctx *c, const void *words, int64_t base, int64_t e, int64_t kb,
+            int64_t nb, int j, int q, const float *T, float *W, int64_t ldw)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
+    if (b > 4 || P % 16 != 0) {
+        quad_avx2(c, words, base, e, kb, nb, j, q, T, W, ldw);
+        return;
+    }
+    const int codes = 1 << b;
+    uint32_t Q[32];
+    const __m512i w16 = _mm512_loadu_si512(quad_words(c, words, base, e, kb, nb, j, q, Q));
+    const __m512i mask = _mm512_set1_epi32(codes - 1);
+    const int r0 = 4 * a * j + q;
+    for (int cls = 0; cls < c->quad_rows; cls++) {
+        const int row = r0 + c->qdn[cls];
+        const __m512 t = _mm512_maskz_loadu_ps((__mmask16)((1u << codes) - 1), T + row * codes);
+        float *out = W + (int64_t)row * ldw;
+        for (int k = 0; k < P; k += 16) {
+            const int i = cls * P + k;
+            const __m512i w = _mm512_permutexvar_epi32(_mm512_loadu_si512(c->qw + i), w16);
+            const __m512i code =
+                _mm512_and_si512(_mm512_srlv_epi32(w, _mm512_loadu_si512(c->qsh + i)), mask);
+            _mm512_storeu_ps(out + k, _mm512_permutexvar_ps(code, t));
+        }
+    }
+}
 #endif
 
 static quad_fn quad_impl(const decode_ctx *c)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (c->quad_ok && !c->portable && __builtin_cpu_supports("avx2")) return quad_avx2;
+    if (c->quad_ok && !c->portable && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl"))
+        return quad_avx512;
+    if (c->quad_ok && c->portable != 1 && __builtin_cpu_supports("avx2")) return quad_avx2;
 #endif
     (void)c;
     return NULL;
@@ -644,6 +689,8 @@ void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, f
 }
 
 void hc_verify_decoder_portable(hc_verify_decoder *d) { d->c.portable = 1; }
+
+void hc_verify_decoder_avx2(hc_verify_decoder *d) { d->c.portable = 2; }
 
 void hc_verify_decoder_free(hc_verify_decoder *d)
 {
