@@ -449,7 +449,7 @@ static void test_panels_equal_whole(void **state)
  * forms (a quad of lanes at a time, AVX-512 and AVX2, where this CPU runs
  * them) and the
  * element-by-element form: 16/8-bit activations, 2/3/4/8-bit codes,
- * packed-K (4 and 2 bits x fp8), zero points, experts, fused e8m0 (x fp8:
+ * packed-K (4 and 2 bits x fp8), integer and float zero points, experts, fused e8m0 (x fp8:
  * split-sign slots; x int8: per-channel second scale), a per-channel second
  * scale. (Flat layers, W8A8 and W4A4, are decoded whole.) */
 static void test_panel_forms_equal_whole(void **state)
@@ -465,6 +465,7 @@ static void test_panel_forms_equal_whole(void **state)
         {HC_FMT_UINT8, HC_FMT_F16, 128, 0, 0}, {HC_FMT_UINT2, HC_FMT_F8E4M3, 128, 0, 0},
         {HC_FMT_F4E2M1, HC_FMT_F16, 32, 0, 0}, {HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32, 0, 0},
         {HC_FMT_F4E2M1, HC_FMT_INT8, 32, 0, 0}, {HC_FMT_UINT4, HC_FMT_F16, 128, 0, 1},
+        {HC_FMT_UINT4, HC_FMT_F16, 128, 2, 0},  {HC_FMT_UINT4, HC_FMT_F16, 64, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int moe = 0; moe < 2; moe++) {
@@ -472,6 +473,7 @@ static void test_panel_forms_equal_whole(void **state)
                                  .act_format = cases[i].a, .param_format = HC_FMT_F16,
                                  .scale_type = HC_SCALE_GROUP, .group_size = cases[i].gs,
                                  .sm = 90, .has_zero_point = cases[i].zp > 0,
+                                 .is_fp_zero_point = cases[i].zp == 2,
                                  .scale_2_channel = cases[i].s2c};
             if (cases[i].w == HC_FMT_F4E2M1) c.scale_format = HC_FMT_F8E8M0;
             const int64_t E = moe ? 2 : 1, N = 128, K = 2048;
