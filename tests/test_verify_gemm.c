@@ -217,6 +217,47 @@ static void test_gemm_forms_agree(void **state)
     }
 }
 
+/* The serial stream hc_verify_random_act draws from (its definition:
+ * channel after channel, a spread then M values), for comparison. */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double normal(uint64_t *s)
+{
+    double u = ((mix(s) >> 11) + 0.5) * 0x1.0p-53, v = ((mix(s) >> 11) + 0.5) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* Random activations drawn channel by channel in parallel equal the serial
+ * stream bit for bit (token counts, channel counts below and above the
+ * parallel threshold). */
+static void test_random_act_stream(void **state)
+{
+    (void)state;
+    static const int64_t Ms[] = {1, 3, 16}, Ks[] = {1, 5, 1000, 70000};
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t ki = 0; ki < 4; ki++) {
+            const int64_t M = Ms[mi], K = Ks[ki];
+            float *x = malloc((size_t)(M * K) * sizeof *x), *w = malloc((size_t)(M * K) * sizeof *w);
+            assert_true(x && w);
+            hc_verify_random_act(x, M, K, 0x1234 + (uint64_t)K);
+            uint64_t s = (0x1234 + (uint64_t)K) ^ 0x5DEECE66Dull;
+            for (int64_t k = 0; k < K; k++) {
+                double c = exp(0.5 * normal(&s));
+                if (mix(&s) % 64 == 0) c *= 6.0;
+                for (int64_t m = 0; m < M; m++) w[m * K + k] = (float)(normal(&s) * c);
+            }
+            assert_memory_equal(x, w, (size_t)(M * K) * sizeof *x);
+            free(x);
+            free(w);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_gemm_rows_equal_dots),
         cmocka_unit_test(test_gemm_parts_equal_rows),
         cmocka_unit_test(test_gemm_forms_agree),
+        cmocka_unit_test(test_random_act_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

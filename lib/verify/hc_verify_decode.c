@@ -169,6 +169,7 @@ static hc_status decode_scales(decode_ctx *c, const hc_tensor *s, hc_error *err)
     inverse_perm(L, inv);
     c->scale = malloc((size_t)(E * Np * G) * sizeof(double));
     HC_CHECK_ALLOC(err, c->scale, "decoded scales");
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * G * Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t n = 0; n < Np; n++) {
@@ -206,6 +207,7 @@ static hc_status decode_zero(decode_ctx *c, const hc_tensor *z, hc_error *err)
     }
     int zb = m->weight_bits <= 4 ? 4 : 8;
     const uint8_t *bytes = z->data;
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * G * Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t n = 0; n < Np; n++) {

@@ -453,9 +453,11 @@ void hc_verify_quantize_act(hc_format_id fmt, float *x, int64_t M, int64_t K)
     for (int64_t m = 0; m < M; m++) quantize_row(fmt, x + m * K, K);
 }
 
+#define HC_SPLITMIX_STEP 0x9E3779B97F4A7C15ull
+
 static uint64_t splitmix(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (*s += HC_SPLITMIX_STEP);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -470,11 +472,16 @@ static double gauss(uint64_t *s)
 }
 
 /* Channel k has spread exp(0.5*g_k) (log-normal, as activations of real
- * models), and one channel in 64 is an outlier with 6x that. */
+ * models), and one channel in 64 is an outlier with 6x that. One stream of
+ * splitmix draws, channel after channel (3 + 2 M draws each); the state
+ * after n draws is the seed's + n times the increment, so the channels are
+ * drawn in parallel from their own starting states: the same values. */
 void hc_verify_random_act(float *x, int64_t M, int64_t K, uint64_t seed)
 {
-    uint64_t s = seed ^ 0x5DEECE66Dull;
+    const uint64_t s0 = seed ^ 0x5DEECE66Dull, per = 3 + 2 * (uint64_t)M;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(M * K * 4))
     for (int64_t k = 0; k < K; k++) {
+        uint64_t s = s0 + (uint64_t)k * per * HC_SPLITMIX_STEP;
         double c = exp(0.5 * gauss(&s));
         if (splitmix(&s) % 64 == 0) c *= 6.0;
         for (int64_t m = 0; m < M; m++) x[m * K + k] = (float)(gauss(&s) * c);
