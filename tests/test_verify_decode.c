@@ -519,11 +519,13 @@ static void test_panel_forms_equal_whole(void **state)
         }
 }
 
-/* hc_dequant_pre_row_part gives the columns hc_dequant_pre gives, for parts
- * that start and end inside groups, span several or none: integer and
- * float zero points, float codes, 3-bit straddling codes, channel, block
- * and tensor scales, a per-channel second scale, experts. A part placed one
- * column off, or a group's parameters taken for the wrong group, fails. */
+/* hc_dequant_pre_row_part gives the columns hc_dequant_pre gives, bit for
+ * bit, in its fastest and its element-by-element forms, for parts that
+ * start and end inside groups and words, span several or none: integer and
+ * float zero points, float codes, 2-, 3- (straddling), 4- and 8-bit codes,
+ * channel, block and tensor scales, a per-channel second scale, experts. A
+ * part placed one column off, or a group's parameters taken for the wrong
+ * group, fails. */
 static void test_dequant_parts(void **state)
 {
     (void)state;
@@ -534,6 +536,8 @@ static void test_dequant_parts(void **state)
         int zp, s2c;
     } cases[] = {
         {HC_FMT_UINT4, HC_FMT_F16, HC_SCALE_GROUP, 128, 0, 1, 0},
+        {HC_FMT_UINT2, HC_FMT_F16, HC_SCALE_GROUP, 64, 0, 0, 0},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0, 0, 0},
         {HC_FMT_UINT4, HC_FMT_F16, HC_SCALE_GROUP, 64, 0, 2, 0},
         {HC_FMT_UINT3, HC_FMT_F16, HC_SCALE_GROUP, 128, 0, 0, 0},
         {HC_FMT_UINT8, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0, 0, 0},
@@ -565,11 +569,14 @@ static void test_dequant_parts(void **state)
             for (int64_t r = 0; r < E * N; r += 37)
                 for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
                     const int64_t k0 = parts[p][0], k1 = parts[p][1];
-                    hc_dequant_pre_row_part(&c, &m, &pre, r, k0, k1, out);
-                    for (int64_t k = k0; k < k1; k++)
-                        if (!same(out[k - k0], W[r * K + k]))
-                            fail_msg("case %zu moe %d row %lld k %lld: %g vs %g", i, moe,
-                                     (long long)r, (long long)k, out[k - k0], W[r * K + k]);
+                    for (int portable = 0; portable < 2; portable++) {
+                        hc_dequant_pre_row_part(&c, &m, &pre, r, k0, k1, portable, out);
+                        for (int64_t k = k0; k < k1; k++)
+                            if (memcmp(&out[k - k0], &W[r * K + k], sizeof out[0]) != 0)
+                                fail_msg("case %zu moe %d row %lld k %lld portable %d: %g vs %g",
+                                         i, moe, (long long)r, (long long)k, portable,
+                                         out[k - k0], W[r * K + k]);
+                    }
                 }
             free(W);
             hc_layer_tensors_free(&pre);

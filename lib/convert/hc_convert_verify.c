@@ -280,7 +280,7 @@ static const float *pre_row(void *ctx, int64_t r, float *buf)
 static void pre_row_part(void *ctx, int64_t r, int64_t k0, int64_t k1, float *buf)
 {
     const pre_rows *p = ctx;
-    hc_dequant_pre_row_part(p->cfg, p->m, p->pre, r, k0, k1, buf);
+    hc_dequant_pre_row_part(p->cfg, p->m, p->pre, r, k0, k1, 0, buf);
 }
 
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,

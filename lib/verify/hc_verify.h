@@ -146,10 +146,11 @@ hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *
                                const hc_layer_tensors *pre, hc_error *err);
 void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *meta,
                         const hc_layer_tensors *pre, int64_t r, float *out);
-/* Columns [k0, k1) of that row into out (k1 - k0 floats): the same floats. */
+/* Columns [k0, k1) of that row into out (k1 - k0 floats): the same floats.
+ * portable 1: element by element only (tests; 0 the fastest form). */
 void hc_dequant_pre_row_part(const hc_layer_config *cfg, const hc_layer_meta *meta,
                              const hc_layer_tensors *pre, int64_t r, int64_t k0, int64_t k1,
-                             float *out);
+                             int portable, float *out);
 void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *meta,
                          const hc_layer_tensors *pre, float *bias);
 
