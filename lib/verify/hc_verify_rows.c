@@ -333,6 +333,25 @@ zblock_finite(zlanes *V, __m256 gf, __m256 rf, __m512d vl, int count_viol, const
     V->fast += 8;
 }
 
+/* One finite block whose got equals ref element by element (a lossless
+ * layer's usual block): zblock_finite's sums with d = +-0 (err2 and maxe
+ * unchanged by +0; got2 and dot take r * r: g * g and g * r are the same
+ * products, or -0 where the sum takes them as +0), every lane a zero. */
+HC_AVX512 static inline __attribute__((always_inline)) void
+zblock_equal(zlanes *V, __m256 rf, __m512d vl, int count_viol)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    const __m512d r = _mm512_cvtps_pd(rf), p = _mm512_mul_pd(r, r);
+    if (count_viol) /* |d| = 0 against the limit */
+        V->viol = _mm512_mask_add_epi64(
+            V->viol, _mm512_cmp_pd_mask(_mm512_setzero_pd(), vl, _CMP_NLE_UQ), V->viol, one);
+    V->zf = _mm512_add_epi64(V->zf, one);
+    V->ref2 = _mm512_add_pd(V->ref2, p);
+    V->got2 = _mm512_add_pd(V->got2, p);
+    V->dot = _mm512_add_pd(V->dot, p);
+    V->fast += 8;
+}
+
 HC_AVX512 static inline __attribute__((always_inline)) void
 zblocks(zlanes *V, lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
         double lim, int count_viol, const __m512d *th)
@@ -344,6 +363,8 @@ zblocks(zlanes *V, lanes *L, const float *got, const float *ref, int64_t k0, int
         /* NaN (quiet, signalling) or +-Inf in either */
         if (_mm256_fpclass_ps_mask(gf, 0x99) | _mm256_fpclass_ps_mask(rf, 0x99))
             zblock_any(V, gf, rf, vl, count_viol, th, &mism, &bad);
+        else if (_mm256_cmp_ps_mask(gf, rf, _CMP_NEQ_OQ) == 0)
+            zblock_equal(V, rf, vl, count_viol);
         else
             zblock_finite(V, gf, rf, vl, count_viol, th);
     }
