@@ -413,10 +413,12 @@ static void test_panels_equal_whole(void **state)
                                  .scale_type = cases[i].type, .group_size = cases[i].gs,
                                  .sm = 90, .has_zero_point = cases[i].zp > 0,
                                  .is_fp_zero_point = cases[i].zp == 2};
-            const int64_t E = moe ? 2 : 1, N = 128, K = 2048, n = E * N * K;
+            const int64_t E = moe ? 2 : 1, N = 256, K = 2048, n = E * N * K; /* Np == N: panels */
             hc_layer_meta m;
             hc_error err = {0};
             assert_int_equal(hc_layer_plan(&c, moe, E, N, K, &m, &err), HC_OK);
+            if (!m.use_flat_weight) /* else the panels would not run (unpadded only) */
+                assert_int_equal(m.Np, m.N);
             hc_layer_tensors pre, post;
             make_pre(&c, &m, &pre);
             assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
