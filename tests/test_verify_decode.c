@@ -253,7 +253,7 @@ static void lossless_open(const hc_layer_config *c, int64_t N, int64_t K, lossle
     L->bias = calloc((size_t)N, sizeof(float));
     assert_true(L->src && L->bias);
     assert_int_equal(hc_dequant_pre(c, &L->m, &L->pre, L->src, L->bias, &err), HC_OK);
-    hc_verify_source s = {L->src, L->pre.bias.data ? L->bias : NULL, 1, 0, 0.0, NULL, NULL};
+    hc_verify_source s = {L->src, L->pre.bias.data ? L->bias : NULL, 1, 0, 0.0, NULL, NULL, NULL};
     L->s = s;
 }
 
@@ -354,8 +354,15 @@ static const float *array_row(void *ctx, int64_t r, float *buf)
     return buf;
 }
 
+/* Columns [k0, k1) of row r (a source read by parts). */
+static void array_part(void *ctx, int64_t r, int64_t k0, int64_t k1, float *buf)
+{
+    const row_ctx *rc = ctx;
+    memcpy(buf, rc->w + r * rc->K + k0, (size_t)(k1 - k0) * sizeof *buf);
+}
+
 /* Metrics of one layer verified in panels and as a whole weight, each with
- * the source in memory and read by rows. */
+ * the source in memory, read by rows and read by parts. */
 static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
                        const hc_layer_tensors *post, const hc_verify_source *s)
 {
@@ -368,9 +375,12 @@ static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
     by_rows.weight = NULL;
     by_rows.rows = array_row;
     by_rows.rows_ctx = &rc;
-    for (int i = 0; i < 3; i++) {
-        p.whole_weight = i != 1;
-        assert_int_equal(hc_verify_layer(c, m, post, i ? &by_rows : s, &p, &b, &err), HC_OK);
+    hc_verify_source by_parts = by_rows;
+    by_parts.part = array_part;
+    for (int i = 0; i < 5; i++) { /* i 3, 4: by parts, slab by slab in panels */
+        p.whole_weight = i != 1 && i != 3;
+        assert_int_equal(hc_verify_layer(c, m, post, i > 2 ? &by_parts : i ? &by_rows : s, &p,
+                                         &b, &err), HC_OK);
         assert_memory_equal(&a, &b, sizeof a);
     }
 }
@@ -403,10 +413,12 @@ static void test_panels_equal_whole(void **state)
                                  .scale_type = cases[i].type, .group_size = cases[i].gs,
                                  .sm = 90, .has_zero_point = cases[i].zp > 0,
                                  .is_fp_zero_point = cases[i].zp == 2};
-            const int64_t E = moe ? 2 : 1, N = 128, K = 2048, n = E * N * K;
+            const int64_t E = moe ? 2 : 1, N = 256, K = 2048, n = E * N * K; /* Np == N: panels */
             hc_layer_meta m;
             hc_error err = {0};
             assert_int_equal(hc_layer_plan(&c, moe, E, N, K, &m, &err), HC_OK);
+            if (!m.use_flat_weight) /* else the panels would not run (unpadded only) */
+                assert_int_equal(m.Np, m.N);
             hc_layer_tensors pre, post;
             make_pre(&c, &m, &pre);
             assert_int_equal(hc_layer_transform(&c, &m, &pre, &post, &err), HC_OK);
@@ -414,7 +426,7 @@ static void test_panels_equal_whole(void **state)
             assert_non_null(src);
             assert_non_null(bias);
             assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL};
+            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL, NULL};
             both_paths(&c, &m, &post, &s);
             const float keep = src[5 * K + 9]; /* a lossless layer with one element off */
             src[5 * K + 9] = keep * 1.5f + 1.0f;
@@ -436,9 +448,10 @@ static void test_panels_equal_whole(void **state)
 }
 
 /* Panel decoding in slabs equals the whole-weight decoder, with the vector
- * form (a quad of lanes at a time, where this CPU runs it) and the
+ * forms (a quad of lanes at a time, AVX-512 and AVX2, where this CPU runs
+ * them) and the
  * element-by-element form: 16/8-bit activations, 2/3/4/8-bit codes,
- * packed-K (4 and 2 bits x fp8), zero points, experts, fused e8m0 (x fp8:
+ * packed-K (4 and 2 bits x fp8), integer and float zero points, experts, fused e8m0 (x fp8:
  * split-sign slots; x int8: per-channel second scale), a per-channel second
  * scale. (Flat layers, W8A8 and W4A4, are decoded whole.) */
 static void test_panel_forms_equal_whole(void **state)
@@ -454,6 +467,7 @@ static void test_panel_forms_equal_whole(void **state)
         {HC_FMT_UINT8, HC_FMT_F16, 128, 0, 0}, {HC_FMT_UINT2, HC_FMT_F8E4M3, 128, 0, 0},
         {HC_FMT_F4E2M1, HC_FMT_F16, 32, 0, 0}, {HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32, 0, 0},
         {HC_FMT_F4E2M1, HC_FMT_INT8, 32, 0, 0}, {HC_FMT_UINT4, HC_FMT_F16, 128, 0, 1},
+        {HC_FMT_UINT4, HC_FMT_F16, 128, 2, 0},  {HC_FMT_UINT4, HC_FMT_F16, 64, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int moe = 0; moe < 2; moe++) {
@@ -461,6 +475,7 @@ static void test_panel_forms_equal_whole(void **state)
                                  .act_format = cases[i].a, .param_format = HC_FMT_F16,
                                  .scale_type = HC_SCALE_GROUP, .group_size = cases[i].gs,
                                  .sm = 90, .has_zero_point = cases[i].zp > 0,
+                                 .is_fp_zero_point = cases[i].zp == 2,
                                  .scale_2_channel = cases[i].s2c};
             if (cases[i].w == HC_FMT_F4E2M1) c.scale_format = HC_FMT_F8E8M0;
             const int64_t E = moe ? 2 : 1, N = 128, K = 2048;
@@ -477,15 +492,19 @@ static void test_panel_forms_equal_whole(void **state)
             float *a = malloc((size_t)(64 * 1024) * sizeof(float)), *b = malloc((size_t)(64 * 1024) * sizeof(float));
             assert_true(W && a && b);
             assert_int_equal(hc_verify_decode(&c, &m, &post, W, NULL, &err), HC_OK);
-            hc_verify_decoder *fast, *slow;
+            hc_verify_decoder *fast, *slow, *mid;
             assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &fast, &err), HC_OK);
             assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &slow, &err), HC_OK);
+            assert_int_equal(hc_verify_decoder_open(&c, &m, &post, NULL, &mid, &err), HC_OK);
             hc_verify_decoder_portable(slow);
+            hc_verify_decoder_avx2(mid);
             for (int64_t e = 0; e < E; e++)
                 for (int64_t nb = 0; nb < m.Np / 64; nb++)
                     for (int64_t k0 = 0; k0 < m.Kp; k0 += 1024) {
                         hc_verify_decode_panel_part(fast, e, nb, k0, k0 + 1024, a, 1024);
                         hc_verify_decode_panel_part(slow, e, nb, k0, k0 + 1024, b, 1024);
+                        assert_memory_equal(a, b, (size_t)(64 * 1024) * sizeof(float));
+                        hc_verify_decode_panel_part(mid, e, nb, k0, k0 + 1024, b, 1024);
                         assert_memory_equal(a, b, (size_t)(64 * 1024) * sizeof(float));
                         for (int64_t r = 0; r < 64; r++)
                             assert_memory_equal(a + r * 1024, W + (e * m.Np + 64 * nb + r) * m.Kp + k0,
@@ -493,11 +512,76 @@ static void test_panel_forms_equal_whole(void **state)
                     }
             hc_verify_decoder_free(fast);
             hc_verify_decoder_free(slow);
+            hc_verify_decoder_free(mid);
             free(W);
             free(a);
             free(b);
             hc_layer_tensors_free(&pre);
             hc_layer_tensors_free(&post);
+        }
+}
+
+/* hc_dequant_pre_row_part gives the columns hc_dequant_pre gives, bit for
+ * bit, in its fastest and its element-by-element forms, for parts that
+ * start and end inside groups and words, span several or none: integer and
+ * float zero points, float codes, 2-, 3- (straddling), 4- and 8-bit codes,
+ * channel, block and tensor scales, a per-channel second scale, experts. A
+ * part placed one column off, or a group's parameters taken for the wrong
+ * group, fails. */
+static void test_dequant_parts(void **state)
+{
+    (void)state;
+    static const struct {
+        hc_format_id w, s;
+        hc_scale_type type;
+        int64_t gs, gn;
+        int zp, s2c;
+    } cases[] = {
+        {HC_FMT_UINT4, HC_FMT_F16, HC_SCALE_GROUP, 128, 0, 1, 0},
+        {HC_FMT_UINT2, HC_FMT_F16, HC_SCALE_GROUP, 64, 0, 0, 0},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0, 0, 0},
+        {HC_FMT_UINT4, HC_FMT_F16, HC_SCALE_GROUP, 64, 0, 2, 0},
+        {HC_FMT_UINT3, HC_FMT_F16, HC_SCALE_GROUP, 128, 0, 0, 0},
+        {HC_FMT_UINT8, HC_FMT_F16, HC_SCALE_CHANNEL, 0, 0, 0, 0},
+        {HC_FMT_F4E2M1, HC_FMT_F8E4M3, HC_SCALE_GROUP, 16, 0, 0, 1},
+        {HC_FMT_F8E4M3, HC_FMT_F32, HC_SCALE_BLOCK, 128, 128, 0, 0},
+        {HC_FMT_F8E4M3, HC_FMT_F32, HC_SCALE_TENSOR, 0, 0, 0, 0},
+    };
+    static const int64_t parts[][2] = {{0, 1024}, {1024, 2048}, {0, 2048}, {5, 77},
+                                       {100, 300}, {127, 129}, {2000, 2048}, {64, 64}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int moe = 0; moe < 2; moe++) {
+            hc_layer_config c = {.weight_format = cases[i].w, .scale_format = cases[i].s,
+                                 .act_format = HC_FMT_F16, .param_format = HC_FMT_F16,
+                                 .scale_type = cases[i].type, .group_size = cases[i].gs,
+                                 .group_size_n = cases[i].gn, .sm = 90,
+                                 .has_zero_point = cases[i].zp > 0,
+                                 .is_fp_zero_point = cases[i].zp == 2,
+                                 .scale_2_channel = cases[i].s2c};
+            const int64_t E = moe ? 2 : 1, N = 128, K = 2048;
+            hc_layer_meta m;
+            hc_error err = {0};
+            if (hc_layer_plan(&c, moe, E, N, K, &m, &err) != HC_OK)
+                fail_msg("case %zu: not planned (%s)", i, err.msg);
+            hc_layer_tensors pre;
+            make_pre(&c, &m, &pre);
+            float *W = malloc((size_t)(E * N * K) * sizeof(float)), out[2048];
+            assert_non_null(W);
+            assert_int_equal(hc_dequant_pre(&c, &m, &pre, W, NULL, &err), HC_OK);
+            for (int64_t r = 0; r < E * N; r += 37)
+                for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
+                    const int64_t k0 = parts[p][0], k1 = parts[p][1];
+                    for (int portable = 0; portable < 2; portable++) {
+                        hc_dequant_pre_row_part(&c, &m, &pre, r, k0, k1, portable, out);
+                        for (int64_t k = k0; k < k1; k++)
+                            if (memcmp(&out[k - k0], &W[r * K + k], sizeof out[0]) != 0)
+                                fail_msg("case %zu moe %d row %lld k %lld portable %d: %g vs %g",
+                                         i, moe, (long long)r, (long long)k, portable,
+                                         out[k - k0], W[r * K + k]);
+                    }
+                }
+            free(W);
+            hc_layer_tensors_free(&pre);
         }
 }
 
@@ -510,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_channel_scale_2),
         cmocka_unit_test(test_panels_equal_whole),
         cmocka_unit_test(test_panel_forms_equal_whole),
+        cmocka_unit_test(test_dequant_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

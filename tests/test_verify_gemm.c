@@ -125,6 +125,8 @@ static void test_gemm_parts_equal_rows(void **state)
     double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, M), sizeof *acc);
     assert_true(x && W && slab && acc);
     for (int64_t i = 0; i < M * K; i++) x[i] = frand();
+    hc_verify_act a;
+    hc_verify_act_init(&a, x, M, K, 0);
     for (int64_t i = 0; i < rows * K; i++) W[i] = frand();
     for (int r = 0; r < rows; r++) bias[r] = frand();
     assert_int_equal(hc_verify_gemm_rows(x, M, K, W, rows, K, bias, y, rows), HC_OK);
@@ -134,15 +136,126 @@ static void test_gemm_parts_equal_rows(void **state)
             const int64_t kw = K - k0 < step ? K - k0 : step;
             for (int64_t r = 0; r < rows; r++) /* a copy of the slab, row stride 1024 */
                 memcpy(slab + r * 1024, W + r * K + k0, (size_t)kw * sizeof *slab);
-            hc_verify_gemm_acc(x, M, K, k0, k0 + kw, slab, rows, 1024, acc);
+            hc_verify_gemm_acc(&a, k0, k0 + kw, slab, rows, 1024, acc);
         }
         hc_verify_gemm_end(acc, M, rows, bias, z, rows);
         assert_memory_equal(y, z, sizeof y);
     }
+    hc_verify_act_free(&a);
     free(x);
     free(W);
     free(slab);
     free(acc);
+}
+
+/* The sums of one form of hc_verify_gemm_acc over [0, K) in slabs of 1024
+ * (W's copy per slab, row stride 1024) into acc. */
+static void acc_form(int form, const float *x, int64_t M, int64_t K, const float *W, int64_t rows,
+                     float *slab, double *acc, int *paired)
+{
+    hc_verify_act a;
+    hc_verify_act_init(&a, x, M, K, form);
+    *paired = a.pairs != NULL;
+    memset(acc, 0, (size_t)hc_verify_gemm_acc_len(rows, M) * sizeof *acc);
+    for (int64_t k0 = 0; k0 < K; k0 += 1024) {
+        const int64_t kw = K - k0 < 1024 ? K - k0 : 1024;
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(slab + r * 1024, W + r * K + k0, (size_t)kw * sizeof *slab);
+        hc_verify_gemm_acc(&a, k0, k0 + kw, slab, rows, 1024, acc);
+    }
+    hc_verify_act_free(&a);
+}
+
+/* Every form of hc_verify_gemm_acc (portable, AVX2+FMA, AVX-512 token
+ * pairs) gives the same doubles for every (row, token): token counts
+ * around the pairs and the groups of 4 and 8, odd row counts (the last row
+ * alone), K around the 8-lane, 64-k block and 1024 slab edges. A pairs
+ * kernel that mixed up a token's half, a pair or a row fails here.
+ * SKIP[isa] where the pairs do not run. */
+static void test_gemm_forms_agree(void **state)
+{
+    (void)state;
+    static const int64_t Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17, 24};
+    static const int64_t Ks[] = {7, 8, 64, 67, 1000, 2 * 1024 + 67};
+    static const int64_t Rs[] = {1, 2, 3, 5, 64};
+    const int64_t Mmax = 24, Kmax = 2 * 1024 + 67, Rmax = 64;
+    float *x = malloc((size_t)(Mmax * Kmax) * sizeof *x);
+    float *W = malloc((size_t)(Rmax * Kmax) * sizeof *W);
+    float *slab = malloc((size_t)(Rmax * 1024) * sizeof *slab);
+    const size_t n = (size_t)hc_verify_gemm_acc_len(Rmax, Mmax);
+    double *ref = malloc(n * sizeof *ref), *got = malloc(n * sizeof *got);
+    assert_true(x && W && slab && ref && got);
+    for (int64_t i = 0; i < Mmax * Kmax; i++) x[i] = frand();
+    for (int64_t i = 0; i < Rmax * Kmax; i++) W[i] = frand();
+    int paired = 0;
+    for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+            for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
+                const int64_t M = Ms[mi], K = Ks[ki], rows = Rs[ri];
+                const size_t len = (size_t)hc_verify_gemm_acc_len(rows, M) * sizeof *ref;
+                int p1, p;
+                acc_form(1, x, M, K, W, rows, slab, ref, &p1);
+                for (int form = 2; form >= 0; form -= 2) {
+                    acc_form(form, x, M, K, W, rows, slab, got, &p);
+                    paired |= p;
+                    if (memcmp(ref, got, len) != 0) {
+                        print_error("form %d, M %lld K %lld rows %lld: sums differ from the "
+                                    "portable form\n", form, (long long)M, (long long)K,
+                                    (long long)rows);
+                        fail();
+                    }
+                }
+            }
+    free(x);
+    free(W);
+    free(slab);
+    free(ref);
+    free(got);
+    if (!paired) {
+        printf("SKIP[isa]: no AVX-512: the token pairs do not run\n");
+        skip();
+    }
+}
+
+/* The serial stream hc_verify_random_act draws from (its definition:
+ * channel after channel, a spread then M values), for comparison. */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double normal(uint64_t *s)
+{
+    double u = ((mix(s) >> 11) + 0.5) * 0x1.0p-53, v = ((mix(s) >> 11) + 0.5) * 0x1.0p-53;
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* Random activations drawn channel by channel in parallel equal the serial
+ * stream bit for bit (token counts, channel counts below and above the
+ * parallel threshold). */
+static void test_random_act_stream(void **state)
+{
+    (void)state;
+    static const int64_t Ms[] = {1, 3, 16}, Ks[] = {1, 5, 1000, 70000};
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t ki = 0; ki < 4; ki++) {
+            const int64_t M = Ms[mi], K = Ks[ki];
+            float *x = malloc((size_t)(M * K) * sizeof *x), *w = malloc((size_t)(M * K) * sizeof *w);
+            assert_true(x && w);
+            hc_verify_random_act(x, M, K, 0x1234 + (uint64_t)K);
+            uint64_t s = (0x1234 + (uint64_t)K) ^ 0x5DEECE66Dull;
+            for (int64_t k = 0; k < K; k++) {
+                double c = exp(0.5 * normal(&s));
+                if (mix(&s) % 64 == 0) c *= 6.0;
+                for (int64_t m = 0; m < M; m++) w[m * K + k] = (float)(normal(&s) * c);
+            }
+            assert_memory_equal(x, w, (size_t)(M * K) * sizeof *x);
+            free(x);
+            free(w);
+        }
 }
 
 int main(void)
@@ -151,6 +264,8 @@ int main(void)
         cmocka_unit_test(test_forms_agree_and_bound),
         cmocka_unit_test(test_gemm_rows_equal_dots),
         cmocka_unit_test(test_gemm_parts_equal_rows),
+        cmocka_unit_test(test_gemm_forms_agree),
+        cmocka_unit_test(test_random_act_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

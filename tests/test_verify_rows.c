@@ -41,9 +41,19 @@ static float frand(void)
 
 /* pass 0: random; 1: all-zero reference (rms 0); 2: rms exactly 10 with
  * |d| = 1 exactly on the top threshold; every pass with NaN / Inf in got
- * and ref, equal elements and a difference on each decade. */
+ * and ref, equal elements and a difference on each decade; pass 3: equal
+ * but for every 61st element (runs of equal blocks, -0 against +0 among
+ * them). */
 static void fill(int pass, float *got, float *ref, int64_t n)
 {
+    if (pass == 3) {
+        for (int64_t i = 0; i < n; i++) {
+            ref[i] = i % 7 == 3 ? -0.0f : frand();
+            got[i] = i % 61 == 0 ? ref[i] * 1.5f + 0.25f : i % 14 == 3 ? 0.0f : ref[i];
+            if (i % 401 == 0) got[i] = NAN;
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) {
         ref[i] = pass == 1 ? 0.0f : pass == 2 ? (i % 2 ? 10.0f : -10.0f) : frand();
         float d = (float)ldexp(1.0, (int)(next() % 40) - 30) * (i % 2 ? 1.0f : -1.0f);
@@ -121,7 +131,7 @@ static void test_row_forms_agree(void **state)
     static const int64_t gks[] = {0, 8, 12, 32, 128};
     enum { n = 4099 };
     static float got[n], ref[n];
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         fill(pass, got, ref, n);
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
             for (size_t gi = 0; gi < sizeof gks / sizeof gks[0]; gi++) {

@@ -277,6 +277,12 @@ static const float *pre_row(void *ctx, int64_t r, float *buf)
     return buf;
 }
 
+static void pre_row_part(void *ctx, int64_t r, int64_t k0, int64_t k1, float *buf)
+{
+    const pre_rows *p = ctx;
+    hc_dequant_pre_row_part(p->cfg, p->m, p->pre, r, k0, k1, 0, buf);
+}
+
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, const float *ref, hc_error *err)
@@ -319,7 +325,8 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
         hc_verify_source src = {ref, bias, lossless, fsrc,
                                 fsrc && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0,
                                 ref ? NULL : by_rows ? hc_conv_source_row : pre_row,
-                                by_rows ? (void *)&rs : (void *)&pr};
+                                by_rows ? (void *)&rs : (void *)&pr,
+                                ref ? NULL : by_rows ? hc_conv_source_row_part : pre_row_part};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix),
                               .use_gpu = v->use_gpu && tiles,

@@ -102,6 +102,10 @@ typedef struct {
 int hc_conv_float_rows_ok(const hc_conv_layer *L);
 void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs);
 const float *hc_conv_source_row(void *ctx, int64_t row, float *buf);
+/* Columns [k0, k1) of row `row` into buf (k1 - k0 floats), as
+ * hc_conv_source_row converts them; takes no row CRCs (for readers whose
+ * rs->row_crc is NULL: verification). */
+void hc_conv_source_row_part(void *ctx, int64_t row, int64_t k0, int64_t k1, float *buf);
 
 /* Produces the layer's pre-repack tensors (owned) through its source. For
  * float sources *ref receives the source weights as float32 (E, N, K), for an

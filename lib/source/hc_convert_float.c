@@ -422,6 +422,16 @@ const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
     return buf;
 }
 
+void hc_conv_source_row_part(void *ctx, int64_t row, int64_t k0, int64_t k1, float *buf)
+{
+    const hc_conv_row_source *rs = ctx;
+    const hc_conv_layer *L = rs->L;
+    int64_t e = row / rs->N, r = row % rs->N;
+    const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
+    size_t at = (size_t)((L->experts ? r : row) * rs->K + k0);
+    convert_floats(t, at, (size_t)(k1 - k0), buf, rs->f16);
+}
+
 /* Row CRCs for the input CRC table (hc_st_crcs.h), or none without one. */
 static hc_status row_crcs_alloc(hc_st_crcs *crcs, int64_t E, hc_conv_row_source *rs,
                                 hc_error *err)

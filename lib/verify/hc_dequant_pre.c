@@ -63,12 +63,43 @@ hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *
     return HC_OK;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* Codes [k0, k1) of 2- or 4-bit codes, k0 at a word's start, 16 at a time
+ * (their words by a permute, the codes by shifts, the values by a permute of
+ * the table T): the floats group_by_table's loop stores. Returns the first
+ * code not done. */
+__attribute__((target("avx512f"))) static int64_t
+codes16_avx512(const unsigned char *row, int b, const float *T, int64_t k0, int64_t k1,
+               int64_t kb, float *out)
+{
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i idx = _mm512_srli_epi32(_mm512_mullo_epi32(lane, _mm512_set1_epi32(b)), 5);
+    const __m512i sh = _mm512_and_si512(_mm512_mullo_epi32(lane, _mm512_set1_epi32(b)),
+                                        _mm512_set1_epi32(31));
+    const __m512i mask = _mm512_set1_epi32((1 << b) - 1);
+    const __m512 t = _mm512_maskz_loadu_ps((__mmask16)((1u << (1 << b)) - 1), T);
+    const __mmask16 words = (__mmask16)((1u << (b / 2)) - 1); /* 16 codes: b / 2 words */
+    int64_t k = k0;
+    for (; k + 16 <= k1; k += 16) {
+        const __m512i w = _mm512_maskz_loadu_epi32(words, row + (size_t)(k * b / 32) * 4);
+        const __m512i code = _mm512_and_si512(
+            _mm512_srlv_epi32(_mm512_permutexvar_epi32(idx, w), sh), mask);
+        _mm512_storeu_ps(out + (k - kb), _mm512_permutexvar_ps(code, t));
+    }
+    return k;
+}
+#endif
+
 /* Codes [k0, k1) of a row of b-bit codes (b divides 32: none straddles a
  * word) by a table of the 2^b values of the group, each computed as the
- * element loop of dequant_row computes it: the same floats. */
+ * element loop of dequant_row computes it: the same floats; out[k - kb].
+ * portable: the element loop only (else 2- and 4-bit codes 16 at a time
+ * with AVX-512 where they start at a word). */
 static void group_by_table(const unsigned char *row, int b, int is_float, const double *lut,
                            double zero, double sc, double glob, int64_t k0, int64_t k1,
-                           float *out)
+                           int64_t kb, int portable, float *out)
 {
     float T[256];
     const uint32_t mask = (1u << b) - 1;
@@ -76,16 +107,25 @@ static void group_by_table(const unsigned char *row, int b, int is_float, const 
         const double x = is_float ? lut[c] : (double)c - zero;
         T[c] = (float)(x * sc * glob);
     }
-    for (int64_t k = k0; k < k1; k++) {
+    int64_t k = k0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!portable && (b == 2 || b == 4) && k0 * b % 32 == 0 && __builtin_cpu_supports("avx512f"))
+        k = codes16_avx512(row, b, T, k0, k1, kb, out);
+#endif
+    (void)portable;
+    for (; k < k1; k++) {
         uint32_t w;
         memcpy(&w, row + (size_t)(k * b / 32) * 4, 4);
-        out[k] = T[(w >> (k * b % 32)) & mask];
+        out[k - kb] = T[(w >> (k * b % 32)) & mask];
     }
 }
 
-/* Row r = e * N + n into out (K floats); lut: the float codes decoded. */
+/* Columns [kb, ke) of row r = e * N + n into out (ke - kb floats); lut:
+ * the float codes decoded. A group's table is taken where the whole group
+ * is asked for: the floats do not depend on it. */
 static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
-                        const hc_layer_tensors *pre, const double *lut, int64_t r, float *out)
+                        const hc_layer_tensors *pre, const double *lut, int64_t r, int64_t kb,
+                        int64_t ke, int portable, float *out)
 {
     const int b = m->weight_bits;
     const int is_float = hc_format_get(cfg->weight_format)->kind == HC_KIND_FLOAT;
@@ -100,8 +140,9 @@ static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
                   : cfg->scale_2_channel ? elem_value(g->dtype, cfg->param_format, g->data, r)
                   : elem_value(HC_DT_F32, HC_FMT_F32, g->data, g->shape[0] == 1 ? 0 : e);
     /* zero point and scale are constant over a group of gs along K */
-    for (int64_t k0 = 0; k0 < K; k0 += gs) {
-        int64_t gi = k0 / gs, k1 = k0 + gs < K ? k0 + gs : K;
+    for (int64_t gk = kb / gs * gs; gk < ke; gk += gs) {
+        const int64_t gi = gk / gs, k0 = gk > kb ? gk : kb;
+        const int64_t k1 = gk + gs < ke ? gk + gs : ke;
         double zero = 0.0, sc = 1.0;
         if (int_zp) { /* (E, N*b/32, G0): stream along dim 1, stride G0 words */
             const unsigned char *zb = (const unsigned char *)z->data +
@@ -115,18 +156,18 @@ static void dequant_row(const hc_layer_config *cfg, const hc_layer_meta *m,
         if (cfg->scale_type == HC_SCALE_BLOCK) {
             int64_t Rb = N / cfg->group_size_n, Cb = K / cfg->group_size;
             sc = elem_value(HC_DT_F32, HC_FMT_F32, s->data,
-                            (e * Rb + n / cfg->group_size_n) * Cb + k0 / cfg->group_size);
+                            (e * Rb + n / cfg->group_size_n) * Cb + gk / cfg->group_size);
         } else if (cfg->scale_type != HC_SCALE_TENSOR) {
             sc = elem_value(s->dtype, cfg->scale_format, s->data, (e * N + n) * G0 + gi);
         }
         if (32 % b == 0 && (4 << b) <= k1 - k0) {
-            group_by_table(row, b, is_float, lut, zero, sc, glob, k0, k1, out);
+            group_by_table(row, b, is_float, lut, zero, sc, glob, k0, k1, kb, portable, out);
             continue;
         }
         for (int64_t k = k0; k < k1; k++) {
             uint32_t code = stream_bits(row, 1, k * b, b);
             double x = is_float ? lut[code] : (double)code - zero;
-            out[k] = (float)(x * sc * glob);
+            out[k - kb] = (float)(x * sc * glob);
         }
     }
 }
@@ -143,7 +184,16 @@ void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *m,
 {
     double lut[256];
     code_table(cfg, m->weight_bits, lut);
-    dequant_row(cfg, m, pre, lut, r, out);
+    dequant_row(cfg, m, pre, lut, r, 0, m->K, 0, out);
+}
+
+void hc_dequant_pre_row_part(const hc_layer_config *cfg, const hc_layer_meta *m,
+                             const hc_layer_tensors *pre, int64_t r, int64_t k0, int64_t k1,
+                             int portable, float *out)
+{
+    double lut[256];
+    code_table(cfg, m->weight_bits, lut);
+    dequant_row(cfg, m, pre, lut, r, k0, k1, portable, out);
 }
 
 void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *m,
@@ -161,7 +211,7 @@ hc_status hc_dequant_pre(const hc_layer_config *cfg, const hc_layer_meta *m,
     code_table(cfg, m->weight_bits, lut);
     const int64_t rows = m->E * m->N, K = m->K;
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * K))
-    for (int64_t r = 0; r < rows; r++) dequant_row(cfg, m, pre, lut, r, W + r * K);
+    for (int64_t r = 0; r < rows; r++) dequant_row(cfg, m, pre, lut, r, 0, K, 0, W + r * K);
     if (bias) hc_dequant_pre_bias(cfg, m, pre, bias);
     return HC_OK;
 }

@@ -36,6 +36,7 @@ typedef struct {
     float *Wd, *bd, *Wu, *x, *xq, *yref, *y, *yq;
     hc_verify_row_sums *rows;       /* the weight checks' sums per row (E * N) */
     double *energy;                 /* the source's sum of squares per row */
+    hc_verify_act ax, axq;          /* x and xq for hc_verify_gemm_acc (panels) */
     int yref_done;                  /* panels: yref computed with them */
 } buffers;
 
@@ -51,6 +52,8 @@ static void buffers_free(buffers *b)
     free(b->yq);
     free(b->rows);
     free(b->energy);
+    hc_verify_act_free(&b->ax);
+    hc_verify_act_free(&b->axq);
 }
 
 /* Panels (run_panels): no full decoded weights. */
@@ -211,21 +214,42 @@ static int64_t bias_mismatches(const hc_layer_meta *m, const hc_verify_source *s
     return mism;
 }
 
+/* Columns per part of a source read in parts (source_energy): in L1. */
+#define HC_VERIFY_PART 1024
+
+/* Row r's sum of squares, a source given by parts read HC_VERIFY_PART
+ * columns at a time into buf (the lanes carried from part to part). */
+static double energy_by_parts(const hc_verify_source *src, int64_t r, int64_t K, float *buf)
+{
+    double l[8] = {0};
+    for (int64_t k0 = 0; k0 < K; k0 += HC_VERIFY_PART) {
+        const int64_t k1 = K - k0 < HC_VERIFY_PART ? K : k0 + HC_VERIFY_PART;
+        src->part(src->rows_ctx, r, k0, k1, buf);
+        hc_verify_row_energy_part(buf, k1 - k0, l, 0);
+    }
+    return hc_verify_lanes_total(l);
+}
+
 /* The source's sum of squares per row (b->energy), rows in parallel (a
- * source given by rows read into a buffer per thread); *rms from them. */
+ * source given by rows or parts read into a buffer per thread); *rms from
+ * them. */
 static hc_status source_energy(const hc_verify_source *src, int64_t rows, int64_t K, buffers *b,
                                double *rms, hc_error *err)
 {
     int fail = 0;
+    const int parts = !src->weight && src->part;
 #pragma omp parallel reduction(+ : fail) if (HC_PARALLEL(rows * K))
     {
-        float *buf = src->weight ? NULL : malloc((size_t)K * sizeof *buf);
+        float *buf = src->weight ? NULL
+                     : malloc((size_t)(parts && K > HC_VERIFY_PART ? HC_VERIFY_PART : K) *
+                              sizeof *buf);
         fail += !src->weight && !buf;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++)
             if (src->weight || buf)
-                b->energy[r] = hc_verify_row_energy(
-                    src->weight ? src->weight + r * K : src->rows(src->rows_ctx, r, buf), K, 0);
+                b->energy[r] = parts ? energy_by_parts(src, r, K, buf)
+                               : hc_verify_row_energy(src->weight ? src->weight + r * K
+                                                      : src->rows(src->rows_ctx, r, buf), K, 0);
         free(buf);
     }
     if (fail) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating a source row");
@@ -379,7 +403,7 @@ static int ws_alloc(const hc_layer_meta *m, const hc_verify_source *src, int64_t
     w->ks = ks;
     w->acc_len = hc_verify_gemm_acc_len(64, M);
     w->P = malloc((size_t)(64 * ks) * sizeof(float));
-    w->S = src->weight ? NULL : malloc((size_t)(64 * m->K) * sizeof(float));
+    w->S = src->weight ? NULL : malloc((size_t)(64 * (src->part ? ks : m->K)) * sizeof(float));
     w->st = malloc(64 * sizeof *w->st);
     w->acc = malloc((size_t)(3 * w->acc_len) * sizeof(double));
     return w->P && (src->weight || w->S) && w->st && w->acc;
@@ -394,31 +418,32 @@ static void ws_free(panel_ws *w)
 }
 
 /* Slab [k0, k0 + kw) of panel (e, nb): decoded, checked against the source
- * rows ref (stride K), added to the GEMMs' sums. While the panel equals its
+ * rows ref (column k0 of the panel's first row, row stride lds), added to
+ * the GEMMs' sums. While the panel equals its
  * source (*equal), the source GEMM's sums are the decoded GEMM's (the same
  * operations on the same values; lanes start at +0, so not even the sign
  * of a zero differs): they are copied at the first slab that differs. */
-static void panel_slab(const hc_layer_meta *m, const hc_verify_decoder *dec,
-                       const hc_verify_row_opts *o, int M, const buffers *b, int64_t e,
-                       int64_t nb, const float *ref, int64_t k0, int64_t kw, panel_ws *w,
-                       int *equal)
+static void panel_slab(const hc_verify_decoder *dec,
+                       const hc_verify_row_opts *o, const buffers *b, int64_t e,
+                       int64_t nb, const float *ref, int64_t lds, int64_t k0, int64_t kw,
+                       panel_ws *w, int *equal)
 {
-    const int64_t K = m->K, ks = w->ks, len = w->acc_len;
+    const int64_t ks = w->ks, len = w->acc_len;
     double *acc_y = w->acc, *acc_yq = w->acc + len, *acc_ref = w->acc + 2 * len;
     hc_verify_decode_panel_part(dec, e, nb, k0, k0 + kw, w->P, ks);
     int64_t mism = 0;
     for (int64_t r = 0; r < 64; r++) {
         const int64_t before = w->st[r].mism;
-        hc_verify_row_part(o, w->P + r * ks, ref + r * K + k0, kw, &w->st[r]);
+        hc_verify_row_part(o, w->P + r * ks, ref + r * lds, kw, &w->st[r]);
         mism += w->st[r].mism - before;
     }
     if (*equal && mism) {
         memcpy(acc_ref, acc_y, (size_t)len * sizeof *acc_ref);
         *equal = 0;
     }
-    if (!*equal) hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, ref + k0, 64, K, acc_ref);
-    hc_verify_gemm_acc(b->x, M, K, k0, k0 + kw, w->P, 64, ks, acc_y);
-    if (b->yq) hc_verify_gemm_acc(b->xq, M, K, k0, k0 + kw, w->P, 64, ks, acc_yq);
+    if (!*equal) hc_verify_gemm_acc(&b->ax, k0, k0 + kw, ref, 64, lds, acc_ref);
+    hc_verify_gemm_acc(&b->ax, k0, k0 + kw, w->P, 64, ks, acc_y);
+    if (b->yq) hc_verify_gemm_acc(&b->axq, k0, k0 + kw, w->P, 64, ks, acc_yq);
 }
 
 /* Panel i (rows n0.. n0 + 63 of expert e) slab by slab: its rows' sums into
@@ -432,14 +457,21 @@ static void one_panel(const hc_layer_meta *m, const hc_layer_tensors *post,
     const int64_t row0 = e * N + n0, len = w->acc_len;
     const float *bias = post->bias.data ? b->bd + e * m->Np + n0 : NULL;
     const float *sbias = src->bias ? src->bias + e * N + n0 : NULL;
+    /* the source: whole rows (in memory, or read by rows), or read by parts
+     * slab by slab */
+    const int parts = !src->weight && src->part;
     const float *ref = src->weight ? src->weight + row0 * K : w->S;
-    if (!src->weight) source_rows(src, row0, 64, K, w->S);
+    const int64_t lds = parts ? w->ks : K;
+    if (!src->weight && !parts) source_rows(src, row0, 64, K, w->S);
     for (int64_t r = 0; r < 64; r++) hc_verify_row_begin(&w->st[r]);
     memset(w->acc, 0, (size_t)(3 * len) * sizeof *w->acc);
     int equal = 1;
-    for (int64_t k0 = 0; k0 < K; k0 += w->ks)
-        panel_slab(m, dec, o, M, b, e, i % tiles, ref, k0, K - k0 < w->ks ? K - k0 : w->ks, w,
-                   &equal);
+    for (int64_t k0 = 0; k0 < K; k0 += w->ks) {
+        const int64_t kw = K - k0 < w->ks ? K - k0 : w->ks;
+        for (int64_t r = 0; parts && r < 64; r++)
+            src->part(src->rows_ctx, row0 + r, k0, k0 + kw, w->S + r * lds);
+        panel_slab(dec, o, b, e, i % tiles, parts ? ref : ref + k0, lds, k0, kw, w, &equal);
+    }
     for (int64_t r = 0; r < 64; r++) hc_verify_row_end(o, &w->st[r], &b->rows[row0 + r], hist);
     const int64_t at = e * M * N + n0;
     hc_verify_gemm_end(w->acc, M, 64, bias, b->y + at, N);
@@ -488,6 +520,8 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->lossless = src->lossless;
     b->yref_done = 1;
     activations(cfg, m, p, M, b);
+    hc_verify_act_init(&b->ax, b->x, M, K, 0);
+    if (b->xq) hc_verify_act_init(&b->axq, b->xq, M, K, 0);
     /* a lossless layer's histogram needs the source rms only for elements
      * that differ (the layer then fails): read the source for it, and check
      * again, only then */

@@ -51,6 +51,9 @@ typedef struct {
 /* Row r (0 <= r < E * N) of a source (E, N, K) as K floats: in buf (K
  * floats), or a pointer elsewhere. Called from several threads at once. */
 typedef const float *(*hc_verify_row_fn)(void *ctx, int64_t r, float *buf);
+/* Columns [k0, k1) of that row into buf (k1 - k0 floats): the floats the
+ * row function gives there. Called from several threads at once. */
+typedef void (*hc_verify_part_fn)(void *ctx, int64_t r, int64_t k0, int64_t k1, float *buf);
 
 /* The source a layer is compared with: W (E, N, K) float32, optional bias
  * (E, N). `lossless`: the repack must reproduce W exactly. weight may be
@@ -66,6 +69,8 @@ typedef struct {
                           amax, the quantizer may apply (0 rtn, 0.5 mse) */
     hc_verify_row_fn rows;  /* with weight NULL: the source rows */
     void *rows_ctx;
+    hc_verify_part_fn part; /* optional, with rows: parts of a row (same ctx), read a
+                               slab of a panel at a time (in cache) instead of whole rows */
 } hc_verify_source;
 
 typedef struct {
@@ -120,6 +125,8 @@ void hc_verify_decoder_free(hc_verify_decoder *d);
 /* Tests: decode panels element by element only (the vector forms give the
  * same floats). */
 void hc_verify_decoder_portable(hc_verify_decoder *d);
+/* Tests: decode panels with at most the AVX2 forms (the same floats). */
+void hc_verify_decoder_avx2(hc_verify_decoder *d);
 
 /* Checks dtype and shape of every post tensor against the plan. */
 hc_status hc_verify_check_post(const hc_layer_config *cfg, const hc_layer_meta *meta,
@@ -139,6 +146,11 @@ hc_status hc_dequant_pre_check(const hc_layer_config *cfg, const hc_layer_meta *
                                const hc_layer_tensors *pre, hc_error *err);
 void hc_dequant_pre_row(const hc_layer_config *cfg, const hc_layer_meta *meta,
                         const hc_layer_tensors *pre, int64_t r, float *out);
+/* Columns [k0, k1) of that row into out (k1 - k0 floats): the same floats.
+ * portable 1: element by element only (tests; 0 the fastest form). */
+void hc_dequant_pre_row_part(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                             const hc_layer_tensors *pre, int64_t r, int64_t k0, int64_t k1,
+                             int portable, float *out);
 void hc_dequant_pre_bias(const hc_layer_config *cfg, const hc_layer_meta *meta,
                          const hc_layer_tensors *pre, float *bias);
 
@@ -168,14 +180,31 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride);
 
+/* Activations for hc_verify_gemm_acc: x (M, K), not copied (it must
+ * outlive a) and, where the AVX-512 form runs, a copy with the tokens
+ * interleaved in pairs (8 k of token 2p, then the same 8 k of token
+ * 2p + 1: one 512-bit register holds both tokens' lanes). form 0: the
+ * fastest this CPU runs (AVX-512, else AVX2+FMA), 1 portable (fmaf), 2 at
+ * most AVX2+FMA; every form gives the same doubles. Where the copy
+ * cannot be allocated the AVX2 form runs (nothing fails). Free with
+ * hc_verify_act_free. */
+typedef struct {
+    const float *x;
+    int64_t M, K;
+    int form;
+    float *pairs;
+} hc_verify_act;
+void hc_verify_act_init(hc_verify_act *a, const float *x, int64_t M, int64_t K, int form);
+void hc_verify_act_free(hc_verify_act *a);
+
 /* hc_verify_gemm_rows in parts along K: acc (hc_verify_gemm_acc_len
  * doubles, zeroed) takes the sums of columns [k0, k1) (k0 a multiple of 64:
- * the blocks fall where they fall in one call) of x (M, K) and W (rows,
- * ldw), whose column 0 is k0; parts in k order; end writes y[t * y_stride +
- * r] [+ bias[r]]. The same floats as hc_verify_gemm_rows. */
+ * the blocks fall where they fall in one call) of the activations a and W
+ * (rows, ldw), whose column 0 is k0; parts in k order; end writes
+ * y[t * y_stride + r] [+ bias[r]]. The same floats as hc_verify_gemm_rows. */
 int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M);
-void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
-                        const float *W, int64_t rows, int64_t ldw, double *acc);
+void hc_verify_gemm_acc(const hc_verify_act *a, int64_t k0, int64_t k1, const float *W,
+                        int64_t rows, int64_t ldw, double *acc);
 void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
                         int64_t y_stride);
 
@@ -253,6 +282,11 @@ void hc_verify_row_end(const hc_verify_row_opts *o, const hc_verify_row_state *s
                        hc_verify_row_sums *out, int64_t *hist);
 /* Sum of squares of one row in the same lanes and tree. */
 double hc_verify_row_energy(const float *ref, int64_t K, int portable);
+/* hc_verify_row_energy in parts: elements [k0, k0 + n) of the row (k0 a
+ * multiple of 8) added to the 8 lanes l (zeroed at the row's start); the
+ * tree of the lanes after the last part is hc_verify_row_energy's value. */
+void hc_verify_row_energy_part(const float *ref, int64_t n, double *l, int portable);
+double hc_verify_lanes_total(const double *l);
 /* The histogram thresholds of an rms (thr[j] = rms * 10^(j-9), j >= 2). */
 void hc_verify_hist_thresholds(double rms, double *thr);
 /* Groups one row high (channel, group): the per-row group statistics apply. */

@@ -87,7 +87,12 @@ typedef struct {
      * padded words (lane-major) at bit qsh[i]. quad_ok: the map was found. */
     int quad_ok, quad_rows, qdn[32];
     int32_t qw[128], qsh[128];
-    int portable;       /* tests: the element-by-element panel decoding only */
+    /* code_values' vector form (codes of at most 4 bits): 1 x of each code
+     * fixed per layer (xc), 2 x = code - zero (a float zero point); 0 none */
+    int xvec;
+    double xc[16];
+    int portable;       /* tests: 1 the element-by-element panel decoding only,
+                           2 at most the AVX2 quads */
 } decode_ctx;
 
 /* The lane map inverted per quad of lanes (decode_ctx): every (lane of the
@@ -164,6 +169,7 @@ static hc_status decode_scales(decode_ctx *c, const hc_tensor *s, hc_error *err)
     inverse_perm(L, inv);
     c->scale = malloc((size_t)(E * Np * G) * sizeof(double));
     HC_CHECK_ALLOC(err, c->scale, "decoded scales");
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * G * Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t n = 0; n < Np; n++) {
@@ -201,6 +207,7 @@ static hc_status decode_zero(decode_ctx *c, const hc_tensor *z, hc_error *err)
     }
     int zb = m->weight_bits <= 4 ? 4 : 8;
     const uint8_t *bytes = z->data;
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * G * Np))
     for (int64_t e = 0; e < E; e++)
         for (int64_t g = 0; g < G; g++)
             for (int64_t n = 0; n < Np; n++) {
@@ -371,6 +378,34 @@ static void fold_scale_2(decode_ctx *c, const hc_tensor *g)
         }
 }
 
+/* The number a code stands for before scales at (e, n, g), as decode_lane
+ * takes it. */
+static inline double code_x(const decode_ctx *c, uint32_t code, int64_t e, int64_t n, int64_t g)
+{
+    const uint32_t mask = (1u << c->m->weight_bits) - 1, mag = code & (mask >> 1);
+    return c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
+           : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
+}
+
+/* Which vector form code_values may take (decode_ctx.xvec), and the fixed
+ * numbers of the codes. */
+static void code_x_fixed(decode_ctx *c)
+{
+    const hc_layer_meta *m = c->m;
+    const int b = m->weight_bits;
+    c->xvec = 0;
+    if (b > 4) return;
+    if (!c->e0m && !c->is_float && !m->kernel_weight_signed && !m->preprocess_int2fp && c->zero) {
+        c->xvec = 2;
+        return;
+    }
+    if (!c->e0m && !c->is_float && !m->kernel_weight_signed &&
+        (m->preprocess_int2fp ? m->zp_in_repack && c->zcode : c->zero != NULL))
+        return; /* x depends on the group's zero point */
+    for (uint32_t code = 0; code < (1u << b); code++) c->xc[code] = code_x(c, code, 0, 0, 0);
+    c->xvec = 1;
+}
+
 /* Checks the post tensors and fills c (scales, zero points, global scales
  * un-permuted); c is freed with ctx_free, also on failure. */
 static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
@@ -396,6 +431,7 @@ static hc_status ctx_open(const hc_layer_config *cfg, const hc_layer_meta *meta,
         for (int64_t e = 0; e < meta->E; e++)
             c->global[e] = rdf32(gs->data, gs->shape[0] == 1 ? 0 : e);
     }
+    code_x_fixed(c);
     return HC_OK;
 }
 
@@ -452,6 +488,38 @@ hc_status hc_verify_decoder_open(const hc_layer_config *cfg, const hc_layer_meta
     return HC_OK;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* code_values for at most 16 codes, eight doubles at a time: the same
+ * products in the same order, each rounded once to float. */
+__attribute__((target("avx512f,avx512vl"))) static void
+code_values_avx512(const decode_ctx *c, int64_t e, int64_t n, int64_t g, double x2, double sc,
+                   float *T)
+{
+    const hc_layer_meta *m = c->m;
+    const int codes = 1 << m->weight_bits;
+    __m512d xl, xh;
+    if (c->xvec == 1) {
+        xl = _mm512_loadu_pd(c->xc);
+        xh = _mm512_loadu_pd(c->xc + 8);
+    } else {
+        const __m512d z = _mm512_set1_pd(c->zero[(e * m->Np + n) * m->G + g]);
+        xl = _mm512_sub_pd(_mm512_set_pd(7, 6, 5, 4, 3, 2, 1, 0), z);
+        xh = _mm512_sub_pd(_mm512_set_pd(15, 14, 13, 12, 11, 10, 9, 8), z);
+    }
+    __m512d vl = _mm512_mul_pd(_mm512_mul_pd(xl, _mm512_set1_pd(x2)), _mm512_set1_pd(sc));
+    __m512d vh = _mm512_mul_pd(_mm512_mul_pd(xh, _mm512_set1_pd(x2)), _mm512_set1_pd(sc));
+    if (c->global) {
+        vl = _mm512_mul_pd(vl, _mm512_set1_pd(c->global[e]));
+        vh = _mm512_mul_pd(vh, _mm512_set1_pd(c->global[e]));
+    }
+    _mm256_mask_storeu_ps(T, (__mmask8)(codes >= 8 ? 0xFF : (1u << codes) - 1),
+                          _mm512_cvtpd_ps(vl));
+    if (codes == 16) _mm256_storeu_ps(T + 8, _mm512_cvtpd_ps(vh));
+}
+#endif
+
 /* The values decode_lane gives the 2^b codes at (e, n) in group g, by the
  * same operations, into T. */
 static void code_values(const decode_ctx *c, int64_t e, int64_t n, int64_t g, float *T)
@@ -460,11 +528,15 @@ static void code_values(const decode_ctx *c, int64_t e, int64_t n, int64_t g, fl
     const uint32_t mask = (1u << m->weight_bits) - 1;
     const double x2 = m->use_fused_e8m0 && c->cfg->act_format == HC_FMT_INT8 ? 2.0 : 1.0;
     const double sc = elem_scale(c, e, n, 0, g), gl = c->global ? c->global[e] : 1.0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (c->xvec && c->portable != 1 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl")) {
+        code_values_avx512(c, e, n, g, x2, sc, T);
+        return;
+    }
+#endif
     for (uint32_t code = 0; code <= mask; code++) {
-        const uint32_t mag = code & (mask >> 1);
-        const double x = c->e0m ? (code > mask >> 1 ? -(double)mag : (double)mag)
-                         : c->is_float ? c->flut[code] : int_value(c, code, e, n, g);
-        double v = x * x2 * sc;
+        double v = code_x(c, code, e, n, g) * x2 * sc;
         if (c->global) v *= gl;
         T[code] = (float)v;
     }
@@ -508,6 +580,24 @@ typedef void (*quad_fn)(const decode_ctx *c, const void *words, int64_t base, in
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+/* The quad's 4 lanes' padded words (lane-major, Bp each): in place where
+ * they are neither compacted nor packed-K (4 and 8 bits), else into Q. */
+static const uint32_t *quad_words(const decode_ctx *c, const void *words, int64_t base,
+                                  int64_t e, int64_t kb, int64_t nb, int j, int q, uint32_t *Q)
+{
+    const hc_layer_meta *m = c->m;
+    const int b = m->weight_bits, Bp = next_pow2(b);
+    if ((b == 4 || b == 8) && !m->use_packed_k_layout)
+        return (const uint32_t *)words + base + ((int64_t)j * 32 + 4 * q) * b;
+    memset(Q, 0, 32 * sizeof *Q);
+    for (int l = 0; l < 4; l++) {
+        uint32_t F[8];
+        lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
+        hck_uncompact(b, F, Q + l * Bp);
+    }
+    return Q;
+}
+
 /* Eight values at a time: the words by a gather from the quad's padded
  * words, the codes by shifts, the values by a gather from the table (the
  * floats the element loop stores). */
@@ -517,14 +607,10 @@ __attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const
                                                       float *W, int64_t ldw)
 {
     const hc_layer_meta *m = c->m;
-    const int a = m->act_bits, b = m->weight_bits, Bp = next_pow2(b), P = 256 / a;
+    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
     const int codes = 1 << b;
-    uint32_t QW[32] = {0};
-    for (int l = 0; l < 4; l++) {
-        uint32_t F[8];
-        lane_words(m, words, base, e, kb, nb, j, 4 * q + l, F);
-        hck_uncompact(b, F, QW + l * Bp);
-    }
+    uint32_t Q[32];
+    const uint32_t *QW = quad_words(c, words, base, e, kb, nb, j, q, Q);
     const __m256i mask = _mm256_set1_epi32(codes - 1);
     const int r0 = 4 * a * j + q;
     if (b <= 4) { /* 16 words, 16 values a row: permutes of two registers, no gathers */
@@ -565,12 +651,48 @@ __attribute__((target("avx2"))) static void quad_avx2(const decode_ctx *c, const
         }
     }
 }
+
+/* quad_avx2 with AVX-512 for codes of at most 4 bits: the quad's 16 padded
+ * words in one register and the row's 2^b table values in one, so each 16
+ * values are two permutes, a shift and a mask (no blends of two halves);
+ * the same words and table: the same floats. Wider codes: quad_avx2. */
+__attribute__((target("avx512f,avx512vl,avx2"))) static void
+quad_avx512(const decode_ctx *c, const void *words, int64_t base, int64_t e, int64_t kb,
+            int64_t nb, int j, int q, const float *T, float *W, int64_t ldw)
+{
+    const hc_layer_meta *m = c->m;
+    const int a = m->act_bits, b = m->weight_bits, P = 256 / a;
+    if (b > 4 || P % 16 != 0) {
+        quad_avx2(c, words, base, e, kb, nb, j, q, T, W, ldw);
+        return;
+    }
+    const int codes = 1 << b;
+    uint32_t Q[32];
+    const __m512i w16 = _mm512_loadu_si512(quad_words(c, words, base, e, kb, nb, j, q, Q));
+    const __m512i mask = _mm512_set1_epi32(codes - 1);
+    const int r0 = 4 * a * j + q;
+    for (int cls = 0; cls < c->quad_rows; cls++) {
+        const int row = r0 + c->qdn[cls];
+        const __m512 t = _mm512_maskz_loadu_ps((__mmask16)((1u << codes) - 1), T + row * codes);
+        float *out = W + (int64_t)row * ldw;
+        for (int k = 0; k < P; k += 16) {
+            const int i = cls * P + k;
+            const __m512i w = _mm512_permutexvar_epi32(_mm512_loadu_si512(c->qw + i), w16);
+            const __m512i code =
+                _mm512_and_si512(_mm512_srlv_epi32(w, _mm512_loadu_si512(c->qsh + i)), mask);
+            _mm512_storeu_ps(out + k, _mm512_permutexvar_ps(code, t));
+        }
+    }
+}
 #endif
 
 static quad_fn quad_impl(const decode_ctx *c)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (c->quad_ok && !c->portable && __builtin_cpu_supports("avx2")) return quad_avx2;
+    if (c->quad_ok && !c->portable && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512vl"))
+        return quad_avx512;
+    if (c->quad_ok && c->portable != 1 && __builtin_cpu_supports("avx2")) return quad_avx2;
 #endif
     (void)c;
     return NULL;
@@ -638,6 +760,8 @@ void hc_verify_decode_panel(const hc_verify_decoder *d, int64_t e, int64_t nb, f
 }
 
 void hc_verify_decoder_portable(hc_verify_decoder *d) { d->c.portable = 1; }
+
+void hc_verify_decoder_avx2(hc_verify_decoder *d) { d->c.portable = 2; }
 
 void hc_verify_decoder_free(hc_verify_decoder *d)
 {

@@ -115,46 +115,63 @@ HC_AVX2_FMA static void blocks2_fma(const float *const *xr, const float *w0, con
     }
 }
 
-/* blocks2_fma with AVX-512's 32 registers: the same float32 FMAs (256-bit),
- * and each (row, token)'s 8 double lanes held in one 512-bit register over
- * the whole range instead of being loaded, added and stored per block: the
- * same additions in the same order, so the same doubles. */
-#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
+/* Two weight rows and 4 pairs of tokens with 512-bit FMAs: each register
+ * holds the 8 float32 lanes of two tokens (the activations interleaved in
+ * pairs, hc_verify_act), each weight row's 8 values broadcast to both
+ * halves, so one FMA performs the two 256-bit FMAs of blocks2_fma on the
+ * same values (half the FMA instructions); at a block's end each half is
+ * converted to double and added to its token's 8 double lanes, held in
+ * registers over the range. The same operations in the same order as
+ * blocks_generic per (row, token): the same doubles. np: 4 or 2 pairs. */
+#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
 
-HC_AVX512 static void blocks2_avx512(const float *const *xr, const float *w0, const float *w1,
-                                     int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
+HC_AVX512 static inline __attribute__((always_inline)) void
+pairs_blocks(const float *xp, int64_t ps, const int np, const float *w0, const float *w1,
+             int64_t k0, int64_t k1, double *da, double *db)
 {
-    const float *x0 = xr[0], *x1 = xr[1], *x2 = xr[2], *x3 = xr[3];
-    __m512d A0 = _mm512_loadu_pd(da[0]), A1 = _mm512_loadu_pd(da[1]);
-    __m512d A2 = _mm512_loadu_pd(da[2]), A3 = _mm512_loadu_pd(da[3]);
-    __m512d B0 = _mm512_loadu_pd(db[0]), B1 = _mm512_loadu_pd(db[1]);
-    __m512d B2 = _mm512_loadu_pd(db[2]), B3 = _mm512_loadu_pd(db[3]);
+    __m512d A[8], B[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 2 * np; i++) A[i] = _mm512_loadu_pd(da + 8 * i), B[i] = _mm512_loadu_pd(db + 8 * i);
     for (; k0 < k1; k0 += HC_DOT_BLOCK) {
         const int64_t kend = k0 + HC_DOT_BLOCK < k1 ? k0 + HC_DOT_BLOCK : k1;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        __m512 a[4], b[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < np; p++) a[p] = _mm512_setzero_ps(), b[p] = a[p];
+#pragma GCC unroll 8
         for (int64_t k = k0; k < kend; k += 8) {
-            const __m256 v0 = _mm256_loadu_ps(w0 + k), v1 = _mm256_loadu_ps(w1 + k);
-            const __m256 y0 = _mm256_loadu_ps(x0 + k), y1 = _mm256_loadu_ps(x1 + k);
-            const __m256 y2 = _mm256_loadu_ps(x2 + k), y3 = _mm256_loadu_ps(x3 + k);
-            a0 = _mm256_fmadd_ps(y0, v0, a0);
-            b0 = _mm256_fmadd_ps(y0, v1, b0);
-            a1 = _mm256_fmadd_ps(y1, v0, a1);
-            b1 = _mm256_fmadd_ps(y1, v1, b1);
-            a2 = _mm256_fmadd_ps(y2, v0, a2);
-            b2 = _mm256_fmadd_ps(y2, v1, b2);
-            a3 = _mm256_fmadd_ps(y3, v0, a3);
-            b3 = _mm256_fmadd_ps(y3, v1, b3);
+            const __m512 v0 = _mm512_broadcast_f32x8(_mm256_loadu_ps(w0 + k));
+            const __m512 v1 = _mm512_broadcast_f32x8(_mm256_loadu_ps(w1 + k));
+#pragma GCC unroll 4
+            for (int p = 0; p < np; p++) {
+                __m512 xv = _mm512_loadu_ps(xp + p * ps + 2 * k);
+                __asm__("" : "+v"(xv)); /* one load for both rows, not one per FMA */
+                a[p] = _mm512_fmadd_ps(xv, v0, a[p]);
+                b[p] = _mm512_fmadd_ps(xv, v1, b[p]);
+            }
         }
-        A0 = _mm512_add_pd(A0, _mm512_cvtps_pd(a0)), A1 = _mm512_add_pd(A1, _mm512_cvtps_pd(a1));
-        A2 = _mm512_add_pd(A2, _mm512_cvtps_pd(a2)), A3 = _mm512_add_pd(A3, _mm512_cvtps_pd(a3));
-        B0 = _mm512_add_pd(B0, _mm512_cvtps_pd(b0)), B1 = _mm512_add_pd(B1, _mm512_cvtps_pd(b1));
-        B2 = _mm512_add_pd(B2, _mm512_cvtps_pd(b2)), B3 = _mm512_add_pd(B3, _mm512_cvtps_pd(b3));
+#pragma GCC unroll 4
+        for (int p = 0; p < np; p++) {
+            A[2 * p] = _mm512_add_pd(A[2 * p], _mm512_cvtps_pd(_mm512_castps512_ps256(a[p])));
+            A[2 * p + 1] = _mm512_add_pd(A[2 * p + 1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(a[p], 1)));
+            B[2 * p] = _mm512_add_pd(B[2 * p], _mm512_cvtps_pd(_mm512_castps512_ps256(b[p])));
+            B[2 * p + 1] = _mm512_add_pd(B[2 * p + 1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(b[p], 1)));
+        }
     }
-    _mm512_storeu_pd(da[0], A0), _mm512_storeu_pd(da[1], A1);
-    _mm512_storeu_pd(da[2], A2), _mm512_storeu_pd(da[3], A3);
-    _mm512_storeu_pd(db[0], B0), _mm512_storeu_pd(db[1], B1);
-    _mm512_storeu_pd(db[2], B2), _mm512_storeu_pd(db[3], B3);
+#pragma GCC unroll 8
+    for (int i = 0; i < 2 * np; i++) _mm512_storeu_pd(da + 8 * i, A[i]), _mm512_storeu_pd(db + 8 * i, B[i]);
+}
+
+/* pairs_blocks for 8 tokens (da, db: their 8 x 8 double lanes) or 4. */
+HC_AVX512 static void pairs4(const float *xp, int64_t ps, const float *w0, const float *w1,
+                             int64_t k0, int64_t k1, double *da, double *db)
+{
+    pairs_blocks(xp, ps, 4, w0, w1, k0, k1, da, db);
+}
+
+HC_AVX512 static void pairs2(const float *xp, int64_t ps, const float *w0, const float *w1,
+                             int64_t k0, int64_t k1, double *da, double *db)
+{
+    pairs_blocks(xp, ps, 2, w0, w1, k0, k1, da, db);
 }
 
 HC_AVX2_FMA static void blocks_fma(const float *const *xr, const float *w, int64_t k0,
@@ -192,44 +209,74 @@ hc_dot4_fn hc_verify_dot4_impl(int portable)
     return dot4_generic;
 }
 
-static blocks_fn blocks_impl(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (hc_verify_dot4_impl(0) == dot4_fma) return blocks_fma;
-#endif
-    return blocks_generic;
-}
+/* The forms of hc_verify_act.form: the blocks of one and of two weight
+ * rows, and whether the AVX-512 token pairs run. */
+typedef void (*blocks2_fn)(const float *const *xr, const float *w0, const float *w1,
+                           int64_t k0, int64_t k1, double (*da)[8], double (*db)[8]);
 
-/* The two-row form where the FMA form runs (blocks_fast names it). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define blocks_fast blocks_fma
-#define blocks2_fast blocks2_fma
-#else
-#define blocks_fast blocks_generic
-static void blocks2_fast(const float *const *xr, const float *w0, const float *w1, int64_t k0,
-                         int64_t k1, double (*da)[8], double (*db)[8])
+static void blocks2_generic(const float *const *xr, const float *w0, const float *w1,
+                            int64_t k0, int64_t k1, double (*da)[8], double (*db)[8])
 {
     blocks_generic(xr, w0, k0, k1, da);
     blocks_generic(xr, w1, k0, k1, db);
 }
+
+static int pairs_supported(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+#else
+    return 0;
 #endif
+}
+
+static void pick_blocks(int form, blocks_fn *one, blocks2_fn *two)
+{
+    *one = blocks_generic;
+    *two = blocks2_generic;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (form != 1 && hc_verify_dot4_impl(0) == dot4_fma) {
+        *one = blocks_fma;
+        *two = blocks2_fma;
+    }
+#else
+    (void)form;
+#endif
+}
+
+void hc_verify_act_init(hc_verify_act *a, const float *x, int64_t M, int64_t K, int form)
+{
+    const int64_t K8 = K / 8 * 8, npairs = (M + 3) / 4 * 2;
+    a->x = x;
+    a->M = M;
+    a->K = K;
+    a->form = form;
+    a->pairs = NULL;
+    if (form != 0 || !pairs_supported() || K8 == 0) return;
+    a->pairs = malloc((size_t)(npairs * 2 * K8) * sizeof *a->pairs);
+    if (a->pairs == NULL) return; /* the AVX2 form: the same doubles */
+    for (int64_t p = 0; p < npairs; p++)
+        for (int h = 0; h < 2; h++) {
+            /* tokens past M repeat their group's first, as token_rows:
+             * sums never used */
+            const int64_t t = 2 * p + h;
+            const float *src = x + (t < M ? t : t / 4 * 4) * K;
+            float *dst = a->pairs + p * 2 * K8 + 8 * h;
+            for (int64_t k = 0; k < K8; k += 8) memcpy(dst + 2 * k, src + k, 8 * sizeof *dst);
+        }
+}
+
+void hc_verify_act_free(hc_verify_act *a)
+{
+    if (a == NULL) return;
+    free(a->pairs);
+    a->pairs = NULL;
+}
 
 /* K columns per pass of hc_verify_gemm_rows: the tokens' slice (16 tokens:
  * 64 KiB) stays in cache while every row of the panel reads it. */
 #define HC_GEMM_KC 1024
-
-typedef void (*blocks2_fn)(const float *const *xr, const float *w0, const float *w1,
-                           int64_t k0, int64_t k1, double (*da)[8], double (*db)[8]);
-
-/* The two-row form this CPU runs fastest (the FMA forms only). */
-static blocks2_fn blocks2_impl(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-        return blocks2_avx512;
-#endif
-    return blocks2_fast;
-}
 
 int64_t hc_verify_gemm_acc_len(int64_t rows, int64_t M) { return rows * ((M + 3) / 4) * 4 * 9; }
 
@@ -249,29 +296,56 @@ static void tail_terms(const float *x, int64_t M, int64_t K, int64_t k0, int64_t
             }
 }
 
-void hc_verify_gemm_acc(const float *x, int64_t M, int64_t K, int64_t k0, int64_t k1,
-                        const float *W, int64_t rows, int64_t ldw, double *acc)
+/* Rows r and r + 1 over [kc, kend) (relative to W's column 0 = k0) with
+ * the token pairs: 8 tokens (the double lanes of groups q and q + 1 lie
+ * next to each other in acc) at a time, the last 4 alone. */
+static void pairs_rows(const hc_verify_act *a, int64_t k0, int64_t kc, int64_t kend,
+                       const float *w0, const float *w1, double (*da)[8], double (*db)[8])
 {
-    const blocks_fn blocks = blocks_impl();
-    const blocks2_fn blocks2 = blocks2_impl();
-    const int64_t M4 = (M + 3) / 4, K8 = K / 8 * 8, kv = (k1 < K8 ? k1 : K8) - k0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    const int64_t M4 = (a->M + 3) / 4, ps = 2 * (a->K / 8 * 8);
+    for (int64_t t0 = 0; t0 < 4 * M4; t0 += 8) {
+        const float *xp = a->pairs + (t0 / 2) * ps + 2 * k0;
+        if (4 * M4 - t0 >= 8)
+            pairs4(xp, ps, w0, w1, kc, kend, da[t0], db[t0]);
+        else
+            pairs2(xp, ps, w0, w1, kc, kend, da[t0], db[t0]);
+    }
+#else
+    (void)a, (void)k0, (void)kc, (void)kend, (void)w0, (void)w1, (void)da, (void)db;
+#endif
+}
+
+void hc_verify_gemm_acc(const hc_verify_act *a, int64_t k0, int64_t k1, const float *W,
+                        int64_t rows, int64_t ldw, double *acc)
+{
+    blocks_fn blocks;
+    blocks2_fn blocks2;
+    pick_blocks(a->form, &blocks, &blocks2);
+    const int64_t M = a->M, K = a->K, M4 = (M + 3) / 4, K8 = K / 8 * 8;
+    const int64_t kv = (k1 < K8 ? k1 : K8) - k0;
     double (*dacc)[8] = (double (*)[8])acc;
     for (int64_t kc = 0; kc < kv; kc += HC_GEMM_KC) {
         const int64_t kend = kc + HC_GEMM_KC < kv ? kc + HC_GEMM_KC : kv;
-        for (int64_t r = 0; r < rows; r += 2)
+        for (int64_t r = 0; r < rows; r += 2) {
+            if (r + 1 < rows && a->pairs) {
+                pairs_rows(a, k0, kc, kend, W + r * ldw, W + (r + 1) * ldw, dacc + r * M4 * 4,
+                           dacc + (r + 1) * M4 * 4);
+                continue;
+            }
             for (int64_t q = 0; q < M4; q++) {
                 const float *xr[4];
-                token_rows(x + 4 * q * K, K, M - 4 * q, xr);
+                token_rows(a->x + 4 * q * K, K, M - 4 * q, xr);
                 for (int t = 0; t < 4; t++) xr[t] += k0; /* W's column 0 is k0 */
-                if (r + 1 < rows && blocks == blocks_fast)
+                if (r + 1 < rows)
                     blocks2(xr, W + r * ldw, W + (r + 1) * ldw, kc, kend,
                             dacc + (r * M4 + q) * 4, dacc + ((r + 1) * M4 + q) * 4);
                 else
-                    for (int64_t i = r; i < r + 2 && i < rows; i++)
-                        blocks(xr, W + i * ldw, kc, kend, dacc + (i * M4 + q) * 4);
+                    blocks(xr, W + r * ldw, kc, kend, dacc + (r * M4 + q) * 4);
             }
+        }
     }
-    tail_terms(x, M, K, k0, k1, W, rows, ldw, acc + rows * M4 * 4 * 8);
+    tail_terms(a->x, M, K, k0, k1, W, rows, ldw, acc + rows * M4 * 4 * 8);
 }
 
 void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float *bias, float *y,
@@ -287,16 +361,27 @@ void hc_verify_gemm_end(const double *acc, int64_t M, int64_t rows, const float 
         }
 }
 
+/* hc_verify_gemm_rows on prepared activations. */
+static hc_status gemm_rows_act(const hc_verify_act *a, const float *W, int64_t rows, int64_t Kw,
+                               const float *bias, float *y, int64_t y_stride)
+{
+    double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, a->M) + 1, sizeof *acc);
+    if (acc == NULL) return HC_ERR_NOMEM;
+    hc_verify_gemm_acc(a, 0, a->K, W, rows, Kw, acc);
+    hc_verify_gemm_end(acc, a->M, rows, bias, y, y_stride);
+    free(acc);
+    return HC_OK;
+}
+
 hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float *W,
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride)
 {
-    double *acc = calloc((size_t)hc_verify_gemm_acc_len(rows, M) + 1, sizeof *acc);
-    if (acc == NULL) return HC_ERR_NOMEM;
-    hc_verify_gemm_acc(x, M, K, 0, K, W, rows, Kw, acc);
-    hc_verify_gemm_end(acc, M, rows, bias, y, y_stride);
-    free(acc);
-    return HC_OK;
+    hc_verify_act a;
+    hc_verify_act_init(&a, x, M, K, 0);
+    hc_status st = gemm_rows_act(&a, W, rows, Kw, bias, y, y_stride);
+    hc_verify_act_free(&a);
+    return st;
 }
 
 void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_t E,
@@ -304,13 +389,14 @@ void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_
 {
     const hc_dot4_fn dot = hc_verify_dot4_impl(0);
     const int64_t panels = (N + 63) / 64;
+    hc_verify_act a;
+    hc_verify_act_init(&a, x, M, K, 0);
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * M * K / 16))
     for (int64_t e = 0; e < E; e++)
         for (int64_t p = 0; p < panels; p++) {
             const int64_t n0 = 64 * p, rows = N - n0 < 64 ? N - n0 : 64;
-            if (hc_verify_gemm_rows(x, M, K, W + (e * Nw + n0) * Kw, rows, Kw,
-                                    bias ? bias + e * Nb + n0 : NULL, y + e * M * N + n0,
-                                    N) == HC_OK)
+            if (gemm_rows_act(&a, W + (e * Nw + n0) * Kw, rows, Kw,
+                              bias ? bias + e * Nb + n0 : NULL, y + e * M * N + n0, N) == HC_OK)
                 continue;
             for (int64_t n = n0; n < n0 + rows; n++) { /* no memory: row by row */
                 const float *w = W + (e * Nw + n) * Kw;
@@ -324,6 +410,7 @@ void hc_verify_gemm(const float *x, int64_t M, int64_t K, const float *W, int64_
                 }
             }
         }
+    hc_verify_act_free(&a);
 }
 
 void hc_verify_round_act(hc_format_id fmt, float *x, int64_t n)
@@ -366,9 +453,11 @@ void hc_verify_quantize_act(hc_format_id fmt, float *x, int64_t M, int64_t K)
     for (int64_t m = 0; m < M; m++) quantize_row(fmt, x + m * K, K);
 }
 
+#define HC_SPLITMIX_STEP 0x9E3779B97F4A7C15ull
+
 static uint64_t splitmix(uint64_t *s)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (*s += HC_SPLITMIX_STEP);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -383,11 +472,16 @@ static double gauss(uint64_t *s)
 }
 
 /* Channel k has spread exp(0.5*g_k) (log-normal, as activations of real
- * models), and one channel in 64 is an outlier with 6x that. */
+ * models), and one channel in 64 is an outlier with 6x that. One stream of
+ * splitmix draws, channel after channel (3 + 2 M draws each); the state
+ * after n draws is the seed's + n times the increment, so the channels are
+ * drawn in parallel from their own starting states: the same values. */
 void hc_verify_random_act(float *x, int64_t M, int64_t K, uint64_t seed)
 {
-    uint64_t s = seed ^ 0x5DEECE66Dull;
+    const uint64_t s0 = seed ^ 0x5DEECE66Dull, per = 3 + 2 * (uint64_t)M;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(M * K * 4))
     for (int64_t k = 0; k < K; k++) {
+        uint64_t s = s0 + (uint64_t)k * per * HC_SPLITMIX_STEP;
         double c = exp(0.5 * gauss(&s));
         if (splitmix(&s) % 64 == 0) c *= 6.0;
         for (int64_t m = 0; m < M; m++) x[m * K + k] = (float)(gauss(&s) * c);

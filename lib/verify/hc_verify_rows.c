@@ -240,11 +240,11 @@ HC_AVX2 static void row_avx2(lanes *L, const float *got, const float *ref, int64
     row_tail(L, got, ref, K, gk, limit, thr);
 }
 
-/* Sums of squares into the 8 lanes l over whole blocks of 8; returns the
- * elements done. */
+/* Sums of squares added to the 8 lanes l over whole blocks of 8; returns
+ * the elements done. */
 HC_AVX2 static int64_t energy_avx2(const float *ref, int64_t K, double *l)
 {
-    __m256d lo = _mm256_setzero_pd(), hi = lo;
+    __m256d lo = _mm256_loadu_pd(l), hi = _mm256_loadu_pd(l + 4);
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
         const __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(ref + k)),
@@ -261,48 +261,112 @@ HC_AVX2 static int64_t energy_avx2(const float *ref, int64_t K, double *l)
 #if defined(__x86_64__) && defined(__GNUC__)
 /* The row of row_avx2 with AVX-512: the eight lanes in one register per
  * sum, 32 registers (no spills), masks for the counts; the same double
- * operations per lane (maskz_mul: the product or +0, as and(fin, ...)). */
-#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx2")))
+ * operations per lane (maskz_mul: the product or +0, as and(fin, ...)).
+ * A block of 8 whose got and ref are all finite takes a shorter form: the
+ * same sums (every mask all ones: the plain products and max), the counts
+ * that then follow from the zeros (no NaN / Inf d: a non-zero d is valid
+ * and a mismatch, g != r exactly when d != 0) kept apart in zf / fast. */
+#define HC_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2")))
 
 typedef struct {
     __m512d err2, ref2, got2, dot, maxe;
     __m512i viol, zero, valid, inf, reach[B];
+    __m512i zf;     /* zeros of the finite blocks */
+    int64_t fast;   /* elements of the finite blocks */
 } zlanes;
+
+/* One block of 8 at got + k, ref + k, any values. */
+HC_AVX512 static inline __attribute__((always_inline)) void
+zblock_any(zlanes *V, __m256 gf, __m256 rf, __m512d vl, int count_viol, const __m512d *th,
+           int64_t *mism, int64_t *bad)
+{
+    const __m512d inf = _mm512_set1_pd(INFINITY), zero = _mm512_setzero_pd();
+    const __m512i one = _mm512_set1_epi64(1);
+    *mism += __builtin_popcount(_mm256_cmp_ps_mask(gf, rf, _CMP_NEQ_UQ));
+    const __m512d g = _mm512_cvtps_pd(gf), r = _mm512_cvtps_pd(rf), d = _mm512_sub_pd(g, r);
+    const __m512d ad = _mm512_abs_pd(d);
+    const __mmask8 fin = _mm512_cmp_pd_mask(_mm512_abs_pd(g), inf, _CMP_LT_OQ);
+    *bad += 8 - __builtin_popcount(fin);
+    if (count_viol)
+        V->viol = _mm512_mask_add_epi64(V->viol, _mm512_cmp_pd_mask(ad, vl, _CMP_NLE_UQ),
+                                        V->viol, one);
+    V->zero = _mm512_mask_add_epi64(V->zero, _mm512_cmp_pd_mask(ad, zero, _CMP_EQ_OQ),
+                                    V->zero, one);
+    V->valid = _mm512_mask_add_epi64(
+        V->valid,
+        _mm512_cmp_pd_mask(ad, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(ad, inf, _CMP_LT_OQ),
+        V->valid, one);
+    V->inf = _mm512_mask_add_epi64(V->inf, _mm512_cmp_pd_mask(ad, inf, _CMP_EQ_OQ), V->inf, one);
+#pragma GCC unroll 8
+    for (int t = 2; t < B; t++)
+        V->reach[t] = _mm512_mask_add_epi64(
+            V->reach[t], _mm512_cmp_pd_mask(ad, th[t], _CMP_GE_OQ), V->reach[t], one);
+    V->err2 = _mm512_add_pd(V->err2, _mm512_maskz_mul_pd(fin, d, d));
+    V->ref2 = _mm512_add_pd(V->ref2, _mm512_maskz_mul_pd(fin, r, r));
+    V->got2 = _mm512_add_pd(V->got2, _mm512_maskz_mul_pd(fin, g, g));
+    V->dot = _mm512_add_pd(V->dot, _mm512_maskz_mul_pd(fin, g, r));
+    V->maxe = _mm512_max_pd(_mm512_maskz_mov_pd(fin, ad), V->maxe);
+}
+
+/* One block of 8 whose got and ref are finite: zblock_any's sums and
+ * counts (zf and fast stand for zero, valid and mism; bad and inf 0). */
+HC_AVX512 static inline __attribute__((always_inline)) void
+zblock_finite(zlanes *V, __m256 gf, __m256 rf, __m512d vl, int count_viol, const __m512d *th)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    const __m512d g = _mm512_cvtps_pd(gf), r = _mm512_cvtps_pd(rf), d = _mm512_sub_pd(g, r);
+    const __m512d ad = _mm512_abs_pd(d);
+    if (count_viol)
+        V->viol = _mm512_mask_add_epi64(V->viol, _mm512_cmp_pd_mask(ad, vl, _CMP_NLE_UQ),
+                                        V->viol, one);
+    V->zf = _mm512_mask_add_epi64(V->zf, _mm512_cmp_pd_mask(ad, _mm512_setzero_pd(), _CMP_EQ_OQ),
+                                  V->zf, one);
+#pragma GCC unroll 8
+    for (int t = 2; t < B; t++)
+        V->reach[t] = _mm512_mask_add_epi64(
+            V->reach[t], _mm512_cmp_pd_mask(ad, th[t], _CMP_GE_OQ), V->reach[t], one);
+    V->err2 = _mm512_add_pd(V->err2, _mm512_mul_pd(d, d));
+    V->ref2 = _mm512_add_pd(V->ref2, _mm512_mul_pd(r, r));
+    V->got2 = _mm512_add_pd(V->got2, _mm512_mul_pd(g, g));
+    V->dot = _mm512_add_pd(V->dot, _mm512_mul_pd(g, r));
+    V->maxe = _mm512_max_pd(ad, V->maxe);
+    V->fast += 8;
+}
+
+/* One finite block whose got equals ref element by element (a lossless
+ * layer's usual block): zblock_finite's sums with d = +-0 (err2 and maxe
+ * unchanged by +0; got2 and dot take r * r: g * g and g * r are the same
+ * products, or -0 where the sum takes them as +0), every lane a zero. */
+HC_AVX512 static inline __attribute__((always_inline)) void
+zblock_equal(zlanes *V, __m256 rf, __m512d vl, int count_viol)
+{
+    const __m512i one = _mm512_set1_epi64(1);
+    const __m512d r = _mm512_cvtps_pd(rf), p = _mm512_mul_pd(r, r);
+    if (count_viol) /* |d| = 0 against the limit */
+        V->viol = _mm512_mask_add_epi64(
+            V->viol, _mm512_cmp_pd_mask(_mm512_setzero_pd(), vl, _CMP_NLE_UQ), V->viol, one);
+    V->zf = _mm512_add_epi64(V->zf, one);
+    V->ref2 = _mm512_add_pd(V->ref2, p);
+    V->got2 = _mm512_add_pd(V->got2, p);
+    V->dot = _mm512_add_pd(V->dot, p);
+    V->fast += 8;
+}
 
 HC_AVX512 static inline __attribute__((always_inline)) void
 zblocks(zlanes *V, lanes *L, const float *got, const float *ref, int64_t k0, int64_t k1,
         double lim, int count_viol, const __m512d *th)
 {
-    const __m512d vl = _mm512_set1_pd(lim), inf = _mm512_set1_pd(INFINITY),
-                  zero = _mm512_setzero_pd();
-    const __m512i one = _mm512_set1_epi64(1);
+    const __m512d vl = _mm512_set1_pd(lim);
     int64_t mism = 0, bad = 0;
     for (int64_t k = k0; k < k1; k += 8) {
         const __m256 gf = _mm256_loadu_ps(got + k), rf = _mm256_loadu_ps(ref + k);
-        mism += __builtin_popcount(_mm256_cmp_ps_mask(gf, rf, _CMP_NEQ_UQ));
-        const __m512d g = _mm512_cvtps_pd(gf), r = _mm512_cvtps_pd(rf), d = _mm512_sub_pd(g, r);
-        const __m512d ad = _mm512_abs_pd(d);
-        const __mmask8 fin = _mm512_cmp_pd_mask(_mm512_abs_pd(g), inf, _CMP_LT_OQ);
-        bad += 8 - __builtin_popcount(fin);
-        if (count_viol)
-            V->viol = _mm512_mask_add_epi64(V->viol, _mm512_cmp_pd_mask(ad, vl, _CMP_NLE_UQ),
-                                            V->viol, one);
-        V->zero = _mm512_mask_add_epi64(V->zero, _mm512_cmp_pd_mask(ad, zero, _CMP_EQ_OQ),
-                                        V->zero, one);
-        V->valid = _mm512_mask_add_epi64(
-            V->valid,
-            _mm512_cmp_pd_mask(ad, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(ad, inf, _CMP_LT_OQ),
-            V->valid, one);
-        V->inf = _mm512_mask_add_epi64(V->inf, _mm512_cmp_pd_mask(ad, inf, _CMP_EQ_OQ), V->inf, one);
-#pragma GCC unroll 8
-        for (int t = 2; t < B; t++)
-            V->reach[t] = _mm512_mask_add_epi64(
-                V->reach[t], _mm512_cmp_pd_mask(ad, th[t], _CMP_GE_OQ), V->reach[t], one);
-        V->err2 = _mm512_add_pd(V->err2, _mm512_maskz_mul_pd(fin, d, d));
-        V->ref2 = _mm512_add_pd(V->ref2, _mm512_maskz_mul_pd(fin, r, r));
-        V->got2 = _mm512_add_pd(V->got2, _mm512_maskz_mul_pd(fin, g, g));
-        V->dot = _mm512_add_pd(V->dot, _mm512_maskz_mul_pd(fin, g, r));
-        V->maxe = _mm512_max_pd(_mm512_maskz_mov_pd(fin, ad), V->maxe);
+        /* NaN (quiet, signalling) or +-Inf in either */
+        if (_mm256_fpclass_ps_mask(gf, 0x99) | _mm256_fpclass_ps_mask(rf, 0x99))
+            zblock_any(V, gf, rf, vl, count_viol, th, &mism, &bad);
+        else if (_mm256_cmp_ps_mask(gf, rf, _CMP_NEQ_OQ) == 0)
+            zblock_equal(V, rf, vl, count_viol);
+        else
+            zblock_finite(V, gf, rf, vl, count_viol, th);
     }
     L->n += k1 - k0;
     L->mism += mism;
@@ -316,9 +380,11 @@ HC_AVX512 static void zstore(const zlanes *V, lanes *L)
     _mm512_storeu_pd(L->got2, V->got2);
     _mm512_storeu_pd(L->dot, V->dot);
     _mm512_storeu_pd(L->maxe, V->maxe);
+    const int64_t zf = _mm512_reduce_add_epi64(V->zf);
     L->viol += _mm512_reduce_add_epi64(V->viol);
-    L->zero += _mm512_reduce_add_epi64(V->zero);
-    L->valid += _mm512_reduce_add_epi64(V->valid);
+    L->zero += _mm512_reduce_add_epi64(V->zero) + zf;
+    L->valid += _mm512_reduce_add_epi64(V->valid) + V->fast - zf;
+    L->mism += V->fast - zf;
     L->inf += _mm512_reduce_add_epi64(V->inf);
     for (int t = 2; t < B; t++) L->reach[t] += _mm512_reduce_add_epi64(V->reach[t]);
 }
@@ -407,7 +473,7 @@ void hc_verify_row_part(const hc_verify_row_opts *o, const float *got, const flo
     if (span == span_avx2 && o->gk % 8 == 0) { /* groups of whole blocks of 8 */
         const int64_t gk = o->gk > 0 && o->gk < K ? o->gk : o->gk > 0 ? K : 0;
         if (o->portable == 0 && __builtin_cpu_supports("avx512f") &&
-            __builtin_cpu_supports("avx512vl"))
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
             row_avx512(L, got, ref, K, gk, o->limit, thr);
         else
             row_avx2(L, got, ref, K, gk, o->limit, thr);
@@ -443,14 +509,21 @@ void hc_verify_row_check(const hc_verify_row_opts *o, const float *got, const fl
     hc_verify_row_end(o, &s, out, hist);
 }
 
+void hc_verify_row_energy_part(const float *ref, int64_t n, double *l, int portable)
+{
+    int64_t k = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!portable && __builtin_cpu_supports("avx2")) k = energy_avx2(ref, n, l);
+#endif
+    (void)portable;
+    for (; k < n; k++) l[k % 8] += (double)ref[k] * (double)ref[k];
+}
+
+double hc_verify_lanes_total(const double *l) { return tree(l); }
+
 double hc_verify_row_energy(const float *ref, int64_t K, int portable)
 {
     double l[8] = {0};
-    int64_t k = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (!portable && __builtin_cpu_supports("avx2")) k = energy_avx2(ref, K, l);
-#endif
-    (void)portable;
-    for (; k < K; k++) l[k % 8] += (double)ref[k] * (double)ref[k];
+    hc_verify_row_energy_part(ref, K, l, portable);
     return tree(l);
 }
