@@ -339,20 +339,11 @@ size_t smem_of(int mt, int tg)
     return (size_t)16 * mt * tg * xld * 2 * 2;
 }
 
-/* Split-K model as hck_w4a16.cu's: a block costs (its k steps + 4) units,
- * blocks run in waves of SMs x resident blocks; ties within 3% to fewer splits. */
+/* Split-K: k units of 64, a block costs its steps + 4, a split 2 more, at
+ * least 4 steps per split. */
 int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
 {
-    const int64_t ks = d.Kp / 64;
-    int64_t cap = ks / 4 < 32 ? ks / 4 : 32, bs = 1;
-    if (cap < 1) cap = 1;
-    double best = -1;
-    for (int64_t s = 1; s <= cap; s++) {
-        const int64_t slots = (int64_t)sms * t.blocks_per_sm, waves = (blocks * s + slots - 1) / slots;
-        const double c = (double)waves * ((double)ks / s + 4.0) + (s > 1 ? 2.0 : 0.0);
-        if (best < 0 || c < best * 0.97) best = c, bs = s;
-    }
-    return (int)bs;
+    return split_waves(d.Kp / 64, 4, 4.0, 2.0, blocks, (int64_t)sms * t.blocks_per_sm);
 }
 
 int form_of(const hck_desc &d)

@@ -77,6 +77,33 @@ cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t 
 cudaError_t launch_act8(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                         int64_t Kp, uint8_t *codes, float *scales, cudaStream_t st);
 
+/* The split-K wave model of every fast family: K is `steps`
+ * units, a block costs (its steps + fixed) units, blocks run in waves of
+ * `slots` (SMs x resident blocks), a split adds `reduce`; returns the split s
+ * in [1, min(steps / min_steps, 32)] of least cost, ties within 3% to fewer,
+ * skipping the s for which fits(s) is false (0: none fits). */
+template <class Fits>
+int split_waves(int64_t steps, int64_t min_steps, double fixed, double reduce, int64_t blocks,
+                int64_t slots, Fits fits)
+{
+    int64_t cap = steps / min_steps < 32 ? steps / min_steps : 32, bs = 0;
+    if (cap < 1) cap = 1;
+    double best = -1;
+    for (int64_t s = 1; s <= cap; s++) {
+        if (!fits(s)) continue;
+        const int64_t waves = (blocks * s + slots - 1) / slots;
+        const double c = (double)waves * ((double)steps / s + fixed) + (s > 1 ? reduce : 0.0);
+        if (best < 0 || c < best * 0.97) best = c, bs = s;
+    }
+    return (int)bs;
+}
+
+inline int split_waves(int64_t steps, int64_t min_steps, double fixed, double reduce, int64_t blocks,
+                       int64_t slots)
+{
+    return split_waves(steps, min_steps, fixed, reduce, blocks, slots, [](int64_t) { return true; });
+}
+
 /* y (rows, N) 16-bit = the split-K workspace ws (rows, N) float32 + bias, the
  * rows of each expert by offsets[E+1] (hck_splitk.cu). */
 cudaError_t launch_splitk_finish(const hck_layer *L, const float *ws, const int64_t *offsets,

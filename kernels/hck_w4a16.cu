@@ -357,22 +357,12 @@ size_t smem_of(const hck_desc &d, int mt, int tg, int splits)
     return b;
 }
 
-/* Split-K model: a block costs (its tile rows + 16) units, blocks run in waves
- * of SMs x resident blocks; the split minimising waves x (krows / s + 16) (+ 8
- * for the reduction when s > 1), ties within 3% to the smaller s. */
+/* Split-K: k units of 16 rows, a block costs its rows + 16, a split 8 more,
+ * at least 4 rows per split, and the staged scales must fit (0: they fit no split). */
 int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
 {
-    const int64_t krows = d.Kp / 16;
-    int64_t cap = krows / 4 < 32 ? krows / 4 : 32, bs = 0;
-    if (cap < 1) cap = 1;
-    double best = -1;
-    for (int64_t s = 1; s <= cap; s++) {
-        if (smem_of(d, t.mt, t.tg, (int)s) > SMEM_MAX) continue;
-        const int64_t slots = (int64_t)sms * t.blocks_per_sm, waves = (blocks * s + slots - 1) / slots;
-        const double c = (double)waves * ((double)krows / s + 16.0) + (s > 1 ? 8.0 : 0.0);
-        if (best < 0 || c < best * 0.97) best = c, bs = s;
-    }
-    return (int)bs; /* 0: the staged scales fit no split */
+    return split_waves(d.Kp / 16, 4, 16.0, 8.0, blocks, (int64_t)sms * t.blocks_per_sm,
+                       [&](int64_t s) { return smem_of(d, t.mt, t.tg, (int)s) <= SMEM_MAX; });
 }
 
 }  // namespace

@@ -289,21 +289,11 @@ const Tune &tune(int64_t rows)
     return TUNE_SM90[0];
 }
 
-/* Split-K model as hck_a8.cu's over rounds of 128 k: a block costs (its
- * rounds + 2) units, blocks run in waves of SMs x resident blocks; ties
- * within 3% to fewer splits; a split keeps at least 2 rounds. */
+/* Split-K: rounds of 128 k, a block costs its rounds + 2, a split 1 more,
+ * at least 2 rounds per split. */
 int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
 {
-    const int64_t ks = d.Kp / 128;
-    int64_t cap = ks / 2 < 32 ? ks / 2 : 32, bs = 1;
-    if (cap < 1) cap = 1;
-    double best = -1;
-    for (int64_t s = 1; s <= cap; s++) {
-        const int64_t slots = (int64_t)sms * t.blocks_per_sm, waves = (blocks * s + slots - 1) / slots;
-        const double c = (double)waves * ((double)ks / s + 2.0) + (s > 1 ? 1.0 : 0.0);
-        if (best < 0 || c < best * 0.97) best = c, bs = s;
-    }
-    return (int)bs;
+    return split_waves(d.Kp / 128, 2, 2.0, 1.0, blocks, (int64_t)sms * t.blocks_per_sm);
 }
 
 }  // namespace
