@@ -60,6 +60,12 @@ static void pool_put_weight(const hc_conv_plan *plan, const hc_conv_layer *L, hc
 static void layer_out_free(layer_out *o)
 {
     pool_put_weight(o->plan, &o->plan->layers[o->it->layer], &o->pre.weight);
+    hc_tensor *tiled = &o->post.weight; /* the transform's, whatever the source */
+    if (tiled->owned && tiled->data) {
+        hc_bufpool_put(o->plan->run ? o->plan->run->pool : NULL, tiled->data, tiled->nbytes);
+        tiled->data = NULL;
+        tiled->owned = 0;
+    }
     hc_layer_tensors_free(&o->pre);
     hc_layer_tensors_free(&o->post);
     free(o->ref);
@@ -140,7 +146,8 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     int want_ref = hc_conv_verify_enabled(plan->verify) && !hc_conv_float_rows_ok(L);
     hc_status st = hc_conv_load_pre(plan, L, pre, want_ref ? ref : NULL, err);
     if (st == HC_OK && tiles) {
-        st = hc_layer_transform(&L->cfg, &L->meta, pre, post, err);
+        st = hc_layer_transform_pooled(&L->cfg, &L->meta, pre, post,
+                                       plan->run ? plan->run->pool : NULL, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     }
     for (int r = 0; st == HC_OK && tiles && r < HC_ROLE_COUNT; r++)
