@@ -72,7 +72,7 @@ struct hc_st_writer {
     uint64_t header_end; /* 8 + header length, once begun */
     uint32_t header_crc;
     uint64_t pos;        /* bytes handed to write() so far */
-    hc_st_direct direct; /* staged direct writes (direct.buf NULL: write() as it comes) */
+    hc_st_direct direct; /* staged direct writes (direct.buf[0] NULL: write() as it comes) */
     wthread th;
 };
 
@@ -156,7 +156,7 @@ static hc_status write_all(int fd, const void *data, size_t len, hc_error *err)
 /* len bytes at the end of the file: staged for direct writes, else write(). */
 static hc_status append(hc_st_writer *w, const void *p, size_t len, hc_error *err)
 {
-    if (w->direct.buf) return hc_st_direct_put(&w->direct, p, len, err);
+    if (w->direct.buf[0]) return hc_st_direct_put(&w->direct, p, len, err);
     return write_all(w->fd, p, len, err);
 }
 
@@ -176,7 +176,7 @@ static hc_status put_bytes(hc_st_writer *w, wtensor *t, const unsigned char *p, 
         p += n;
         len -= n;
     }
-    if (w->pos > start && !w->direct.buf)
+    if (w->pos > start && !w->direct.buf[0])
         (void)sync_file_range(w->fd, (off_t)start, (off_t)(w->pos - start),
                               SYNC_FILE_RANGE_WRITE);
     return HC_OK;
@@ -615,7 +615,7 @@ static hc_status finish_impl(hc_st_writer *w, hc_error *err)
         if (w->t[i].written != w->t[i].nbytes)
             HC_FAIL(err, HC_ERR_ARG, "tensor '%s' is incomplete: %llu of %llu bytes written",
                     w->t[i].name, (ull)w->t[i].written, (ull)w->t[i].nbytes);
-    if (w->direct.buf) HC_TRY(hc_st_direct_finish(&w->direct, err));
+    if (w->direct.buf[0]) HC_TRY(hc_st_direct_finish(&w->direct, err));
     if (fsync(w->fd) != 0) HC_FAIL(err, HC_ERR_IO, "fsync failed: %s", strerror(errno));
     int rc = close(w->fd);
     w->fd = -1;
