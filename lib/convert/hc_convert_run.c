@@ -113,8 +113,9 @@ static hc_status queue_layer(hc_st_writer *w, const hc_conv_layer *L, layer_out 
                               src == &o->pre ? "canonical" : "kernel-ready");
             break;
         }
-        st = hc_st_writer_write_async(w, (*index)++, data, len, last ? layer_out_done : NULL,
-                                      last ? o : NULL, err);
+        /* a view of the input (whole-word codes) is read from its file */
+        st = hc_st_writer_copy_async(w, (*index)++, o->plan->model, data, len,
+                                     last ? layer_out_done : NULL, last ? o : NULL, err);
         handed = last;
     }
     if (!handed) { /* chunks already queued may still read o's buffers */
@@ -203,7 +204,8 @@ static hc_status write_copy(hc_st_writer *w, const hc_conv_plan *plan, const hc_
                         plan->run ? plan->run->input_crcs : NULL};
         c->piece.data = (const unsigned char *)t->data + at;
         c->piece.nbytes = len;
-        HC_TRY(hc_st_writer_write_async(w, idx, c->piece.data, len, copy_done, c, err));
+        HC_TRY(hc_st_writer_copy_async(w, idx, plan->model, c->piece.data, len, copy_done, c,
+                                       err));
         at += len;
     } while (at < t->nbytes);
     return HC_OK;

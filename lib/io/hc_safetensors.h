@@ -232,6 +232,13 @@ typedef void (*hc_st_write_done)(void *ctx, int written, uint32_t tensor_crc);
  * flight with hc_st_writer_flush. */
 hc_status hc_st_writer_write_async(hc_st_writer *w, size_t index, const void *data, size_t len,
                                    hc_st_write_done done, void *ctx, hc_error *err);
+/* hc_st_writer_write_async of bytes that lie in one of src's mappings (a
+ * tensor copied unchanged; src NULL: as hc_st_writer_write_async): the
+ * writer reads them with hc_st_model_pread into its staging buffer, not
+ * through the mapping. src must outlive the write. */
+hc_status hc_st_writer_copy_async(hc_st_writer *w, size_t index, const hc_st_model *src,
+                                  const void *data, size_t len, hc_st_write_done done, void *ctx,
+                                  hc_error *err);
 /* Waits until every queued chunk is written; the first failed write. */
 hc_status hc_st_writer_flush(hc_st_writer *w, hc_error *err);
 /* Checks that every byte was written, fsyncs the file, renames it to the

@@ -45,6 +45,7 @@ typedef struct job {
     size_t len;
     hc_st_write_done done;
     void *ctx;
+    const hc_st_model *src; /* data lies in src's mappings: read with pread */
 } job;
 
 /* The thread that writes queued chunks (started by the first async write). */
@@ -160,6 +161,27 @@ static hc_status append(hc_st_writer *w, const void *p, size_t len, hc_error *er
     return write_all(w->fd, p, len, err);
 }
 
+/* len bytes of a model's mapping at p into the direct stages, each piece
+ * read with pread into the stage (the mapping's pages never faulted in; a
+ * failed pread copies from the mapping, whose truncation checks apply), its
+ * CRC-32 taken there. */
+static hc_status put_from(hc_st_writer *w, wtensor *t, const hc_st_model *src,
+                          const unsigned char *p, size_t len, hc_error *err)
+{
+    while (len > 0) {
+        size_t room = 0;
+        unsigned char *dst = hc_st_direct_room(&w->direct, &room);
+        size_t n = len < room ? len : room;
+        if (hc_st_model_pread(src, p, n, dst) != 0) memcpy(dst, p, n);
+        t->crc = hc_crc32(t->crc, dst, n);
+        HC_TRY(hc_st_direct_commit(&w->direct, n, err));
+        w->pos += n;
+        p += n;
+        len -= n;
+    }
+    return HC_OK;
+}
+
 /* len bytes of t at the end of the file, CRC-32 taken on the way, in pieces
  * that stay in cache between the two; written by write(), the kernel is then
  * asked to start writing them back, so that finish's fsync waits for little. */
@@ -198,7 +220,9 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&th->mu);
         hc_error e;
         hc_error_clear(&e);
-        hc_status st = skip ? HC_OK : put_bytes(w, j->t, j->data, j->len, &e);
+        hc_status st = skip                          ? HC_OK
+                       : j->src && w->direct.buf[0] ? put_from(w, j->t, j->src, j->data, j->len, &e)
+                                                    : put_bytes(w, j->t, j->data, j->len, &e);
         if (j->done) j->done(j->ctx, !skip && st == HC_OK, j->t->crc);
         pthread_mutex_lock(&th->mu);
         if (st != HC_OK && th->st == HC_OK) {
@@ -556,13 +580,14 @@ static hc_status thread_start(hc_st_writer *w, hc_error *err)
 }
 
 static hc_status async_impl(hc_st_writer *w, size_t index, const void *data, size_t len,
-                            hc_st_write_done done, void *ctx, hc_error *err)
+                            const hc_st_model *src, hc_st_write_done done, void *ctx,
+                            hc_error *err)
 {
     HC_TRY(claim(w, index, len, err));
     HC_TRY(thread_start(w, err));
     job *j = malloc(sizeof *j);
     HC_CHECK_ALLOC(err, j, "write queue entry");
-    *j = (job){NULL, &w->t[index], data, len, done, ctx};
+    *j = (job){NULL, &w->t[index], data, len, done, ctx, src};
     wthread *th = &w->th;
     pthread_mutex_lock(&th->mu);
     hc_status st = th->st;
@@ -581,7 +606,14 @@ static hc_status async_impl(hc_st_writer *w, size_t index, const void *data, siz
 hc_status hc_st_writer_write_async(hc_st_writer *w, size_t index, const void *data, size_t len,
                                    hc_st_write_done done, void *ctx, hc_error *err)
 {
-    hc_status st = async_impl(w, index, data, len, done, ctx, err);
+    return hc_st_writer_copy_async(w, index, NULL, data, len, done, ctx, err);
+}
+
+hc_status hc_st_writer_copy_async(hc_st_writer *w, size_t index, const hc_st_model *src,
+                                  const void *data, size_t len, hc_st_write_done done, void *ctx,
+                                  hc_error *err)
+{
+    hc_status st = async_impl(w, index, data, len, src, done, ctx, err);
     if (st != HC_OK) {
         if (done) done(ctx, 0, 0);
         hc_error_prefix(err, "writing %s: ", w->path);

@@ -140,6 +140,19 @@ hc_status hc_st_direct_put(hc_st_direct *d, const void *p, size_t len, hc_error 
     return HC_OK;
 }
 
+unsigned char *hc_st_direct_room(hc_st_direct *d, size_t *room)
+{
+    *room = HC_ST_DIRECT_STAGE - d->fill;
+    return d->buf[d->cur] + d->fill;
+}
+
+hc_status hc_st_direct_commit(hc_st_direct *d, size_t n, hc_error *err)
+{
+    d->fill += n;
+    if (d->fill == HC_ST_DIRECT_STAGE) HC_TRY(submit(d, err));
+    return HC_OK;
+}
+
 hc_status hc_st_direct_finish(hc_st_direct *d, hc_error *err)
 {
     int e = drain(d); /* after it, only this thread touches dfd */

@@ -48,6 +48,10 @@ typedef struct {
 int hc_st_direct_open(hc_st_direct *d, const char *path, int fd);
 /* Appends len bytes; every full stage is written. HC_ERR_IO on a failed write. */
 hc_status hc_st_direct_put(hc_st_direct *d, const void *p, size_t len, hc_error *err);
+/* Room in the current stage (*room bytes, at least 1) for a caller that
+ * fills it in place, then commits what it put there. */
+unsigned char *hc_st_direct_room(hc_st_direct *d, size_t *room);
+hc_status hc_st_direct_commit(hc_st_direct *d, size_t n, hc_error *err);
 /* Writes what is staged (a direct write's last block zero-padded, the file
  * then truncated to its size) and waits for every write. Not durable yet:
  * the caller fsyncs fd. */
