@@ -2,8 +2,9 @@
  * exactly the bytes put, in pieces of every size across stage boundaries and
  * with a tail that is not a whole block (the padding cut off), through the
  * O_DIRECT descriptor where the file system gives one and through the
- * ordinary descriptor (the fallback) alike; and a safetensors file written
- * by the writer (which stages) reads back whole. */
+ * ordinary descriptor (the fallback) alike; a safetensors file written by
+ * the writer (which stages) reads back whole; bytes copied from an input
+ * model's mapping (read with pread) and from memory, with their CRCs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "hc_crc32.h"
 #include "hc_safetensors.h"
 #include "hc_st_direct.h"
 #include "hc_test_util.h"
@@ -120,12 +122,75 @@ static void test_writer_round_trip(void **state)
     free(dir);
 }
 
+/* hc_st_writer_copy_async: bytes of an input mapping read by pread into the
+ * stages, bytes outside every mapping (a heap buffer) copied; each chunk's
+ * CRC as the bytes', the file as the sources. */
+static uint32_t copy_crc;
+
+static void copy_done(void *ctx, int written, uint32_t crc)
+{
+    (void)ctx;
+    assert_int_equal(written, 1);
+    copy_crc = crc;
+}
+
+static void test_writer_copy_from_model(void **state)
+{
+    (void)state;
+    char *dir = hc_test_mkdtemp("direct-copy");
+    assert_non_null(dir);
+    char *in = hc_test_path_join(dir, "model.safetensors"), *out = hc_test_path_join(dir, "o.st");
+    assert_non_null(in);
+    assert_non_null(out);
+    const int64_t n = 5 * (int64_t)HC_ST_DIRECT_STAGE / 2 + 77;
+    unsigned char *a = malloc((size_t)n), heap[300];
+    assert_non_null(a);
+    for (int64_t i = 0; i < n; i++) a[i] = next_byte();
+    for (size_t i = 0; i < sizeof heap; i++) heap[i] = next_byte();
+    hc_tensor t = {.dtype = HC_DT_U8, .ndim = 1, .shape = {n}, .data = a, .nbytes = (size_t)n};
+    const char *name = "a";
+    hc_error err;
+    assert_int_equal(hc_st_write_file(in, &t, &name, 1, NULL, &err), HC_OK);
+    hc_st_model *m = NULL;
+    assert_int_equal(hc_st_model_open(dir, &m, &err), HC_OK);
+    const hc_st_tensor *src = hc_st_model_find(m, "a");
+    assert_non_null(src);
+    hc_st_writer *w = NULL;
+    assert_int_equal(hc_st_writer_open(out, &w, &err), HC_OK);
+    assert_int_equal(hc_st_writer_add(w, "a", HC_DT_U8, 1, (int64_t[1]){n}, &err), HC_OK);
+    assert_int_equal(hc_st_writer_add(w, "h", HC_DT_U8, 1, (int64_t[1]){300}, &err), HC_OK);
+    assert_int_equal(hc_st_writer_begin_data(w, &err), HC_OK);
+    const unsigned char *d = src->data;
+    size_t half = (size_t)n / 2;
+    assert_int_equal(hc_st_writer_copy_async(w, 0, m, d, half, NULL, NULL, &err), HC_OK);
+    assert_int_equal(hc_st_writer_copy_async(w, 0, m, d + half, (size_t)n - half, copy_done,
+                                             NULL, &err), HC_OK);
+    assert_int_equal(hc_st_writer_flush(w, &err), HC_OK);
+    assert_int_equal(copy_crc, hc_crc32(0, a, (size_t)n));
+    assert_int_equal(hc_st_writer_copy_async(w, 1, m, heap, sizeof heap, copy_done, NULL, &err),
+                     HC_OK);
+    assert_int_equal(hc_st_writer_finish(w, &err), HC_OK);
+    assert_int_equal(copy_crc, hc_crc32(0, heap, sizeof heap));
+    hc_st_model_close(m);
+    hc_st_file *f = NULL;
+    assert_int_equal(hc_st_open(out, &f, &err), HC_OK);
+    assert_memory_equal(hc_st_find(f, "a")->data, a, (size_t)n);
+    assert_memory_equal(hc_st_find(f, "h")->data, heap, sizeof heap);
+    hc_st_close(f);
+    free(a);
+    hc_test_rm_rf(dir);
+    free(in);
+    free(out);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_direct_sizes),
         cmocka_unit_test(test_direct_empty),
         cmocka_unit_test(test_writer_round_trip),
+        cmocka_unit_test(test_writer_copy_from_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
