@@ -46,12 +46,12 @@ typedef struct {
     int release;
 } layer_out;
 
-/* The canonical weight of a float layer (the quantizer's codes) back to the
- * run's pool: the next layer of that shape reuses the buffer (the readers of
- * quantized layers do not take from the pool: their buffers are freed). */
-static void pool_put_weight(const hc_conv_plan *plan, const hc_conv_layer *L, hc_tensor *w)
+/* The canonical weight (the quantizer's codes, a reader's) back to the run's
+ * pool: the next layer of that size reuses the buffer (a view of the input,
+ * not owned, is not). */
+static void pool_put_weight(const hc_conv_plan *plan, hc_tensor *w)
 {
-    if (!w->owned || w->data == NULL || L->kind != HC_SRC_FLOAT) return;
+    if (!w->owned || w->data == NULL) return;
     hc_bufpool_put(plan->run ? plan->run->pool : NULL, w->data, w->nbytes);
     w->data = NULL;
     w->owned = 0;
@@ -59,13 +59,8 @@ static void pool_put_weight(const hc_conv_plan *plan, const hc_conv_layer *L, hc
 
 static void layer_out_free(layer_out *o)
 {
-    pool_put_weight(o->plan, &o->plan->layers[o->it->layer], &o->pre.weight);
-    hc_tensor *tiled = &o->post.weight; /* the transform's, whatever the source */
-    if (tiled->owned && tiled->data) {
-        hc_bufpool_put(o->plan->run ? o->plan->run->pool : NULL, tiled->data, tiled->nbytes);
-        tiled->data = NULL;
-        tiled->owned = 0;
-    }
+    pool_put_weight(o->plan, &o->pre.weight);
+    pool_put_weight(o->plan, &o->post.weight); /* the transform's tiles */
     hc_layer_tensors_free(&o->pre);
     hc_layer_tensors_free(&o->post);
     free(o->ref);
@@ -162,7 +157,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         layer_out_free(o);
         return st;
     }
-    if (tiles) pool_put_weight(plan, L, &pre->weight); /* transformed and verified: not written */
+    if (tiles) pool_put_weight(plan, &pre->weight); /* transformed and verified: not written */
     o->release = *deferred = borrows_input(tiles ? post : pre);
     return queue_layer(w, L, o, tiles ? post : pre, index, err);
 }
