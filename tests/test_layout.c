@@ -311,18 +311,12 @@ static void test_repack_pair_path(void **state)
     free(codes);
 }
 
-/* The byte-gather repack (AVX-512 VBMI) against the portable loops on every
- * 4-bit x 16-bit variant (transposed, native, XOR, int->fp), experts, several
- * n tiles and a k block count that is not a multiple of 8; codes that cover
- * every byte value. Skipped where the CPU has no such path. */
-static void test_repack_gather_vs_portable(void **state)
+/* The byte-gather repack (AVX2, AVX-512 VBMI) against the portable loops on
+ * every 4-bit x 16-bit variant (transposed, native, XOR, int->fp), experts,
+ * several n tiles, spans of 8 n tiles and 64 k blocks with a rest of each;
+ * codes that cover every byte value. Skipped where the CPU has no such path. */
+static void check_gather(int64_t E, int64_t N, int64_t K)
 {
-    (void)state;
-    if (!hc_tile_gather_available()) {
-        printf("SKIP[isa]: no AVX-512 VBMI: the tile repack runs only its portable loops\n");
-        skip();
-    }
-    const int64_t E = 2, N = 192, K = 32 * 19; /* 38 k blocks */
     uint8_t *codes = random_codes(E * N * K, 4);
     uint32_t *in = pack_rows(codes, E * N, K, 4);
     const size_t words = (size_t)(E * N * K * 4 / 32);
@@ -334,16 +328,30 @@ static void test_repack_gather_vs_portable(void **state)
                               .native = (v >> 1) & 1, .E = E, .N = N, .K = K,
                               .code_xor = v & 4 ? 0x8 : 0, .int2fp = (v >> 3) & 1};
         hc_error err = {0};
-        memset(vec, 0xA5, words * 4);
-        assert_int_equal(hc_repack_weight(&p, in, vec, &err), HC_OK);
         p.portable = 1;
         assert_int_equal(hc_repack_weight(&p, in, port, &err), HC_OK);
-        assert_memory_equal(vec, port, words * 4);
+        for (int level = hc_tile_gather_available(); level >= 1; level--) {
+            memset(vec, 0xA5, words * 4);
+            p.portable = level == 1 ? 2 : 0; /* AVX2 at most, or the best */
+            assert_int_equal(hc_repack_weight(&p, in, vec, &err), HC_OK);
+            assert_memory_equal(vec, port, words * 4);
+        }
     }
     free(vec);
     free(port);
     free(in);
     free(codes);
+}
+
+static void test_repack_gather_vs_portable(void **state)
+{
+    (void)state;
+    if (!hc_tile_gather_available()) {
+        printf("SKIP[isa]: no AVX2: the tile repack runs only its portable loops\n");
+        skip();
+    }
+    check_gather(2, 192, 32 * 19);  /* 38 k blocks, 3 n tiles */
+    check_gather(1, 64 * 9, 16 * 70); /* 70 k blocks, 9 n tiles: past a span of each */
 }
 
 /* ---- (b) through the layer API, with padding ------------------------------ */

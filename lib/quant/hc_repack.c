@@ -305,15 +305,16 @@ hc_status hc_repack_weight(const hc_repack_params *p, const uint32_t *in, uint32
     if (delta >= 0) pair_table(p, delta, pair_lut);
     const uint32_t *pair = delta >= 0 ? pair_lut : NULL;
     hc_tile_gather gather_map;
+    int level = p->portable == 1 ? 0 : hc_tile_gather_available();
+    if (p->portable == 2 && level > 1) level = 1;
     const hc_tile_gather *gather =
-        pair && !p->portable && hc_tile_gather_available() && gather_init(p, &m, delta, &gather_map)
-            ? &gather_map : NULL;
+        pair && level && gather_init(p, &m, delta, &gather_map) ? &gather_map : NULL;
     if (gather) { /* spans of 8 n tiles */
         const int64_t spans = (N / 64 + 7) / 8;
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * p->K))
         for (int64_t e = 0; e < E; e++)
             for (int64_t sp = 0; sp < spans; sp++)
-                hc_tile_gather_rows(gather, in + e * N * m.row_words, m.row_words, 8 * sp,
+                hc_tile_gather_rows(gather, level, in + e * N * m.row_words, m.row_words, 8 * sp,
                                     8 * sp + 8 < N / 64 ? 8 * sp + 8 : N / 64, kblocks, out_row,
                                     out + e * kblocks * out_row);
         return HC_OK;

@@ -21,14 +21,17 @@ typedef struct {
     uint8_t lut[16];     /* the code transform */
 } hc_tile_gather;
 
-/* 1 where this CPU runs hc_tile_gather_rows (AVX-512 VBMI). */
+/* The best form of hc_tile_gather_rows this CPU runs: 0 none, 1 AVX2 (per
+ * 32 output bytes four byte shuffles of broadcast 16-byte pieces), 2 AVX-512
+ * VBMI (one byte permute per 64). */
 int hc_tile_gather_available(void);
 
 /* Tiles (nb, kb) for nb0 <= nb < nb1 and every kb < kblocks of one expert:
  * in_e rows of row_words words, out_e rows of out_row words
- * (hc_repack_weight's layout). */
-void hc_tile_gather_rows(const hc_tile_gather *g, const uint32_t *in_e, int64_t row_words,
-                         int64_t nb0, int64_t nb1, int64_t kblocks, int64_t out_row,
-                         uint32_t *out_e);
+ * (hc_repack_weight's layout), in form `level` (1 or 2, at most
+ * hc_tile_gather_available()). */
+void hc_tile_gather_rows(const hc_tile_gather *g, int level, const uint32_t *in_e,
+                         int64_t row_words, int64_t nb0, int64_t nb1, int64_t kblocks,
+                         int64_t out_row, uint32_t *out_e);
 
 #endif
