@@ -6,6 +6,7 @@
  * cropped; every shape checked exactly). 4-bit only (AutoAWQ's only width; the 8-bit interleave is not
  * confirmed); zero_point false is refused (layout not confirmed). */
 #include "hc_ckpt.h"
+#include "hc_ckpt_simd.h"
 #include "hc_parallel.h"
 
 #include <math.h>
@@ -186,9 +187,8 @@ static inline void gemm_word_block(const unsigned char *s, int64_t J, int64_t W,
     for (int p = 0; p < 8; p++) dst[(8 * j + awq_order[p]) * W + w] = a[p];
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define AWQ_AVX2 __attribute__((target("avx2")))
+#if HC_CKPT_X86
+#define AWQ_AVX2 HC_CKPT_AVX2
 
 /* nibble_transpose8 on 8 lanes at once (lane: a word column). */
 AWQ_AVX2 static inline void nibble_transpose8_x8(__m256i a[8])
@@ -212,28 +212,6 @@ AWQ_AVX2 static inline void nibble_transpose8_x8(__m256i a[8])
     }
 }
 
-/* 8 x 8 transpose of 32-bit words: r[x] lane y -> r[y] lane x. */
-AWQ_AVX2 static inline void transpose8x8(__m256i r[8])
-{
-    __m256i t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4)
-        for (int h = 0; h < 2; h++) {
-            u[i + h] = _mm256_unpacklo_epi64(t[i + h], t[i + 2 + h]);
-            u[i + 2 + h] = _mm256_unpackhi_epi64(t[i + h], t[i + 2 + h]);
-        }
-    for (int i = 0; i < 4; i++) {
-        /* u[0..3]: rows 0-3, u[4..7]: rows 4-7; lanes 0-3 in the low half */
-        static const int order[4] = {0, 2, 1, 3};
-        int q = order[i];
-        r[i] = _mm256_permute2x128_si256(u[q], u[4 + q], 0x20);
-        r[i + 4] = _mm256_permute2x128_si256(u[q], u[4 + q], 0x31);
-    }
-}
-
 /* Blocks (j, w) for j = j0..j0+7, w = w0..w0+7 at once, as gemm_word_block:
  * the nibble transposes 8 word columns wide, then per output word p an 8 x 8
  * word transpose (w x j -> j x w) so that each output row gets 8 words in
@@ -251,20 +229,14 @@ AWQ_AVX2 static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W
         for (int p = 0; p < 8; p++) by_p[p][dw] = a[p];
     }
     for (int p = 0; p < 8; p++) {
-        transpose8x8(by_p[p]); /* now [j - j0], lanes w */
+        hc_ckpt_transpose8x8(by_p[p]); /* now [j - j0], lanes w */
         for (int dj = 0; dj < 8; dj++)
             _mm256_storeu_si256((__m256i *)(dst + (8 * (j0 + dj) + awq_order[p]) * W + w0),
                                 by_p[p][dj]);
     }
 }
 
-static int awq_have_avx2(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-}
 #else
-static int awq_have_avx2(void) { return 0; }
 static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W, int64_t j0, int64_t w0,
                            uint32_t *dst)
 {
@@ -281,7 +253,7 @@ static void awq_gemm_words(const void *src, int64_t N, int64_t K, uint32_t *dst)
     enum { WB = 16 };
     const unsigned char *s = src;
     const int64_t J = N / 8, W = K / 8, blocks = (W + WB - 1) / WB;
-    const int vec = awq_have_avx2();
+    const int vec = hc_ckpt_have_avx2();
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(N * K))
     for (int64_t b = 0; b < blocks; b++) {
         const int64_t w0 = b * WB, w1 = w0 + WB < W ? w0 + WB : W;
