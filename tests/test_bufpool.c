@@ -1,6 +1,6 @@
 /* test_bufpool.c - hc_bufpool: a buffer given back is reused for the same
- * size only, always zeroed; the oldest kept goes when the pool is full; a
- * NULL pool is plain calloc / free. (Leaks show under make asan.) */
+ * size only, zeroed by hc_bufpool_calloc, as it was by hc_bufpool_take; the
+ * oldest kept goes when the pool is full; a NULL pool is plain calloc (malloc) / free. (Leaks show under make asan.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +50,37 @@ static void test_reuse_and_zero(void **state)
     hc_bufpool_free(p); /* frees `third` */
 }
 
+/* hc_bufpool_take: the kept buffer as it was (not zeroed), a new one for
+ * another size, malloc without a pool. */
+static void test_take(void **state)
+{
+    (void)state;
+    hc_bufpool *p = NULL;
+    hc_error e;
+    assert_int_equal(hc_bufpool_new(2, &p, &e), HC_OK);
+    unsigned char *a = hc_bufpool_take(p, 4096);
+    assert_non_null(a);
+    memset(a, 0xAB, 4096);
+    hc_bufpool_put(p, a, 4096);
+    unsigned char *other = hc_bufpool_take(p, 4095);
+    assert_non_null(other);
+    assert_ptr_not_equal(other, a);
+    unsigned char *again = hc_bufpool_take(p, 4096);
+    assert_ptr_equal(again, a);
+    assert_int_equal(again[0], 0xAB);
+    assert_int_equal(again[4095], 0xAB);
+    unsigned char *fresh = hc_bufpool_take(p, 4096); /* none kept now */
+    assert_non_null(fresh);
+    assert_ptr_not_equal(fresh, a);
+    free(again);
+    free(other);
+    free(fresh);
+    unsigned char *b = hc_bufpool_take(NULL, 64);
+    assert_non_null(b);
+    hc_bufpool_put(NULL, b, 64);
+    hc_bufpool_free(p);
+}
+
 static void test_null_pool(void **state)
 {
     (void)state;
@@ -64,6 +95,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reuse_and_zero),
+        cmocka_unit_test(test_take),
         cmocka_unit_test(test_null_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

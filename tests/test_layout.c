@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 
 #include "hc_layout.h"
 #include "hc_repack.h"
+#include "hc_repack_internal.h"
 
 /* ---- shared helpers ---------------------------------------------------- */
 
@@ -309,6 +311,49 @@ static void test_repack_pair_path(void **state)
     free(codes);
 }
 
+/* The byte-gather repack (AVX2, AVX-512 VBMI) against the portable loops on
+ * every 4-bit x 16-bit variant (transposed, native, XOR, int->fp), experts,
+ * several n tiles, spans of 8 n tiles and 64 k blocks with a rest of each;
+ * codes that cover every byte value. Skipped where the CPU has no such path. */
+static void check_gather(int64_t E, int64_t N, int64_t K)
+{
+    uint8_t *codes = random_codes(E * N * K, 4);
+    uint32_t *in = pack_rows(codes, E * N, K, 4);
+    const size_t words = (size_t)(E * N * K * 4 / 32);
+    uint32_t *vec = malloc(words * 4), *port = malloc(words * 4);
+    assert_non_null(vec);
+    assert_non_null(port);
+    for (int v = 0; v < 16; v++) {
+        hc_repack_params p = {.bits = 4, .act_bits = 16, .transposed = v & 1,
+                              .native = (v >> 1) & 1, .E = E, .N = N, .K = K,
+                              .code_xor = v & 4 ? 0x8 : 0, .int2fp = (v >> 3) & 1};
+        hc_error err = {0};
+        p.portable = 1;
+        assert_int_equal(hc_repack_weight(&p, in, port, &err), HC_OK);
+        for (int level = hc_tile_gather_available(); level >= 1; level--) {
+            memset(vec, 0xA5, words * 4);
+            p.portable = level == 1 ? 2 : 0; /* AVX2 at most, or the best */
+            assert_int_equal(hc_repack_weight(&p, in, vec, &err), HC_OK);
+            assert_memory_equal(vec, port, words * 4);
+        }
+    }
+    free(vec);
+    free(port);
+    free(in);
+    free(codes);
+}
+
+static void test_repack_gather_vs_portable(void **state)
+{
+    (void)state;
+    if (!hc_tile_gather_available()) {
+        printf("SKIP[isa]: no AVX2: the tile repack runs only its portable loops\n");
+        skip();
+    }
+    check_gather(2, 192, 32 * 19);  /* 38 k blocks, 3 n tiles */
+    check_gather(1, 64 * 9, 16 * 70); /* 70 k blocks, 9 n tiles: past a span of each */
+}
+
 /* ---- (b) through the layer API, with padding ------------------------------ */
 
 static hc_format_id act_for_bits(int a)
@@ -590,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_golden_words),
         cmocka_unit_test(test_repack_vs_reference),
         cmocka_unit_test(test_repack_pair_path),
+        cmocka_unit_test(test_repack_gather_vs_portable),
         cmocka_unit_test(test_layer_padded_vs_reference),
         cmocka_unit_test(test_int2fp_examples),
         cmocka_unit_test(test_int2fp_layer),

@@ -1,6 +1,6 @@
 /* test_quant_isa.c - the quantizer's element loops (lib/quant/hc_quant_row.c) are
- * bit-identical in every implementation: the portable one against the best
- * this CPU runs (AVX2 on x86-64), on every kind of target, with ties on the
+ * bit-identical in every implementation: the portable one against each one
+ * this CPU runs (AVX2, AVX-512 on x86-64), on every kind of target, with ties on the
  * rounding boundaries, signed zeros, subnormals, constant and one-signed
  * groups, values near float32 max and NaN/Inf; row packing; and
  * hc_quantize_rows (the row-source pass) against hc_quantize. Skipped (SKIP[isa]) where the best
@@ -83,20 +83,24 @@ static const float *row_of(void *ctx, int64_t row, float *buf)
     return buf;
 }
 
-/* Portable vs best, and (where it applies) the row source vs the array. */
+/* Portable vs every vector implementation this CPU runs, and (where it
+ * applies) the row source vs the array. */
 static hc_status compare(const char *t, hc_quant_desc d, int64_t E, int64_t N, int64_t K,
                          const float *w)
 {
     hc_quant_result a, b;
     hc_error ea = {0}, eb = {0};
     hc_status sa = hq_quantize_isa(&d, w, E, N, K, HQ_ISA_GENERIC, &a, &ea);
-    hc_status sb = hq_quantize_isa(&d, w, E, N, K, hq_isa_detect(), &b, &eb);
-    if (sa != sb || strcmp(ea.msg, eb.msg) != 0) {
-        print_error("%s: status %d '%s' vs %d '%s'\n", t, sa, ea.msg, sb, eb.msg);
-        fail();
+    for (int isa = HQ_ISA_AVX2; isa <= hq_isa_detect(); isa++) {
+        hc_status sb = hq_quantize_isa(&d, w, E, N, K, isa, &b, &eb);
+        if (sa != sb || strcmp(ea.msg, eb.msg) != 0) {
+            print_error("%s (isa %d): status %d '%s' vs %d '%s'\n", t, isa, sa, ea.msg, sb,
+                        eb.msg);
+            fail();
+        }
+        if (sa == HC_OK) same_result(&a, &b, t);
+        hc_quant_result_free(&b);
     }
-    if (sa == HC_OK) same_result(&a, &b, t);
-    hc_quant_result_free(&b);
     if (hc_quant_rows_ok(&d)) {
         rows_ctx rc = {w, K};
         hc_error er = {0};
@@ -313,10 +317,14 @@ static void test_pack_rows(void **state)
             memset(a, 0xAB, sizeof a);
             memset(b, 0xAB, sizeof b);
             hq_pack_row_isa(HQ_ISA_GENERIC, codes, len, bits, a);
-            hq_pack_row_isa(hq_isa_detect(), codes, len, bits, b);
-            if (memcmp(a, b, sizeof a) != 0) {
-                print_error("pack: %d bits, %lld codes differ\n", bits, (long long)len);
-                fail();
+            for (int isa = HQ_ISA_AVX2; isa <= hq_isa_detect(); isa++) {
+                memset(b, 0xAB, sizeof b);
+                hq_pack_row_isa(isa, codes, len, bits, b);
+                if (memcmp(a, b, sizeof a) != 0) {
+                    print_error("pack (isa %d): %d bits, %lld codes differ\n", isa, bits,
+                                (long long)len);
+                    fail();
+                }
             }
         }
 }

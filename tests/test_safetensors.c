@@ -192,6 +192,47 @@ static void test_unaligned_data(void **state)
 }
 
 /* Key order in the JSON differs from offset order: the API lists by offset. */
+/* hc_st_pread: the mapped bytes from the file; -1 outside the mapping, for a
+ * buffer-backed file, and for bytes the file no longer has (truncated). */
+static void test_pread(void **state)
+{
+    fixture *f = *state;
+    char *path = hc_test_path_join(f->dir, "p.safetensors");
+    assert_non_null(path);
+    enum { LEN = 100003 };
+    unsigned char *a = malloc(LEN), got[4096];
+    assert_non_null(a);
+    for (int i = 0; i < LEN; i++) a[i] = (unsigned char)(i * 7 + 3);
+    hc_tensor t = {.dtype = HC_DT_U8, .ndim = 1, .shape = {LEN}, .data = a, .nbytes = LEN};
+    const char *name = "a";
+    hc_error err;
+    assert_int_equal(hc_st_write_file(path, &t, &name, 1, NULL, &err), HC_OK);
+    hc_st_file *st = NULL;
+    assert_int_equal(hc_st_open(path, &st, &err), HC_OK);
+    const unsigned char *d = hc_st_find(st, "a")->data;
+    assert_int_equal(hc_st_pread(st, d + 5, sizeof got, got), 0);
+    assert_memory_equal(got, a + 5, sizeof got);
+    assert_int_equal(hc_st_pread(st, d + LEN - 10, 10, got), 0);
+    assert_memory_equal(got, a + LEN - 10, 10);
+    assert_int_equal(hc_st_pread(st, d + LEN - 10, 11, got), -1); /* past the file's end */
+    assert_int_equal(hc_st_pread(st, a, 10, got), -1);             /* not in the mapping */
+    size_t len = 0;
+    unsigned char *bytes = hc_test_read_file(path, &len);
+    assert_non_null(bytes);
+    hc_st_file *buf = NULL;
+    assert_int_equal(hc_st_open_buffer(bytes, len, "buf", &buf, &err), HC_OK);
+    assert_int_equal(hc_st_pread(buf, hc_st_find(buf, "a")->data, 10, got), -1);
+    hc_st_close(buf);
+    free(bytes);
+    assert_int_equal(truncate(path, 4096), 0);
+    assert_int_equal(hc_st_pread(st, d + LEN - 10, 10, got), -1); /* the file shrank */
+    assert_int_equal(hc_st_pread(st, d, 10, got), 0);               /* what it still has */
+    assert_memory_equal(got, a, 10);
+    hc_st_close(st);
+    free(a);
+    free(path);
+}
+
 static void test_file_order_and_lenient_bits(void **state)
 {
     fixture *fx = *state;
@@ -746,6 +787,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest fixed[] = {
         cmocka_unit_test_setup_teardown(test_roundtrip_all_dtypes, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_unaligned_data, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_pread, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_file_order_and_lenient_bits, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_writer_temp_then_rename, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_writer_abort_leaves_nothing, setup_dir, teardown_dir),

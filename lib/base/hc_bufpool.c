@@ -41,9 +41,9 @@ void hc_bufpool_free(hc_bufpool *p)
     free(p);
 }
 
-void *hc_bufpool_calloc(hc_bufpool *p, size_t len)
+/* The kept buffer of exactly len bytes, taken out of the pool, or NULL. */
+static void *take_kept(hc_bufpool *p, size_t len)
 {
-    if (p == NULL) return calloc(len ? len : 1, 1);
     void *buf = NULL;
     pthread_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->n && !buf; i++)
@@ -53,9 +53,21 @@ void *hc_bufpool_calloc(hc_bufpool *p, size_t len)
             p->n--;
         }
     pthread_mutex_unlock(&p->mu);
+    return buf;
+}
+
+void *hc_bufpool_calloc(hc_bufpool *p, size_t len)
+{
+    void *buf = p ? take_kept(p, len) : NULL;
     if (buf == NULL) return calloc(len ? len : 1, 1);
     memset(buf, 0, len); /* resident already: cheaper than fresh zero pages */
     return buf;
+}
+
+void *hc_bufpool_take(hc_bufpool *p, size_t len)
+{
+    void *buf = p ? take_kept(p, len) : NULL;
+    return buf ? buf : malloc(len ? len : 1);
 }
 
 void hc_bufpool_put(hc_bufpool *p, void *buf, size_t len)

@@ -20,6 +20,10 @@ void hc_bufpool_free(hc_bufpool *p);
  * is one, else a new one; NULL when out of memory. The caller owns it and
  * may release it with free() or hc_bufpool_put. p NULL: calloc. */
 void *hc_bufpool_calloc(hc_bufpool *p, size_t len);
+/* len bytes of unspecified contents, for a caller that writes every byte: a
+ * kept buffer of exactly len bytes when there is one (not zeroed), else a new
+ * one; NULL when out of memory. Ownership as hc_bufpool_calloc. */
+void *hc_bufpool_take(hc_bufpool *p, size_t len);
 /* Gives buf (len bytes, from malloc / calloc / this pool) to the pool to
  * keep, or frees it when the pool is full (the oldest kept goes first). p
  * NULL: free. */

@@ -46,12 +46,12 @@ typedef struct {
     int release;
 } layer_out;
 
-/* The canonical weight of a float layer (the quantizer's codes) back to the
- * run's pool: the next layer of that shape reuses the buffer (the readers of
- * quantized layers do not take from the pool: their buffers are freed). */
-static void pool_put_weight(const hc_conv_plan *plan, const hc_conv_layer *L, hc_tensor *w)
+/* The canonical weight (the quantizer's codes, a reader's) back to the run's
+ * pool: the next layer of that size reuses the buffer (a view of the input,
+ * not owned, is not). */
+static void pool_put_weight(const hc_conv_plan *plan, hc_tensor *w)
 {
-    if (!w->owned || w->data == NULL || L->kind != HC_SRC_FLOAT) return;
+    if (!w->owned || w->data == NULL) return;
     hc_bufpool_put(plan->run ? plan->run->pool : NULL, w->data, w->nbytes);
     w->data = NULL;
     w->owned = 0;
@@ -59,7 +59,8 @@ static void pool_put_weight(const hc_conv_plan *plan, const hc_conv_layer *L, hc
 
 static void layer_out_free(layer_out *o)
 {
-    pool_put_weight(o->plan, &o->plan->layers[o->it->layer], &o->pre.weight);
+    pool_put_weight(o->plan, &o->pre.weight);
+    pool_put_weight(o->plan, &o->post.weight); /* the transform's tiles */
     hc_layer_tensors_free(&o->pre);
     hc_layer_tensors_free(&o->post);
     free(o->ref);
@@ -107,8 +108,9 @@ static hc_status queue_layer(hc_st_writer *w, const hc_conv_layer *L, layer_out 
                               src == &o->pre ? "canonical" : "kernel-ready");
             break;
         }
-        st = hc_st_writer_write_async(w, (*index)++, data, len, last ? layer_out_done : NULL,
-                                      last ? o : NULL, err);
+        /* a view of the input (whole-word codes) is read from its file */
+        st = hc_st_writer_copy_async(w, (*index)++, o->plan->model, data, len,
+                                     last ? layer_out_done : NULL, last ? o : NULL, err);
         handed = last;
     }
     if (!handed) { /* chunks already queued may still read o's buffers */
@@ -140,7 +142,8 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     int want_ref = hc_conv_verify_enabled(plan->verify) && !hc_conv_float_rows_ok(L);
     hc_status st = hc_conv_load_pre(plan, L, pre, want_ref ? ref : NULL, err);
     if (st == HC_OK && tiles) {
-        st = hc_layer_transform(&L->cfg, &L->meta, pre, post, err);
+        st = hc_layer_transform_pooled(&L->cfg, &L->meta, pre, post,
+                                       plan->run ? plan->run->pool : NULL, err);
         if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     }
     for (int r = 0; st == HC_OK && tiles && r < HC_ROLE_COUNT; r++)
@@ -154,7 +157,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         layer_out_free(o);
         return st;
     }
-    if (tiles) pool_put_weight(plan, L, &pre->weight); /* transformed and verified: not written */
+    if (tiles) pool_put_weight(plan, &pre->weight); /* transformed and verified: not written */
     o->release = *deferred = borrows_input(tiles ? post : pre);
     return queue_layer(w, L, o, tiles ? post : pre, index, err);
 }
@@ -196,7 +199,8 @@ static hc_status write_copy(hc_st_writer *w, const hc_conv_plan *plan, const hc_
                         plan->run ? plan->run->input_crcs : NULL};
         c->piece.data = (const unsigned char *)t->data + at;
         c->piece.nbytes = len;
-        HC_TRY(hc_st_writer_write_async(w, idx, c->piece.data, len, copy_done, c, err));
+        HC_TRY(hc_st_writer_copy_async(w, idx, plan->model, c->piece.data, len, copy_done, c,
+                                       err));
         at += len;
     } while (at < t->nbytes);
     return HC_OK;

@@ -110,6 +110,15 @@ void hc_st_tensor_view(const hc_st_tensor *d, hc_tensor *out);
  * memory), so it can never discard anyone's memory. Never fails. */
 void hc_st_release(const hc_st_file *f, const hc_st_tensor *d);
 
+/* Reads len bytes at `at` (inside f's mapping) from the file with pread into
+ * dst: a copy into a small buffer costs less than faulting the mapping's
+ * pages in (and out). Returns 0, or -1 where it cannot (no kept descriptor,
+ * a buffer-backed file, a range outside the mapping, a failed or short read:
+ * the caller then reads the mapping, whose checks report truncation). */
+int hc_st_pread(const hc_st_file *f, const void *at, size_t len, void *dst);
+/* Descriptors from this number on are not kept for hc_st_pread. */
+#define HC_ST_PREAD_MAX_FD 512
+
 /* Hints that a tensor's bytes will be read soon: the kernel starts reading
  * its pages of the mapping in the background (read-ahead of the next tensor
  * while the current one is converted). Same scope as hc_st_release; never
@@ -167,6 +176,8 @@ hc_status hc_st_model_add_views(hc_st_model *m, const hc_st_tensor *views,
                                 const hc_st_tensor *const *bases, size_t n,
                                 const hc_st_tensor *const *hidden, size_t nh, hc_error *err);
 
+/* hc_st_pread from whichever of the model's files maps `at`. */
+int hc_st_model_pread(const hc_st_model *m, const void *at, size_t len, void *dst);
 /* hc_st_release for a tensor of any file of the model. */
 void hc_st_model_release(const hc_st_model *m, const hc_st_tensor *d);
 /* hc_st_willneed for a tensor of any file of the model. */
@@ -221,6 +232,13 @@ typedef void (*hc_st_write_done)(void *ctx, int written, uint32_t tensor_crc);
  * flight with hc_st_writer_flush. */
 hc_status hc_st_writer_write_async(hc_st_writer *w, size_t index, const void *data, size_t len,
                                    hc_st_write_done done, void *ctx, hc_error *err);
+/* hc_st_writer_write_async of bytes that lie in one of src's mappings (a
+ * tensor copied unchanged; src NULL: as hc_st_writer_write_async): the
+ * writer reads them with hc_st_model_pread into its staging buffer, not
+ * through the mapping. src must outlive the write. */
+hc_status hc_st_writer_copy_async(hc_st_writer *w, size_t index, const hc_st_model *src,
+                                  const void *data, size_t len, hc_st_write_done done, void *ctx,
+                                  hc_error *err);
 /* Waits until every queued chunk is written; the first failed write. */
 hc_status hc_st_writer_flush(hc_st_writer *w, hc_error *err);
 /* Checks that every byte was written, fsyncs the file, renames it to the

@@ -456,3 +456,10 @@ void hc_st_model_willneed(const hc_st_model *m, const hc_st_tensor *d)
     for (size_t i = 0; m && d && i < hc_st_model_file_count(m); i++)
         hc_st_willneed(hc_st_model_file_at(m, i), d);
 }
+
+int hc_st_model_pread(const hc_st_model *m, const void *at, size_t len, void *dst)
+{
+    for (size_t i = 0; m && i < hc_st_model_file_count(m); i++)
+        if (hc_st_pread(hc_st_model_file_at(m, i), at, len, dst) == 0) return 0;
+    return -1;
+}

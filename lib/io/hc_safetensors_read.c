@@ -23,6 +23,7 @@ struct hc_st_file {
     size_t size;
     int mapped;               /* 1: map is our mmap, 0: borrowed from hc_st_open_buffer */
     int guard;                /* hc_sigbus slot of the mapping, or -1 */
+    int fd;                   /* the mapped file, kept for hc_st_pread, or -1 */
     dev_t dev;                /* the mapped file, for hc_st_check */
     ino_t ino;
     uint64_t hlen;            /* N: header bytes after the 8-byte prefix */
@@ -51,7 +52,10 @@ static hc_status map_file(hc_st_file *f, hc_error *err)
     }
     void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
-    close(fd);
+    /* kept for hc_st_pread while descriptors are plentiful (they are handed
+     * out lowest first: a high number means many files are open) */
+    if (p == MAP_FAILED || fd >= HC_ST_PREAD_MAX_FD) close(fd);
+    else f->fd = fd;
     if (p == MAP_FAILED) HC_FAIL(err, HC_ERR_IO, "%s: cannot map file: %s", f->path, strerror(e));
     f->map = p;
     f->size = (size_t)st.st_size;
@@ -370,6 +374,7 @@ static hc_status open_common(const char *path, const void *data, size_t len, hc_
     hc_st_file *f = calloc(1, sizeof *f);
     HC_CHECK_ALLOC(err, f, "safetensors handle");
     f->guard = -1;
+    f->fd = -1;
     f->path = strdup(path);
     if (f->path == NULL) {
         free(f);
@@ -417,6 +422,7 @@ void hc_st_close(hc_st_file *f)
     if (f == NULL) return;
     hc_sigbus_unwatch(f->guard);
     if (f->map && f->mapped) munmap((void *)f->map, f->size);
+    if (f->fd >= 0) close(f->fd);
     cJSON_Delete(f->root);
     free(f->tensors);
     free(f->by_name);
@@ -522,4 +528,23 @@ void hc_st_release(const hc_st_file *f, const hc_st_tensor *d)
 void hc_st_willneed(const hc_st_file *f, const hc_st_tensor *d)
 {
     advise(f, d, MADV_WILLNEED);
+}
+
+int hc_st_pread(const hc_st_file *f, const void *at, size_t len, void *dst)
+{
+    const unsigned char *p = at;
+    if (f == NULL || f->fd < 0 || !f->mapped || p < f->map || len > f->size ||
+        (size_t)(p - f->map) > f->size - len)
+        return -1;
+    unsigned char *d = dst;
+    off_t off = (off_t)(p - f->map);
+    while (len > 0) {
+        ssize_t k = pread(f->fd, d, len, off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1; /* an error, or the file shrank: the mapping's checks say */
+        d += k;
+        off += k;
+        len -= (size_t)k;
+    }
+    return 0;
 }

@@ -20,6 +20,7 @@
 
 #include "hc_crc32.h"
 #include "hc_integrity.h"
+#include "hc_st_direct.h"
 #include "hc_utf8.h"
 
 #define MAX_EXACT_DIM 9007199254740992LL /* 2^53, the largest dim readers take */
@@ -44,6 +45,7 @@ typedef struct job {
     size_t len;
     hc_st_write_done done;
     void *ctx;
+    const hc_st_model *src; /* data lies in src's mappings: read with pread */
 } job;
 
 /* The thread that writes queued chunks (started by the first async write). */
@@ -71,6 +73,7 @@ struct hc_st_writer {
     uint64_t header_end; /* 8 + header length, once begun */
     uint32_t header_crc;
     uint64_t pos;        /* bytes handed to write() so far */
+    hc_st_direct direct; /* staged direct writes (direct.buf[0] NULL: write() as it comes) */
     wthread th;
 };
 
@@ -151,9 +154,37 @@ static hc_status write_all(int fd, const void *data, size_t len, hc_error *err)
     return HC_OK;
 }
 
+/* len bytes at the end of the file: staged for direct writes, else write(). */
+static hc_status append(hc_st_writer *w, const void *p, size_t len, hc_error *err)
+{
+    if (w->direct.buf[0]) return hc_st_direct_put(&w->direct, p, len, err);
+    return write_all(w->fd, p, len, err);
+}
+
+/* len bytes of a model's mapping at p into the direct stages, each piece
+ * read with pread into the stage (the mapping's pages never faulted in; a
+ * failed pread copies from the mapping, whose truncation checks apply), its
+ * CRC-32 taken there. */
+static hc_status put_from(hc_st_writer *w, wtensor *t, const hc_st_model *src,
+                          const unsigned char *p, size_t len, hc_error *err)
+{
+    while (len > 0) {
+        size_t room = 0;
+        unsigned char *dst = hc_st_direct_room(&w->direct, &room);
+        size_t n = len < room ? len : room;
+        if (hc_st_model_pread(src, p, n, dst) != 0) memcpy(dst, p, n);
+        t->crc = hc_crc32(t->crc, dst, n);
+        HC_TRY(hc_st_direct_commit(&w->direct, n, err));
+        w->pos += n;
+        p += n;
+        len -= n;
+    }
+    return HC_OK;
+}
+
 /* len bytes of t at the end of the file, CRC-32 taken on the way, in pieces
- * that stay in cache between the two; then the kernel is asked to start
- * writing them back, so that finish's fsync waits for little. */
+ * that stay in cache between the two; written by write(), the kernel is then
+ * asked to start writing them back, so that finish's fsync waits for little. */
 static hc_status put_bytes(hc_st_writer *w, wtensor *t, const unsigned char *p, size_t len,
                            hc_error *err)
 {
@@ -162,13 +193,14 @@ static hc_status put_bytes(hc_st_writer *w, wtensor *t, const unsigned char *p, 
     while (len > 0) {
         size_t n = len < piece ? len : piece;
         t->crc = hc_crc32(t->crc, p, n);
-        HC_TRY(write_all(w->fd, p, n, err));
+        HC_TRY(append(w, p, n, err));
         w->pos += n;
         p += n;
         len -= n;
     }
-    if (w->pos > start) (void)sync_file_range(w->fd, (off_t)start, (off_t)(w->pos - start),
-                                              SYNC_FILE_RANGE_WRITE);
+    if (w->pos > start && !w->direct.buf[0])
+        (void)sync_file_range(w->fd, (off_t)start, (off_t)(w->pos - start),
+                              SYNC_FILE_RANGE_WRITE);
     return HC_OK;
 }
 
@@ -188,7 +220,9 @@ static void *thread_main(void *arg)
         pthread_mutex_unlock(&th->mu);
         hc_error e;
         hc_error_clear(&e);
-        hc_status st = skip ? HC_OK : put_bytes(w, j->t, j->data, j->len, &e);
+        hc_status st = skip                          ? HC_OK
+                       : j->src && w->direct.buf[0] ? put_from(w, j->t, j->src, j->data, j->len, &e)
+                                                    : put_bytes(w, j->t, j->data, j->len, &e);
         if (j->done) j->done(j->ctx, !skip && st == HC_OK, j->t->crc);
         pthread_mutex_lock(&th->mu);
         if (st != HC_OK && th->st == HC_OK) {
@@ -223,6 +257,7 @@ static void thread_stop(hc_st_writer *w)
 static void writer_free(hc_st_writer *w)
 {
     thread_stop(w);
+    hc_st_direct_close(&w->direct);
     if (w->fd >= 0) close(w->fd);
     for (size_t i = 0; i < w->n; i++) free(w->t[i].name);
     for (size_t i = 0; i < 2 * w->nmeta; i++) free(w->meta[i]);
@@ -244,6 +279,7 @@ static hc_status create_temp(hc_st_writer *w, size_t cap, hc_error *err)
         w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (w->fd >= 0) {
             w->created = 1;
+            (void)hc_st_direct_open(&w->direct, w->tmp, w->fd);
             return HC_OK;
         }
         if (errno != EEXIST)
@@ -446,8 +482,8 @@ static hc_status begin_impl(hc_st_writer *w, hc_error *err)
     if (b.len > HC_ST_MAX_HEADER)
         st = hc_error_set(err, HC_ERR_ARG, "header of %zu bytes exceeds the maximum of %llu",
                           b.len, (ull)HC_ST_MAX_HEADER);
-    if (st == HC_OK) st = write_all(w->fd, prefix, 8, err);
-    if (st == HC_OK) st = write_all(w->fd, b.p, b.len, err);
+    if (st == HC_OK) st = append(w, prefix, 8, err);
+    if (st == HC_OK) st = append(w, b.p, b.len, err);
     if (st == HC_OK) {
         w->header_crc = hc_crc32(hc_crc32(0, prefix, 8), b.p, b.len);
         w->header_end = w->pos = 8 + (uint64_t)b.len;
@@ -544,13 +580,14 @@ static hc_status thread_start(hc_st_writer *w, hc_error *err)
 }
 
 static hc_status async_impl(hc_st_writer *w, size_t index, const void *data, size_t len,
-                            hc_st_write_done done, void *ctx, hc_error *err)
+                            const hc_st_model *src, hc_st_write_done done, void *ctx,
+                            hc_error *err)
 {
     HC_TRY(claim(w, index, len, err));
     HC_TRY(thread_start(w, err));
     job *j = malloc(sizeof *j);
     HC_CHECK_ALLOC(err, j, "write queue entry");
-    *j = (job){NULL, &w->t[index], data, len, done, ctx};
+    *j = (job){NULL, &w->t[index], data, len, done, ctx, src};
     wthread *th = &w->th;
     pthread_mutex_lock(&th->mu);
     hc_status st = th->st;
@@ -569,7 +606,14 @@ static hc_status async_impl(hc_st_writer *w, size_t index, const void *data, siz
 hc_status hc_st_writer_write_async(hc_st_writer *w, size_t index, const void *data, size_t len,
                                    hc_st_write_done done, void *ctx, hc_error *err)
 {
-    hc_status st = async_impl(w, index, data, len, done, ctx, err);
+    return hc_st_writer_copy_async(w, index, NULL, data, len, done, ctx, err);
+}
+
+hc_status hc_st_writer_copy_async(hc_st_writer *w, size_t index, const hc_st_model *src,
+                                  const void *data, size_t len, hc_st_write_done done, void *ctx,
+                                  hc_error *err)
+{
+    hc_status st = async_impl(w, index, data, len, src, done, ctx, err);
     if (st != HC_OK) {
         if (done) done(ctx, 0, 0);
         hc_error_prefix(err, "writing %s: ", w->path);
@@ -603,6 +647,7 @@ static hc_status finish_impl(hc_st_writer *w, hc_error *err)
         if (w->t[i].written != w->t[i].nbytes)
             HC_FAIL(err, HC_ERR_ARG, "tensor '%s' is incomplete: %llu of %llu bytes written",
                     w->t[i].name, (ull)w->t[i].written, (ull)w->t[i].nbytes);
+    if (w->direct.buf[0]) HC_TRY(hc_st_direct_finish(&w->direct, err));
     if (fsync(w->fd) != 0) HC_FAIL(err, HC_ERR_IO, "fsync failed: %s", strerror(errno));
     int rc = close(w->fd);
     w->fd = -1;
@@ -668,6 +713,7 @@ void hc_st_writer_abort(hc_st_writer *w)
 {
     if (w == NULL) return;
     thread_stop(w); /* before the descriptor it writes to is closed */
+    hc_st_direct_close(&w->direct);
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
     if (w->created) unlink(w->tmp);

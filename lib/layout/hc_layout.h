@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "hc_bufpool.h"
 #include "hc_error.h"
 #include "hc_format.h"
 #include "hc_tensor.h"
@@ -133,6 +134,12 @@ hc_status hc_layer_plan(const hc_layer_config *cfg, int is_moe, int64_t E, int64
 hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *meta,
                              const hc_layer_tensors *pre, hc_layer_tensors *post,
                              hc_error *err);
+/* hc_layer_transform with the tiled weight's buffer taken from pool
+ * (hc_bufpool_take; NULL: malloc): the caller may give post->weight's data
+ * back with hc_bufpool_put once written. */
+hc_status hc_layer_transform_pooled(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                                    const hc_layer_tensors *pre, hc_layer_tensors *post,
+                                    hc_bufpool *pool, hc_error *err);
 
 /* 0.1.19: Humming's LayerConfig of the planned layer as the JSON object
  * `humming.config.LayerConfig(**obj)` accepts (LayerConfig.to_str()'s keys and

@@ -15,6 +15,7 @@
 typedef struct {
     hc_tensor w, s, zp, bias, s2;  /* s2: a per-channel second scale (E, 1, Np) */
     uint8_t *zp_codes;   /* integer zero points (E, Np, G) */
+    hc_bufpool *pool;    /* the tiled weight's buffer comes from here (NULL: malloc) */
 } work_set;
 
 static void work_free(work_set *wk)
@@ -115,11 +116,18 @@ static hc_status pad_inputs(const hc_layer_config *cfg, const hc_layer_meta *m,
 {
     int b = m->weight_bits;
     hc_tensor recoded = {0};
-    if (e0m) HC_TRY(recode_e0m(m, &pre->weight, &recoded, err));
-    hc_status st = pad3(e0m ? recoded.data : pre->weight.data, HC_DT_I32, m->E, m->N,
-                        m->K * b / 32, m->Np, m->Kp * b / 32, 0, &wk->w, err);
-    hc_tensor_free(&recoded);
-    HC_TRY(st);
+    if (!e0m && !m->use_fused_e8m0 && m->Np == m->N && m->Kp == m->K) {
+        /* no padding, and not rewritten in place (the fused e8m0 step is):
+         * the canonical codes themselves, not a copy */
+        wk->w = pre->weight;
+        wk->w.owned = 0;
+    } else {
+        if (e0m) HC_TRY(recode_e0m(m, &pre->weight, &recoded, err));
+        hc_status st = pad3(e0m ? recoded.data : pre->weight.data, HC_DT_I32, m->E, m->N,
+                            m->K * b / 32, m->Np, m->Kp * b / 32, 0, &wk->w, err);
+        hc_tensor_free(&recoded);
+        HC_TRY(st);
+    }
     if (m->scale_type != HC_SCALE_TENSOR) HC_TRY(pad_scales(m, &pre->weight_scale, wk, err));
     const hc_tensor *z = &pre->zero_point;
     if (z->data && cfg->is_fp_zero_point)
@@ -146,11 +154,34 @@ static hc_status unpack_zero_points(const hc_layer_meta *m, work_set *wk, hc_err
     return HC_OK;
 }
 
-static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_tensor *out,
-                        hc_error *err)
+/* The tiled weight (E?, Kp/P, Np*P*b/32): every word is written by the
+ * repack, so a buffer from pool (not zeroed) serves. */
+static hc_status alloc_tiles(hc_tensor *out, const hc_layer_meta *m, hc_bufpool *pool,
+                             hc_error *err)
 {
     int P = 256 / m->act_bits;
-    HC_TRY(alloc_out(out, HC_DT_I32, m, 2, m->Kp / P, m->Np * P * m->weight_bits / 32, err));
+    int64_t shape[3];
+    int n = 0;
+    if (m->is_moe) shape[n++] = m->E;
+    shape[n++] = m->Kp / P;
+    shape[n++] = m->Np * P * m->weight_bits / 32;
+    int64_t size = hc_tensor_byte_size(HC_DT_I32, n, shape);
+    if (size <= 0) HC_FAIL(err, HC_ERR_ARG, "tiled weight: byte size overflows");
+    memset(out, 0, sizeof *out);
+    out->data = hc_bufpool_take(pool, (size_t)size);
+    HC_CHECK_ALLOC(err, out->data, "tiled weight");
+    out->dtype = HC_DT_I32;
+    out->ndim = n;
+    memcpy(out->shape, shape, (size_t)n * sizeof shape[0]);
+    out->nbytes = (size_t)size;
+    out->owned = 1;
+    return HC_OK;
+}
+
+static hc_status repack(const hc_layer_meta *m, const work_set *wk, hc_bufpool *pool,
+                        hc_tensor *out, hc_error *err)
+{
+    HC_TRY(alloc_tiles(out, m, pool, err));
     hc_repack_params p = {
         .bits = m->weight_bits, .act_bits = m->act_bits,
         .transposed = m->transposed_mini_block, .native = m->use_native_dequant,
@@ -184,9 +215,9 @@ static hc_status arrange_weight(const hc_layer_meta *m, const work_set *wk, hc_t
         else hc_flat_weight(wk->w.data, out->data, m->E, m->Np, m->Kp, b, flat_xor(m));
         return HC_OK;
     }
-    if (!m->use_packed_k_layout) return repack(m, wk, out, err);
+    if (!m->use_packed_k_layout) return repack(m, wk, wk->pool, out, err);
     hc_tensor tiled = {0};
-    HC_TRY(repack(m, wk, &tiled, err));
+    HC_TRY(repack(m, wk, NULL, &tiled, err));
     hc_status st = alloc_out(out, HC_DT_I32, m, 2, m->Kp / 64, m->Np * 64 * b / 32, err);
     if (st == HC_OK) hc_packed_k_permute(tiled.data, out->data, m->E, m->Np, m->Kp, b);
     hc_tensor_free(&tiled);
@@ -294,6 +325,13 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
                              const hc_layer_tensors *pre, hc_layer_tensors *post,
                              hc_error *err)
 {
+    return hc_layer_transform_pooled(cfg, meta, pre, post, NULL, err);
+}
+
+hc_status hc_layer_transform_pooled(const hc_layer_config *cfg, const hc_layer_meta *meta,
+                                    const hc_layer_tensors *pre, hc_layer_tensors *post,
+                                    hc_bufpool *pool, hc_error *err)
+{
     memset(post, 0, sizeof *post);
     if (meta->version != HC_HUMMING_0_1_19)
         HC_FAIL(err, HC_ERR_ARG, "a canonical layer plan has no kernel tensors (vLLM builds "
@@ -302,6 +340,7 @@ hc_status hc_layer_transform(const hc_layer_config *cfg, const hc_layer_meta *me
     HC_TRY(hc_layout_check_0119(cfg, meta, pre, err));
     work_set wk;
     memset(&wk, 0, sizeof wk);
+    wk.pool = pool;
     hc_status st = run_steps(cfg, meta, pre, post, &wk, err);
     work_free(&wk);
     if (st != HC_OK) hc_layer_tensors_free(post);

@@ -383,7 +383,7 @@ HQ_AVX2 static int64_t raw_row_avx2(const hq_ctx *c, const float *x, int64_t ng,
 int64_t hq_raw_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, float *raw)
 {
 #if HQ_HAVE_AVX2
-    if (c->isa == HQ_ISA_AVX2 && gk % 8 == 0 && gk > 0) return raw_row_avx2(c, x, ng, gk, raw);
+    if (c->isa >= HQ_ISA_AVX2 && gk % 8 == 0 && gk > 0) return raw_row_avx2(c, x, ng, gk, raw);
 #endif
     return raw_row_generic(c, x, ng, gk, raw);
 }
@@ -392,7 +392,7 @@ int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, cons
                    hq_group *g, uint8_t *codes)
 {
 #if HQ_HAVE_AVX2
-    if (c->isa == HQ_ISA_AVX2 && chain_ok(c, gk)) return rtn_row_avx2(c, x, ng, gk, s2, g, codes);
+    if (c->isa >= HQ_ISA_AVX2 && chain_ok(c, gk)) return rtn_row_avx2(c, x, ng, gk, s2, g, codes);
 #endif
     return rtn_row_generic(c, x, ng, gk, s2, g, codes);
 }

@@ -59,7 +59,7 @@ void hq_pack_row_isa(int isa, const uint8_t *c, int64_t len, int bits, uint32_t 
 {
     int64_t done = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (isa == HQ_ISA_AVX2 && bits == 4) done = pack4_avx2(c, len, w);
+    if (isa >= HQ_ISA_AVX2 && bits == 4) done = pack4_avx2(c, len, w);
 #endif
     (void)isa;
     pack_row_generic(c + done, len - done, bits, w + done * bits / 32);

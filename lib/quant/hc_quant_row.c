@@ -43,7 +43,8 @@ int hq_isa_detect(void)
 {
 #if HQ_HAVE_AVX2
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && have_f16c()) return HQ_ISA_AVX2;
+    if (__builtin_cpu_supports("avx2") && have_f16c())
+        return __builtin_cpu_supports("avx512f") ? HQ_ISA_AVX512 : HQ_ISA_AVX2;
 #endif
     return HQ_ISA_GENERIC;
 }
@@ -241,6 +242,68 @@ HQ_AVX2 static int64_t float_run(const fcode_k *p, float inv, const float *x, in
     return i;
 }
 
+/* float_code8 on 16 lanes (AVX-512F): the same operations, the blends as
+ * masked moves. */
+#define HQ_AVX512 __attribute__((target("avx2,avx512f")))
+
+typedef struct {
+    __m512i sign, ymax, norm, sub, fm, sm, half, low, step, kexp;
+    __m128i sh_sign, sh_code;
+} fcode16_k;
+
+HQ_AVX512 static void fcode16_init(const fcode_k *p8, fcode16_k *p)
+{
+    p->sign = _mm512_broadcastd_epi32(_mm256_castsi256_si128(_mm256_castps_si256(p8->sign)));
+    p->ymax = _mm512_broadcastd_epi32(_mm256_castsi256_si128(_mm256_castps_si256(p8->ymax)));
+    p->norm = _mm512_broadcastd_epi32(_mm256_castsi256_si128(_mm256_castps_si256(p8->norm)));
+    p->sub = _mm512_broadcastd_epi32(_mm256_castsi256_si128(_mm256_castps_si256(p8->sub)));
+    p->fm = _mm512_broadcastd_epi32(_mm256_castsi256_si128(p8->fm));
+    p->sm = _mm512_broadcastd_epi32(_mm256_castsi256_si128(p8->sm));
+    p->half = _mm512_broadcastd_epi32(_mm256_castsi256_si128(p8->half));
+    p->low = _mm512_broadcastd_epi32(_mm256_castsi256_si128(p8->low));
+    p->step = _mm512_add_epi32(p->low, _mm512_set1_epi32(1));
+    p->kexp = _mm512_broadcastd_epi32(_mm256_castsi256_si128(p8->kexp));
+    p->sh_sign = p8->sh_sign;
+    p->sh_code = p8->sh_code;
+}
+
+HQ_AVX512 static __m512i float_code16(const fcode16_k *p, __m512 y)
+{
+    const __m512i yi = _mm512_castps_si512(y);
+    __m512i a = _mm512_andnot_si512(p->sign, yi);
+    const __mmask16 over = _mm512_cmp_ps_mask(_mm512_castsi512_ps(a),
+                                              _mm512_castsi512_ps(p->ymax), _CMP_GT_OQ);
+    const __m512i yc = _mm512_mask_mov_epi32(yi, over,
+                                             _mm512_or_si512(p->ymax, _mm512_and_si512(p->sign, yi)));
+    a = _mm512_andnot_si512(p->sign, yc);
+    const __m512 af = _mm512_castsi512_ps(a);
+    const __m512i tn = _mm512_sub_epi32(a, p->kexp);
+    const __m512i ts = _mm512_cvtps_epi32(_mm512_roundscale_ps(
+        _mm512_mul_ps(af, _mm512_castsi512_ps(p->sub)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __mmask16 isn = _mm512_cmp_ps_mask(af, _mm512_castsi512_ps(p->norm), _CMP_GE_OQ);
+    const __m512i u = _mm512_mask_mov_epi32(ts, isn, tn);
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, p->low), p->half);
+    const __m512i rz = _mm512_andnot_si512(p->low, u);
+    const __m512i pick = _mm512_mask_add_epi32(rz, up, rz, p->step);
+    return _mm512_or_si512(_mm512_srl_epi32(_mm512_and_si512(yc, p->sm), p->sh_sign),
+                           _mm512_srl_epi32(_mm512_and_si512(pick, p->fm), p->sh_code));
+}
+
+/* float_run 16 codes at a time, the rest (or from a block with a NaN
+ * product on) by float_run. */
+HQ_AVX512 static int64_t float_run16(const fcode_k *p8, const fcode16_k *p, float inv,
+                                     const float *x, int64_t n, uint8_t *codes)
+{
+    const __m512 vinv = _mm512_set1_ps(inv);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 y = _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv);
+        if (_mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q)) break;
+        _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtusepi32_epi8(float_code16(p, y)));
+    }
+    return i + float_run(p8, inv, x + i, n - i, codes + i);
+}
+
 /* The k of float_code8 for c's weight format; 0 where its exponent range is
  * not as float_code8 assumes (the portable loop then). */
 static int float_k(const hq_ctx *c)
@@ -256,6 +319,11 @@ HQ_AVX2 static int64_t float_avx2(const hq_ctx *c, float inv, const float *x, in
     if (!k) return 0;
     fcode_k p;
     fcode_init(c->wf, k, &p);
+    if (c->isa >= HQ_ISA_AVX512) {
+        fcode16_k p16;
+        fcode16_init(&p, &p16);
+        return float_run16(&p, &p16, inv, x, n, codes);
+    }
     return float_run(&p, inv, x, n, codes);
 }
 
@@ -268,8 +336,12 @@ HQ_AVX2 static int float8_avx2(const hq_ctx *c, const float *inv, const float *x
     if (!k) return 0;
     fcode_k p;
     fcode_init(c->wf, k, &p);
+    fcode16_k p16;
+    if (c->isa >= HQ_ISA_AVX512) fcode16_init(&p, &p16);
     for (int j = 0; j < 8; j++)
-        done |= (float_run(&p, inv[j], x + j * n, n, codes + j * n) == n) << j;
+        done |= ((c->isa >= HQ_ISA_AVX512 ? float_run16(&p, &p16, inv[j], x + j * n, n, codes + j * n)
+                                           : float_run(&p, inv[j], x + j * n, n, codes + j * n)) == n)
+                << j;
     return done;
 }
 
@@ -292,7 +364,7 @@ static int64_t codes_avx2(const hq_ctx *c, const hq_group *g, const float *x, in
 void hq_stats_isa(int isa, const float *x, int64_t n, float *mx, float *mn)
 {
 #if HQ_HAVE_AVX2
-    if (isa == HQ_ISA_AVX2) {
+    if (isa >= HQ_ISA_AVX2) {
         stats_avx2(x, n, mx, mn);
         return;
     }
@@ -304,7 +376,7 @@ void hq_stats_isa(int isa, const float *x, int64_t n, float *mx, float *mn)
 int64_t hq_first_nonfinite(int isa, const float *x, int64_t n)
 {
 #if HQ_HAVE_AVX2
-    if (isa == HQ_ISA_AVX2) return nonfinite_avx2(x, n);
+    if (isa >= HQ_ISA_AVX2) return nonfinite_avx2(x, n);
 #endif
     (void)isa;
     return nonfinite_generic(x, n);
@@ -313,8 +385,8 @@ int64_t hq_first_nonfinite(int isa, const float *x, int64_t n)
 int hq_codes8_isa(const hq_ctx *c, const float *inv, const float *x, int64_t n, uint8_t *codes)
 {
 #if HQ_HAVE_AVX2
-    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && c->is_float) return float8_avx2(c, inv, x, n, codes);
-    if (c->isa == HQ_ISA_AVX2 && n % 8 == 0 && c->d.zero_point == HC_ZP_NONE) {
+    if (c->isa >= HQ_ISA_AVX2 && n % 8 == 0 && c->is_float) return float8_avx2(c, inv, x, n, codes);
+    if (c->isa >= HQ_ISA_AVX2 && n % 8 == 0 && c->d.zero_point == HC_ZP_NONE) {
         sym_avx2(c, inv, x, 8, n, codes);
         return 0xFF;
     }
@@ -327,7 +399,7 @@ void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
 {
     int64_t done = 0;
 #if HQ_HAVE_AVX2
-    if (c->isa == HQ_ISA_AVX2) done = codes_avx2(c, g, x, n, codes);
+    if (c->isa >= HQ_ISA_AVX2) done = codes_avx2(c, g, x, n, codes);
 #endif
     if (done == n) return;
     if (c->is_float) hq_float_codes_humming(c, g, x + done, n - done, codes + done);

@@ -5,6 +5,7 @@
  * row (expert, k block) is independent, so rows run in parallel. */
 #include "hc_repack.h"
 #include "hc_parallel.h"
+#include "hc_repack_internal.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -221,6 +222,43 @@ repack_rows(const hc_repack_params *p, const lane_map *m, const uint32_t *in_e,
                 }
 }
 
+/* The byte-gather map of the pair path (hc_repack_internal.h) from the lane
+ * map: 0 where its shape does not hold (then the pair path runs). */
+static int gather_init(const hc_repack_params *p, const lane_map *m, int delta,
+                       hc_tile_gather *g)
+{
+    static const int pos16[4] = {0, 2, 1, 3}; /* nibble j's byte in [B0 B2 B1 B3] */
+    int nrows[8] = {0};
+    uint8_t filled[512] = {0};
+    if (delta != 4 && delta != 16) return 0;
+    for (int lane = 0; lane < 32; lane++)
+        for (int u = 0; u < 32; u += 2) {
+            const int64_t n = lane / 4 + m->n_of[u], k = 2 * (lane % 4) + m->k_of[u];
+            const int s = m->shift_of[u];
+            if (n < 0 || n >= 64 || k < 0 || k >= 16 || s % (delta == 16 ? 4 : 8) || s >= 32)
+                return 0;
+            const int q = lane * 16 + m->word_of[u] * 4 + (delta == 16 ? pos16[s / 4] : s / 8);
+            const int a = q / 64;
+            int r = 0;
+            while (r < nrows[a] && g->row[a][r] != n) r++;
+            if (r == 8 || filled[q]) return 0;
+            if (r == nrows[a]) g->row[a][nrows[a]++] = n;
+            g->idx[a][q % 64] = (uint8_t)(r * 8 + k / 2);
+            filled[q] = 1;
+        }
+    for (int a = 0; a < 8; a++)
+        for (int r = nrows[a]; r < 8; r++) g->row[a][r] = 0;
+    g->swap = delta == 16;
+    g->plain = 1;
+    for (uint32_t v = 0; v < 16; v++) {
+        uint32_t t = (v ^ p->code_xor) & 15;
+        if (p->int2fp) t = hc_int2fp_code(t, 8, 4);
+        g->lut[v] = (uint8_t)t;
+        g->plain &= t == v;
+    }
+    return 1;
+}
+
 static void repack_rows_any(const hc_repack_params *p, const lane_map *m, const uint32_t *in_e,
                             const uint8_t *zp_e, const uint32_t *pair, int64_t kb0, int64_t kb1,
                             uint32_t *out_e)
@@ -266,6 +304,21 @@ hc_status hc_repack_weight(const hc_repack_params *p, const uint32_t *in, uint32
     const int delta = m.b == 4 && m.a == 16 && p->zp == NULL ? pair_delta(&m) : -1;
     if (delta >= 0) pair_table(p, delta, pair_lut);
     const uint32_t *pair = delta >= 0 ? pair_lut : NULL;
+    hc_tile_gather gather_map;
+    int level = p->portable == 1 ? 0 : hc_tile_gather_available();
+    if (p->portable == 2 && level > 1) level = 1;
+    const hc_tile_gather *gather =
+        pair && level && gather_init(p, &m, delta, &gather_map) ? &gather_map : NULL;
+    if (gather) { /* spans of 8 n tiles */
+        const int64_t spans = (N / 64 + 7) / 8;
+#pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * p->K))
+        for (int64_t e = 0; e < E; e++)
+            for (int64_t sp = 0; sp < spans; sp++)
+                hc_tile_gather_rows(gather, level, in + e * N * m.row_words, m.row_words, 8 * sp,
+                                    8 * sp + 8 < N / 64 ? 8 * sp + 8 : N / 64, kblocks, out_row,
+                                    out + e * kblocks * out_row);
+        return HC_OK;
+    }
     const int64_t blocks = (kblocks + 7) / 8;
 #pragma omp parallel for collapse(2) schedule(static) if (HC_PARALLEL(E * N * p->K))
     for (int64_t e = 0; e < E; e++)

@@ -21,6 +21,8 @@ typedef struct {
     int int2fp;          /* apply the 4.7 transform */
     const uint8_t *zp;   /* int2fp zero codes (E, N, zp_groups), or NULL for 2^(b-1) */
     int64_t zp_groups;   /* groups along K of zp (K % zp_groups == 0) */
+    int portable;        /* 1: the portable loops only, 2: no AVX-512 (AVX2 at most); tests
+                            compare them with the best */
 } hc_repack_params;
 
 /* next_pow2(b): 1, 2, 4, 4, 8, 8, 8, 8 for b = 1..8. */

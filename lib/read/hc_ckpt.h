@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "hc_bufpool.h"
 #include "hc_error.h"
 #include "hc_format.h"
 #include "hc_quant.h"
@@ -223,6 +224,9 @@ typedef struct hc_ckpt_read_opts {
                                   (4-byte aligned) are a view of it instead
                                   (hc_quant_result.codes_view): the caller keeps the model
                                   open and reads them only */
+    hc_bufpool *pool;          /* where a word-level path writes every code word (GPTQ's
+                                  transpose), its codes buffer comes from here
+                                  (hc_bufpool_take); NULL: allocated */
 } hc_ckpt_read_opts;
 
 /* len bytes of w's data as q's codes (allocated by hc_ckpt_alloc): a view of

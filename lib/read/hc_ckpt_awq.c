@@ -6,6 +6,7 @@
  * cropped; every shape checked exactly). 4-bit only (AutoAWQ's only width; the 8-bit interleave is not
  * confirmed); zero_point false is refused (layout not confirmed). */
 #include "hc_ckpt.h"
+#include "hc_ckpt_simd.h"
 #include "hc_parallel.h"
 
 #include <math.h>
@@ -174,25 +175,93 @@ static void nibble_transpose8(uint32_t a[8])
     }
 }
 
-/* GEMM codes as words: input words k = 8w..8w+7 of word column j hold output
- * word w of rows n = 8j..8j+7, one nibble each; after the transpose word p is
- * column 8j + awq_order[p]'s. Blocks of 16 w (one output cache line per row)
- * keep the writes local; the 128 input rows of a block stay in cache. */
+/* The words of block (j, w) into dst: input words k = 8w..8w+7 of word
+ * column j hold output word w of rows n = 8j..8j+7, one nibble each; after
+ * the transpose word p is column 8j + awq_order[p]'s. */
+static inline void gemm_word_block(const unsigned char *s, int64_t J, int64_t W, int64_t j,
+                                   int64_t w, uint32_t *dst)
+{
+    uint32_t a[8];
+    for (int i = 0; i < 8; i++) memcpy(&a[i], s + 4 * (size_t)((8 * w + i) * J + j), 4);
+    nibble_transpose8(a);
+    for (int p = 0; p < 8; p++) dst[(8 * j + awq_order[p]) * W + w] = a[p];
+}
+
+#if HC_CKPT_X86
+#define AWQ_AVX2 HC_CKPT_AVX2
+
+/* nibble_transpose8 on 8 lanes at once (lane: a word column). */
+AWQ_AVX2 static inline void nibble_transpose8_x8(__m256i a[8])
+{
+    const __m256i m16 = _mm256_set1_epi32(0x0000FFFF), m8 = _mm256_set1_epi32(0x00FF00FF),
+                  m4 = _mm256_set1_epi32(0x0F0F0F0F);
+    for (int i = 0; i < 4; i++) {
+        __m256i t = _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi32(a[i], 16), a[i + 4]), m16);
+        a[i] = _mm256_xor_si256(a[i], _mm256_slli_epi32(t, 16));
+        a[i + 4] = _mm256_xor_si256(a[i + 4], t);
+    }
+    for (int i = 0; i < 8; i += (i & 1) ? 3 : 1) {
+        __m256i t = _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi32(a[i], 8), a[i + 2]), m8);
+        a[i] = _mm256_xor_si256(a[i], _mm256_slli_epi32(t, 8));
+        a[i + 2] = _mm256_xor_si256(a[i + 2], t);
+    }
+    for (int i = 0; i < 8; i += 2) {
+        __m256i t = _mm256_and_si256(_mm256_xor_si256(_mm256_srli_epi32(a[i], 4), a[i + 1]), m4);
+        a[i] = _mm256_xor_si256(a[i], _mm256_slli_epi32(t, 4));
+        a[i + 1] = _mm256_xor_si256(a[i + 1], t);
+    }
+}
+
+/* Blocks (j, w) for j = j0..j0+7, w = w0..w0+7 at once, as gemm_word_block:
+ * the nibble transposes 8 word columns wide, then per output word p an 8 x 8
+ * word transpose (w x j -> j x w) so that each output row gets 8 words in
+ * one store. */
+AWQ_AVX2 static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W, int64_t j0,
+                                    int64_t w0, uint32_t *dst)
+{
+    __m256i by_p[8][8]; /* [p][w - w0], lanes j */
+    for (int dw = 0; dw < 8; dw++) {
+        __m256i a[8];
+        for (int i = 0; i < 8; i++)
+            a[i] = _mm256_loadu_si256(
+                (const __m256i *)(s + 4 * (size_t)((8 * (w0 + dw) + i) * J + j0)));
+        nibble_transpose8_x8(a);
+        for (int p = 0; p < 8; p++) by_p[p][dw] = a[p];
+    }
+    for (int p = 0; p < 8; p++) {
+        hc_ckpt_transpose8x8(by_p[p]); /* now [j - j0], lanes w */
+        for (int dj = 0; dj < 8; dj++)
+            _mm256_storeu_si256((__m256i *)(dst + (8 * (j0 + dj) + awq_order[p]) * W + w0),
+                                by_p[p][dj]);
+    }
+}
+
+#else
+static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W, int64_t j0, int64_t w0,
+                           uint32_t *dst)
+{
+    (void)s, (void)J, (void)W, (void)j0, (void)w0, (void)dst;
+}
+#endif
+
+/* GEMM codes as words (gemm_word_block), blocks of 16 w (one output cache
+ * line per row) keeping the writes local; the 128 input rows of a block stay
+ * in cache. With AVX2, 8 x 8 blocks at once (gemm_words_8x8), the rest word
+ * by word. */
 static void awq_gemm_words(const void *src, int64_t N, int64_t K, uint32_t *dst)
 {
     enum { WB = 16 };
     const unsigned char *s = src;
-    int64_t J = N / 8, W = K / 8, blocks = (W + WB - 1) / WB;
+    const int64_t J = N / 8, W = K / 8, blocks = (W + WB - 1) / WB;
+    const int vec = hc_ckpt_have_avx2();
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(N * K))
     for (int64_t b = 0; b < blocks; b++) {
-        int64_t w1 = (b + 1) * WB < W ? (b + 1) * WB : W;
+        const int64_t w0 = b * WB, w1 = w0 + WB < W ? w0 + WB : W;
+        const int64_t wv = vec ? w0 + (w1 - w0) / 8 * 8 : w0, jv = vec ? J / 8 * 8 : 0;
+        for (int64_t j = 0; j < jv; j += 8)
+            for (int64_t w = w0; w < wv; w += 8) gemm_words_8x8(s, J, W, j, w, dst);
         for (int64_t j = 0; j < J; j++)
-            for (int64_t w = b * WB; w < w1; w++) {
-                uint32_t a[8];
-                for (int i = 0; i < 8; i++) memcpy(&a[i], s + 4 * (size_t)((8 * w + i) * J + j), 4);
-                nibble_transpose8(a);
-                for (int p = 0; p < 8; p++) dst[(8 * j + awq_order[p]) * W + w] = a[p];
-            }
+            for (int64_t w = j < jv ? wv : w0; w < w1; w++) gemm_word_block(s, J, W, j, w, dst);
     }
 }
 

@@ -9,6 +9,7 @@
  * otherwise integer zero points packed along N, or float zero points when a
  * true zero is 2^b (a v1 stored field of all ones) which b bits cannot hold. */
 #include "hc_ckpt.h"
+#include "hc_ckpt_simd.h"
 #include "hc_parallel.h"
 
 #include <stdio.h>
@@ -46,18 +47,47 @@ static uint32_t row_field(const hc_st_tensor *t, int64_t cols, int64_t row, int6
 /* With 32-bit words and no act-order permutation, column n's bit stream is
  * already output row n's words (both little-endian, first code in the low
  * bits): the repack is a transpose of [rows, cols] words into [cols, rows].
- * Tiles of 64 x 64 words go through a local copy: the strides of both sides
- * are often powers of two, whose lines collide in the same cache sets. */
+ * Tiles of 64 x 64 words: with AVX2 as 8 x 8 blocks in registers, else
+ * through a local copy (the strides of both sides are often powers of two,
+ * whose lines collide in the same cache sets). */
+#if HC_CKPT_X86
+/* Tile (r0, c0) of nr x nc words, both multiples of 8, 8 x 8 at a time. */
+HC_CKPT_AVX2 static void tile_avx2(const unsigned char *s, int64_t rows, int64_t cols, int64_t r0,
+                                   int64_t c0, int64_t nr, int64_t nc, uint32_t *dst)
+{
+    for (int64_t r = r0; r < r0 + nr; r += 8)
+        for (int64_t c = c0; c < c0 + nc; c += 8) {
+            __m256i v[8];
+            for (int i = 0; i < 8; i++)
+                v[i] = _mm256_loadu_si256((const __m256i *)(s + 4 * (size_t)((r + i) * cols + c)));
+            hc_ckpt_transpose8x8(v);
+            for (int i = 0; i < 8; i++)
+                _mm256_storeu_si256((__m256i *)(dst + (c + i) * rows + r), v[i]);
+        }
+}
+#else
+static void tile_avx2(const unsigned char *s, int64_t rows, int64_t cols, int64_t r0, int64_t c0,
+                      int64_t nr, int64_t nc, uint32_t *dst)
+{
+    (void)s, (void)rows, (void)cols, (void)r0, (void)c0, (void)nr, (void)nc, (void)dst;
+}
+#endif
+
 static void words_transpose(const void *src, int64_t rows, int64_t cols, uint32_t *dst)
 {
     enum { T = 64 };
     const unsigned char *s = src;
+    const int vec = hc_ckpt_have_avx2();
     int64_t tiles_r = (rows + T - 1) / T, tiles = tiles_r * ((cols + T - 1) / T);
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(rows * cols))
     for (int64_t t = 0; t < tiles; t++) {
         uint32_t tile[T][T + 1];
         int64_t r0 = t % tiles_r * T, c0 = t / tiles_r * T;
         int64_t nr = r0 + T < rows ? T : rows - r0, nc = c0 + T < cols ? T : cols - c0;
+        if (vec && nr % 8 == 0 && nc % 8 == 0) {
+            tile_avx2(s, rows, cols, r0, c0, nr, nc, dst);
+            continue;
+        }
         for (int64_t r = 0; r < nr; r++)
             for (int64_t c = 0; c < nc; c++)
                 memcpy(&tile[r][c], s + 4 * (size_t)((r0 + r) * cols + c0 + c), 4);
@@ -294,6 +324,13 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ck
     free(zs);
     if (st == HC_OK && !opts->meta_only && perm == NULL && hc_dtype_bits(qw->dtype) == 32 &&
         !opts->general_codes) {
+        /* every word is written: a pooled buffer serves (no fresh pages per layer) */
+        uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)(N * K * b / 32) * 4)
+                                      : NULL;
+        if (pooled) {
+            free(q->codes);
+            q->codes = pooled;
+        }
         words_transpose(qw->data, K * b / 32, N, q->codes);
     } else if (st == HC_OK && !opts->meta_only) {
         uint8_t *codes = malloc((size_t)(N * K) + 1);

@@ -92,12 +92,18 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
  * E * N rows of (E, N, K), into buf of K floats; safe from several threads):
  * where hc_conv_float_rows_ok, verification reads the source this way
  * instead of a float32 copy of the layer. */
+typedef struct hc_conv_row_block hc_conv_row_block;
 typedef struct {
     const hc_conv_layer *L;
     int64_t N, K;
     hc_f16_array_fn f16;
     uint32_t *row_crc;       /* when not NULL: each row's input bytes' CRC-32, taken */
     unsigned char *row_have; /* the first time the row is read (row_have[row] set) */
+    /* when not NULL: rows read in blocks with pread, one block per thread of
+     * a (non-nested) parallel region (hc_convert_float.c), from model */
+    hc_conv_row_block *blocks;
+    int n_blocks;
+    const hc_st_model *model;
 } hc_conv_row_source;
 int hc_conv_float_rows_ok(const hc_conv_layer *L);
 void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs);

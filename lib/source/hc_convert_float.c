@@ -4,6 +4,7 @@
 #include "hc_conv_source.h"
 
 #include <ctype.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,11 +399,49 @@ int hc_conv_float_rows_ok(const hc_conv_layer *L)
 void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs)
 {
     int64_t E;
+    memset(rs, 0, sizeof *rs);
     float_dims(L, &E, &rs->N, &rs->K);
     rs->L = L;
     rs->f16 = hc_f16_to_f32_array_impl();
-    rs->row_crc = NULL;
-    rs->row_have = NULL;
+}
+
+/* A thread's block of consecutive rows of one tensor, read with pread: the
+ * quantizer's threads each take a contiguous range of rows, so a block of
+ * ~256 KiB serves the next rows from cache; first touching the input through
+ * the mapping (page faults, then unmapping) cost about twice the copy. */
+struct hc_conv_row_block {
+    unsigned char *buf;
+    const hc_st_tensor *t;
+    int64_t first, count; /* rows of t held */
+};
+
+enum { ROW_BLOCK_BYTES = 256 << 10 };
+
+static size_t row_block_rows(size_t row_bytes)
+{
+    return row_bytes >= ROW_BLOCK_BYTES ? 1 : ROW_BLOCK_BYTES / row_bytes;
+}
+
+/* Row r of t (row_bytes each): from the calling thread's block, read when
+ * it does not hold the row; the mapping where there is no block or pread
+ * fails (its truncation checks then apply). */
+static const unsigned char *row_bytes_at(const hc_conv_row_source *rs, const hc_st_tensor *t,
+                                         int64_t r, size_t row_bytes)
+{
+    const unsigned char *map = (const unsigned char *)t->data + (size_t)r * row_bytes;
+    int tid = omp_get_thread_num();
+    if (rs->blocks == NULL || omp_get_level() > 1 || tid >= rs->n_blocks) return map;
+    hc_conv_row_block *b = &rs->blocks[tid];
+    if (b->t == t && r >= b->first && r < b->first + b->count)
+        return b->buf + (size_t)(r - b->first) * row_bytes;
+    int64_t n = (int64_t)row_block_rows(row_bytes), left = (int64_t)(t->nbytes / row_bytes) - r;
+    n = n < left ? n : left;
+    b->t = NULL;
+    if (n <= 0 || hc_st_model_pread(rs->model, map, (size_t)n * row_bytes, b->buf) != 0) return map;
+    b->t = t;
+    b->first = r;
+    b->count = n;
+    return b->buf;
 }
 
 const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
@@ -411,14 +450,15 @@ const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
     const hc_conv_layer *L = rs->L;
     int64_t e = row / rs->N, r = row % rs->N;
     const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
-    size_t at = (size_t)((L->experts ? r : row) * rs->K);
+    size_t esize = t->dtype == HC_DT_F32 ? 4 : 2, rb = (size_t)rs->K * esize;
+    const unsigned char *bytes = row_bytes_at(rs, t, L->experts ? r : row, rb);
     if (rs->row_crc && !rs->row_have[row]) { /* the bytes are in cache now: no second read */
-        size_t esize = t->dtype == HC_DT_F32 ? 4 : 2;
-        rs->row_crc[row] = hc_crc32(0, (const unsigned char *)t->data + at * esize,
-                                    (size_t)rs->K * esize);
+        rs->row_crc[row] = hc_crc32(0, bytes, rb);
         rs->row_have[row] = 1;
     }
-    convert_floats(t, at, (size_t)rs->K, buf, rs->f16);
+    hc_st_tensor in_cache = *t; /* convert_floats' view of the row's bytes */
+    in_cache.data = bytes;
+    convert_floats(&in_cache, 0, (size_t)rs->K, buf, rs->f16);
     return buf;
 }
 
@@ -430,6 +470,28 @@ void hc_conv_source_row_part(void *ctx, int64_t row, int64_t k0, int64_t k1, flo
     const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
     size_t at = (size_t)((L->experts ? r : row) * rs->K + k0);
     convert_floats(t, at, (size_t)(k1 - k0), buf, rs->f16);
+}
+
+/* The threads' row blocks (hc_conv_row_source.blocks); none (rows through
+ * the mapping) when memory is short. */
+static void row_blocks_alloc(const hc_conv_plan *plan, hc_conv_row_source *rs)
+{
+    const hc_st_tensor *t = rs->L->experts ? rs->L->experts[0] : rs->L->pre[HC_ROLE_WEIGHT];
+    size_t rb = (size_t)rs->K * (t->dtype == HC_DT_F32 ? 4 : 2), len = row_block_rows(rb) * rb;
+    int n = omp_get_max_threads();
+    rs->blocks = calloc((size_t)n, sizeof *rs->blocks);
+    for (int i = 0; rs->blocks && i < n; i++)
+        if ((rs->blocks[i].buf = malloc(len)) == NULL) n = i;
+    rs->n_blocks = rs->blocks ? n : 0;
+    rs->model = plan->model;
+}
+
+static void row_blocks_free(hc_conv_row_source *rs)
+{
+    for (int i = 0; rs->blocks && i < rs->n_blocks; i++) free(rs->blocks[i].buf);
+    free(rs->blocks);
+    rs->blocks = NULL;
+    rs->n_blocks = 0;
 }
 
 /* Row CRCs for the input CRC table (hc_st_crcs.h), or none without one. */
@@ -463,9 +525,10 @@ static void row_crcs_note(hc_st_crcs *crcs, const hc_conv_row_source *rs, int64_
 
 /* Quantizes L into r; the float32 weights into *ref when ref is given,
  * else, where the quantizer can, straight from the source rows. */
-static hc_status quantize_layer(const hc_conv_layer *L, hc_conv_run *run, float **ref,
+static hc_status quantize_layer(const hc_conv_plan *plan, const hc_conv_layer *L, float **ref,
                                 hc_quant_result *r, hc_error *err)
 {
+    hc_conv_run *run = plan->run;
     int64_t E, N, K;
     float_dims(L, &E, &N, &K);
     hc_quant_desc d = quant_desc(&L->target, L->cfg.param_format);
@@ -474,9 +537,11 @@ static hc_status quantize_layer(const hc_conv_layer *L, hc_conv_run *run, float 
         hc_st_crcs *crcs = run ? run->input_crcs : NULL;
         hc_conv_row_source_init(L, &rs);
         HC_TRY(row_crcs_alloc(crcs, E, &rs, err));
+        row_blocks_alloc(plan, &rs);
         hc_status st = hc_quantize_rows_pool(&d, hc_conv_source_row, &rs, E, N, K,
                                              run ? run->pool : NULL, r, err);
         if (st == HC_OK && crcs) row_crcs_note(crcs, &rs, E);
+        row_blocks_free(&rs);
         free(rs.row_crc);
         free(rs.row_have);
         return st;
@@ -494,7 +559,7 @@ hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
 {
     hc_quant_result r;
     memset(&r, 0, sizeof r);
-    hc_status st = quantize_layer(L, plan->run, ref, &r, err);
+    hc_status st = quantize_layer(plan, L, ref, &r, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])

@@ -514,6 +514,7 @@ static hc_status repack_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
     hc_ckpt_layer cl;
     hc_ckpt_read_opts views = *ro;
     views.code_views = 1;
+    views.pool = plan->run ? plan->run->pool : NULL;
     HC_TRY(hc_conv_read_quantized(plan, L, &views, &cl, err));
     hc_status st = hc_conv_pre_from_result(&cl.q, L->meta.is_moe, pre, err);
     hc_ckpt_layer_free(&cl);
