@@ -207,11 +207,20 @@ static void bias_to_float(const hc_tensor *b, float *out, size_t n)
         out[i] = b->dtype == HC_DT_BF16 ? hc_bf16_to_f32(h[i]) : hc_f16_to_f32(h[i]);
 }
 
+/* The run's buffer pool (NULL: none): the 0.1.19 tiles built for verifying a
+ * canonical layer take their weight buffer from it and give it back. */
+static hc_bufpool *run_pool(const hc_conv_verify *v)
+{
+    return v->plan->run ? v->plan->run->pool : NULL;
+}
+
 /* The tiles humming-kernels 0.1.19 builds from a canonical layer at load
  * (our transform of canon, with the plan of 0.1.19 for the same arch and
- * activations). *ok = 0 where 0.1.19's transform does not take the layer in
- * our implementation: then the canonical tensors are verified directly. */
+ * activations), the tiled weight from pool. *ok = 0 where 0.1.19's transform
+ * does not take the layer in our implementation: then the canonical tensors
+ * are verified directly. */
 static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *canon,
+                                hc_bufpool *pool,
                                 hc_layer_config *cfg, hc_layer_meta *m, hc_layer_tensors *post,
                                 int *ok, hc_error *err)
 {
@@ -222,7 +231,7 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
     if (hc_layer_plan(cfg, L->meta.is_moe, L->meta.E, L->meta.N, L->meta.K, m, &why) != HC_OK)
         return HC_OK;
     if (!hc_layer_decodable(m)) return HC_OK; /* sm100 / sm120 block-scaled layouts */
-    hc_status st = hc_layer_transform(cfg, m, canon, post, &why);
+    hc_status st = hc_layer_transform_pooled(cfg, m, canon, post, pool, &why);
     if (st == HC_ERR_UNSUPPORTED) return HC_OK;
     if (st != HC_OK) HC_FAIL(err, st, "layer %s (0.1.19 tiles of the canonical tensors): %s",
                              L->prefix, why.msg);
@@ -236,7 +245,8 @@ static hc_status canonical_0119(const hc_conv_layer *L, const hc_layer_tensors *
  * not read (sm100 raw weights, block-scaled MMA scales) are verified through
  * the pre tensors they were built from. Sets *tiles (the decoded tensors are
  * tiles), *dec, cfg and m; t19 owns built tiles. */
-static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *pre,
+static hc_status verify_target(const hc_conv_verify *v, const hc_conv_layer *L,
+                               const hc_layer_tensors *pre,
                                const hc_layer_tensors *post,
                                const hc_layer_tensors *canon, hc_layer_config *cfg,
                                hc_layer_meta *m, hc_layer_tensors *t19,
@@ -251,7 +261,7 @@ static hc_status verify_target(const hc_conv_layer *L, const hc_layer_tensors *p
         *tiles = 0;
     }
     if (canon == NULL) return HC_OK;
-    HC_TRY(canonical_0119(L, canon, cfg, m, t19, tiles, err));
+    HC_TRY(canonical_0119(L, canon, run_pool(v), cfg, m, t19, tiles, err));
     if (*tiles) {
         *dec = t19;
     } else {
@@ -299,7 +309,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     memset(&t19, 0, sizeof t19);
     const hc_layer_tensors *dec = NULL;
     int tiles = 1;
-    HC_TRY(verify_target(L, pre, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
+    HC_TRY(verify_target(v, L, pre, post, canon, &cfg, &mv, &t19, &dec, &tiles, err));
     snprintf(R->verify_source, sizeof R->verify_source, "%s",
              tiles ? "tiles-0.1.19" : "canonical");
     /* without ref, the source is read by rows as the verifier needs them: a
@@ -345,6 +355,11 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     }
     free(bias);
     free(rows);
+    if (t19.weight.owned && t19.weight.data) {
+        hc_bufpool_put(run_pool(v), t19.weight.data, t19.weight.nbytes);
+        t19.weight.data = NULL;
+        t19.weight.owned = 0;
+    }
     hc_layer_tensors_free(&t19);
     if (st != HC_OK) return st;
     R->verified = 1;
