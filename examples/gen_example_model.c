@@ -265,6 +265,21 @@ static int parse_options(int argc, char **argv, const char **out, const char **f
     return ok ? 0 : -1;
 }
 
+/* Refuses a folder that already holds any file this tool writes: the model
+ * is written first, so a later refusal would have replaced it. */
+static hc_status check_free(const char *dir, hc_error *err)
+{
+    static const char *const names[] = {"model.safetensors", "config.json", "generation_config.json",
+                                        "tokenizer_config.json"};
+    char path[4096];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        HC_TRY(hc_path_join(path, sizeof path, dir, names[i], err));
+        if (hc_path_exists(path))
+            return hc_error_set(err, HC_ERR_IO, "%s already exists: not overwritten", path);
+    }
+    return HC_OK;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL, *format = "humming";
@@ -284,6 +299,7 @@ int main(int argc, char **argv)
     char path[4096];
     hc_status st = mkdir(out, 0755) == 0 || hc_path_is_dir(out) ? HC_OK
                    : hc_error_set(&err, HC_ERR_IO, "%s: cannot create directory", out);
+    if (st == HC_OK) st = check_free(out, &err);
     if (st == HC_OK) st = hc_path_join(path, sizeof path, out, "model.safetensors", &err);
     if (st == HC_OK) st = write_model(&l, path, &err);
     if (st == HC_OK) st = write_configs(out, &d, humming, &err);
