@@ -323,15 +323,7 @@ struct Tune {
 constexpr Tune TUNE_SM89[] = {{16, 1, 1, 2}, {64, 4, 1, 2}, {INT64_MAX, 4, 2, 1}};
 constexpr Tune TUNE_SM90[] = {{16, 1, 1, 2}, {64, 4, 1, 2}, {INT64_MAX, 4, 2, 1}};
 
-template <size_t N>
-const Tune &pick(const Tune (&tab)[N], int64_t rows)
-{
-    for (size_t i = 0; i < N; i++)
-        if (rows <= tab[i].rows_max) return tab[i];
-    return tab[N - 1];
-}
-
-const Tune &tune(int sm, int64_t rows) { return sm >= 90 ? pick(TUNE_SM90, rows) : pick(TUNE_SM89, rows); }
+const Tune &tune(int sm, int64_t rows) { return sm >= 90 ? tune_pick(TUNE_SM90, rows) : tune_pick(TUNE_SM89, rows); }
 
 size_t smem_of(int mt, int tg)
 {

@@ -72,19 +72,11 @@ constexpr Tune TUNE_SM80[] = {{16, 16}, {INT64_MAX, 64}};
 constexpr Tune TUNE_SM89[] = {{16, 16}, {INT64_MAX, 64}};
 constexpr Tune TUNE_SM90[] = {{16, 16}, {INT64_MAX, 64}};
 
-template <size_t N>
-int pick(const Tune (&tab)[N], int64_t rows)
-{
-    for (size_t i = 0; i < N; i++)
-        if (rows <= tab[i].rows_max) return tab[i].mt;
-    return tab[N - 1].mt;
-}
-
 int tokens_per_block(int sm, int64_t rows)
 {
-    if (sm >= 90) return pick(TUNE_SM90, rows);
-    if (sm >= 89) return pick(TUNE_SM89, rows);
-    return pick(TUNE_SM80, rows);
+    if (sm >= 90) return tune_pick(TUNE_SM90, rows).mt;
+    if (sm >= 89) return tune_pick(TUNE_SM89, rows).mt;
+    return tune_pick(TUNE_SM80, rows).mt;
 }
 
 }  // namespace

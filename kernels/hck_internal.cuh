@@ -77,6 +77,16 @@ cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t 
 cudaError_t launch_act8(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                         int64_t Kp, uint8_t *codes, float *scales, cudaStream_t st);
 
+/* The row of a tuning table (rows_max ascending) that takes `rows` tokens;
+ * the last row past them all. */
+template <class T, size_t N>
+const T &tune_pick(const T (&tab)[N], int64_t rows)
+{
+    for (size_t i = 0; i < N; i++)
+        if (rows <= tab[i].rows_max) return tab[i];
+    return tab[N - 1];
+}
+
 /* The split-K wave model of every fast family: K is `steps`
  * units, a block costs (its steps + fixed) units, blocks run in waves of
  * `slots` (SMs x resident blocks), a split adds `reduce`; returns the split s
@@ -102,6 +112,13 @@ inline int split_waves(int64_t steps, int64_t min_steps, double fixed, double re
                        int64_t slots)
 {
     return split_waves(steps, min_steps, fixed, reduce, blocks, slots, [](int64_t) { return true; });
+}
+
+/* The wgmma families' split: rounds of 128 k, a block costs its rounds + 2,
+ * a split 1 more, at least 2 rounds per split. */
+inline int split_wgmma(int64_t Kp, int64_t blocks, int64_t slots)
+{
+    return split_waves(Kp / 128, 2, 2.0, 1.0, blocks, slots);
 }
 
 /* y (rows, N) 16-bit = the split-K workspace ws (rows, N) float32 + bias, the

@@ -329,19 +329,11 @@ constexpr Tune TUNE_SM80[] = {{16, 1, 1, 3}, {64, 4, 1, 2}, {INT64_MAX, 4, 2, 1}
 constexpr Tune TUNE_SM89[] = {{16, 1, 1, 3}, {64, 4, 1, 2}, {INT64_MAX, 4, 2, 1}};
 constexpr Tune TUNE_SM90[] = {{16, 1, 1, 3}, {64, 4, 1, 2}, {INT64_MAX, 4, 2, 1}};
 
-template <size_t N>
-const Tune &pick(const Tune (&tab)[N], int64_t rows)
-{
-    for (size_t i = 0; i < N; i++)
-        if (rows <= tab[i].rows_max) return tab[i];
-    return tab[N - 1];
-}
-
 const Tune &tune(int sm, int64_t rows)
 {
-    if (sm >= 90) return pick(TUNE_SM90, rows);
-    if (sm >= 89) return pick(TUNE_SM89, rows);
-    return pick(TUNE_SM80, rows);
+    if (sm >= 90) return tune_pick(TUNE_SM90, rows);
+    if (sm >= 89) return tune_pick(TUNE_SM89, rows);
+    return tune_pick(TUNE_SM80, rows);
 }
 
 /* Dynamic shared memory: staged activations, and for MT = 1 with group

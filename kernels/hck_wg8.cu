@@ -282,19 +282,7 @@ struct Tune {
 };
 constexpr Tune TUNE_SM90[] = {{16, 16, 1, 4}, {128, 128, 2, 1}, {INT64_MAX, 256, 2, 1}};
 
-const Tune &tune(int64_t rows)
-{
-    for (const Tune &t : TUNE_SM90)
-        if (rows <= t.rows_max) return t;
-    return TUNE_SM90[0];
-}
-
-/* Split-K: rounds of 128 k, a block costs its rounds + 2, a split 1 more,
- * at least 2 rounds per split. */
-int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
-{
-    return split_waves(d.Kp / 128, 2, 2.0, 1.0, blocks, (int64_t)sms * t.blocks_per_sm);
-}
+const Tune &tune(int64_t rows) { return tune_pick(TUNE_SM90, rows); }
 
 }  // namespace
 
@@ -335,7 +323,7 @@ cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *off
     if (e != cudaSuccess) return e;
     const Tune &t = tune(max_rows);
     const int64_t nx = (d.Np / 64 + t.wg - 1) / t.wg, ny = (max_rows + t.ntok - 1) / t.ntok;
-    const int splits = split_of(d, t, nx * ny * d.E, L->sms);
+    const int splits = split_wgmma(d.Kp, nx * ny * d.E, (int64_t)L->sms * t.blocks_per_sm);
     const dim3 grid((unsigned)nx, (unsigned)ny, (unsigned)(d.E * splits));
     if (splits > 1 && (e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st)) != cudaSuccess)
         return e;
