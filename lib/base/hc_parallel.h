@@ -11,4 +11,38 @@
 
 #define HC_PARALLEL(work) ((int64_t)(work) >= HC_PARALLEL_MIN_WORK)
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The calling OpenMP thread's number, the team size a parallel region gets,
+ * and the nesting level of parallel regions; one thread at level 0 in builds
+ * without OpenMP (the fuzz targets). */
+static inline int hc_thread_id(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static inline int hc_thread_count(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static inline int hc_thread_nesting(void)
+{
+#ifdef _OPENMP
+    return omp_get_level();
+#else
+    return 0;
+#endif
+}
+
 #endif

@@ -4,7 +4,6 @@
 #include "hc_conv_source.h"
 
 #include <ctype.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,8 +428,8 @@ static const unsigned char *row_bytes_at(const hc_conv_row_source *rs, const hc_
                                          int64_t r, size_t row_bytes)
 {
     const unsigned char *map = (const unsigned char *)t->data + (size_t)r * row_bytes;
-    int tid = omp_get_thread_num();
-    if (rs->blocks == NULL || omp_get_level() > 1 || tid >= rs->n_blocks) return map;
+    int tid = hc_thread_id();
+    if (rs->blocks == NULL || hc_thread_nesting() > 1 || tid >= rs->n_blocks) return map;
     hc_conv_row_block *b = &rs->blocks[tid];
     if (b->t == t && r >= b->first && r < b->first + b->count)
         return b->buf + (size_t)(r - b->first) * row_bytes;
@@ -478,7 +477,7 @@ static void row_blocks_alloc(const hc_conv_plan *plan, hc_conv_row_source *rs)
 {
     const hc_st_tensor *t = rs->L->experts ? rs->L->experts[0] : rs->L->pre[HC_ROLE_WEIGHT];
     size_t rb = (size_t)rs->K * (t->dtype == HC_DT_F32 ? 4 : 2), len = row_block_rows(rb) * rb;
-    int n = omp_get_max_threads();
+    int n = hc_thread_count();
     rs->blocks = calloc((size_t)n, sizeof *rs->blocks);
     for (int i = 0; rs->blocks && i < n; i++)
         if ((rs->blocks[i].buf = malloc(len)) == NULL) n = i;
