@@ -30,6 +30,7 @@
 typedef struct {
     char *root, *in, *out, *log;
     const char *cli;
+    const char *format; /* --format for a float input; NULL: a Humming-format input */
     uint32_t in_sum;
 } fixture;
 
@@ -52,19 +53,30 @@ static uint32_t dir_sum(const char *dir)
     return crc;
 }
 
-static int setup(void **state)
+static int setup_input(void **state, const char *gen_args, const char *format)
 {
     fixture *f = calloc(1, sizeof *f);
+    if (f == NULL) return -1;
     f->root = hc_test_mkdtemp("faults");
     if (f->root == NULL) return -1;
     f->in = hc_test_path_join(f->root, "in");
     f->out = hc_test_path_join(f->root, "out");
     f->log = hc_test_path_join(f->root, "log.txt");
     f->cli = hc_test_cli();
-    if (hc_test_gen_model(f->in, "--format humming --experts 0") != 0) return -1;
+    f->format = format;
+    if (hc_test_gen_model(f->in, gen_args) != 0) return -1;
     f->in_sum = dir_sum(f->in);
     *state = f;
     return 0;
+}
+
+static int setup(void **state) { return setup_input(state, "--format humming --experts 0", NULL); }
+
+/* A float16 input quantized to w4a16: its rows are read by the float row
+ * source (pread into per-thread blocks, the mapping where pread falls short). */
+static int setup_float(void **state)
+{
+    return setup_input(state, "--format float16 --experts 0", "w4a16");
 }
 
 static int teardown(void **state)
@@ -180,8 +192,12 @@ static void change_during_run(fixture *f, int how, int after)
         int fd = open(f->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 2);
         setenv("HC_TEST_PAUSE_AT", pause, 1);
-        execl(f->cli, f->cli, f->in, f->out, "--max-shard-size", "64K", "--verify", "off",
-              (char *)NULL);
+        if (f->format)
+            execl(f->cli, f->cli, f->in, f->out, "--max-shard-size", "64K", "--verify", "off",
+                  "--format", f->format, (char *)NULL);
+        else
+            execl(f->cli, f->cli, f->in, f->out, "--max-shard-size", "64K", "--verify", "off",
+                  (char *)NULL);
         _exit(127);
     }
     int paused = 0;
@@ -235,6 +251,13 @@ static void test_input_rewritten_mtime_kept(void **state)
  * tensor boundary after it fails the run naming the input); a copied
  * tensor's write() failed with "Bad address" naming the output */
 static void test_input_truncated_before_layer(void **state)
+{
+    change_during_run(*state, CHANGE_TRUNCATE, 2);
+}
+/* the same for a float input: the row source's pread falls short, its
+ * fallback reads the mapping (zeros past the end) and the run fails naming
+ * the input */
+static void test_float_input_truncated_before_layer(void **state)
 {
     change_during_run(*state, CHANGE_TRUNCATE, 2);
 }
@@ -559,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_input_changed_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_rewritten_mtime_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_input_truncated_before_layer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_float_input_truncated_before_layer, setup_float, teardown),
         cmocka_unit_test_setup_teardown(test_input_truncated_before_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permission_denied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_indexed_shard, setup, teardown),

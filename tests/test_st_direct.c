@@ -2,7 +2,8 @@
  * exactly the bytes put, in pieces of every size across stage boundaries and
  * with a tail that is not a whole block (the padding cut off), through the
  * O_DIRECT descriptor where the file system gives one and through the
- * ordinary descriptor (the fallback) alike; a safetensors file written by
+ * ordinary descriptor (the fallback) alike, with the flusher thread, with
+ * none (the caller's thread writes) and with it stopped half-way; a safetensors file written by
  * the writer (which stages) reads back whole; bytes copied from an input
  * model's mapping (read with pread) and from memory, with their CRCs. */
 #include <setjmp.h>
@@ -30,9 +31,12 @@ static unsigned char next_byte(void)
     return (unsigned char)(seed >> 16);
 }
 
+enum { VIA_THREAD, VIA_FALLBACK_FD, VIA_NO_THREAD, VIA_THREAD_STOPPED, VIA_COUNT };
+
 /* Writes `total` random bytes in pieces of varying size through d (direct or,
- * with fallback, the ordinary descriptor) and compares the file. */
-static void write_and_check(size_t total, int fallback)
+ * with VIA_FALLBACK_FD, the ordinary descriptor; without the flusher thread,
+ * or with it stopped half-way) and compares the file. */
+static void write_and_check(size_t total, int via)
 {
     char *dir = hc_test_mkdtemp("direct");
     assert_non_null(dir);
@@ -42,16 +46,19 @@ static void write_and_check(size_t total, int fallback)
     assert_true(fd >= 0);
     hc_st_direct d;
     assert_int_equal(hc_st_direct_open(&d, path, fd), 1);
-    if (fallback && d.dfd >= 0) {
+    if (via == VIA_FALLBACK_FD && d.dfd >= 0) {
         close(d.dfd);
         d.dfd = -1;
     }
+    if (via == VIA_NO_THREAD) hc_st_direct_stop_flusher(&d);
+    assert_int_equal(d.started, via != VIA_NO_THREAD);
     unsigned char *want = malloc(total + 1);
     assert_non_null(want);
     for (size_t i = 0; i < total; i++) want[i] = next_byte();
     hc_error err;
     size_t at = 0, step = 1;
     while (at < total) {
+        if (via == VIA_THREAD_STOPPED && at >= total / 2 && d.started) hc_st_direct_stop_flusher(&d);
         size_t n = total - at < step ? total - at : step;
         assert_int_equal(hc_st_direct_put(&d, want + at, n, &err), HC_OK);
         at += n;
@@ -79,16 +86,17 @@ static void test_direct_sizes(void **state)
     (void)state;
     const size_t sizes[] = {1, 4095, 4096, 4097, HC_ST_DIRECT_STAGE - 1, HC_ST_DIRECT_STAGE,
                             HC_ST_DIRECT_STAGE + 1, 3 * HC_ST_DIRECT_STAGE + 12345};
-    for (int fallback = 0; fallback < 2; fallback++)
+    for (int via = 0; via < VIA_COUNT; via++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            write_and_check(sizes[i], fallback);
+            write_and_check(sizes[i], via);
 }
 
 /* Nothing put: an empty file, no write. */
 static void test_direct_empty(void **state)
 {
     (void)state;
-    write_and_check(0, 0);
+    write_and_check(0, VIA_THREAD);
+    write_and_check(0, VIA_NO_THREAD);
 }
 
 /* The writer stages its header and tensors: a file of odd sizes reads back. */

@@ -173,17 +173,23 @@ hc_status hc_st_direct_finish(hc_st_direct *d, hc_error *err)
     return HC_OK;
 }
 
+void hc_st_direct_stop_flusher(hc_st_direct *d)
+{
+    if (!d->started) return;
+    pthread_mutex_lock(&d->mu);
+    d->stop = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->th, NULL); /* after the stage it holds, if any */
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    d->started = 0;
+    d->stop = 0;
+}
+
 void hc_st_direct_close(hc_st_direct *d)
 {
-    if (d->started) {
-        pthread_mutex_lock(&d->mu);
-        d->stop = 1;
-        pthread_cond_broadcast(&d->cv);
-        pthread_mutex_unlock(&d->mu);
-        pthread_join(d->th, NULL);
-        pthread_cond_destroy(&d->cv);
-        pthread_mutex_destroy(&d->mu);
-    }
+    hc_st_direct_stop_flusher(d);
     if (d->buf[0] && d->dfd >= 0) close(d->dfd); /* no buffers: never opened */
     free(d->buf[0]);
     free(d->buf[1]);

@@ -4,7 +4,7 @@
  * Buffered writes cost the writer the copy into the page cache, the page
  * cache's allocation and the file system's delayed allocation, and the
  * kernel its writeback: about a third of a `--verify off` run's time on the
- * 2-core machine (docs/performance.md). Direct writes of 4 MiB stages go from
+ * 2-core machine (docs/performance.md). Direct writes of 1 MiB stages go from
  * the buffer to the device; the final fsync still makes them durable (the
  * device's cache) with the file's size. Where the file system refuses
  * O_DIRECT (tmpfs, some network file systems), the same stages are written
@@ -56,6 +56,10 @@ hc_status hc_st_direct_commit(hc_st_direct *d, size_t n, hc_error *err);
  * then truncated to its size) and waits for every write. Not durable yet:
  * the caller fsyncs fd. */
 hc_status hc_st_direct_finish(hc_st_direct *d, hc_error *err);
+/* Stops the flusher thread once the stage it holds is written (none
+ * started: nothing): later stages are written by the caller's thread, as
+ * where no thread could be started. A first write error is kept. */
+void hc_st_direct_stop_flusher(hc_st_direct *d);
 /* Stops the flusher, closes the O_DIRECT descriptor and frees the buffers;
  * d zeroed may be given. */
 void hc_st_direct_close(hc_st_direct *d);
