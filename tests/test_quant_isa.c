@@ -153,6 +153,14 @@ static void skip_without_vectors(void)
     skip();
 }
 
+/* Magnitudes (fill's exponent range and largest value) whose group scales fit
+ * the scale format sf, so that the codes themselves are compared. */
+static void fitting_magnitudes(hc_format_id sf, int *top, float *big)
+{
+    *top = sf == HC_FMT_F16 ? 10 : sf == HC_FMT_F8E4M3 ? 5 : 20;
+    *big = sf == HC_FMT_F16 ? 6e4f : sf == HC_FMT_F8E4M3 ? 1e3f : 1.0e38f;
+}
+
 static void test_isas_agree(void **state)
 {
     (void)state;
@@ -163,10 +171,9 @@ static void test_isas_agree(void **state)
         float *w = malloc((size_t)count * sizeof *w);
         assert_non_null(w);
         int64_t run = x->d.group_size > 0 ? x->d.group_size : x->K;
-        /* magnitudes whose scales fit the scale format, so that the codes are compared */
-        hc_format_id sf = x->d.scale_format;
-        int top = sf == HC_FMT_F16 ? 10 : sf == HC_FMT_F8E4M3 ? 5 : 20;
-        float big = sf == HC_FMT_F16 ? 6e4f : sf == HC_FMT_F8E4M3 ? 1e3f : 1.0e38f;
+        int top;
+        float big;
+        fitting_magnitudes(x->d.scale_format, &top, &big);
         for (int rep = 0; rep < 5; rep++) {
             fill(w, count, run + rep * 8, top, big); /* runs straddle groups after pass 0 */
             if (rep >= 3) w[count / 2 + 5] = rep == 3 ? NAN : -INFINITY;
@@ -263,9 +270,9 @@ static void test_chain_agree(void **state)
         float *w = malloc((size_t)count * sizeof *w);
         assert_non_null(w);
         int64_t run = x->d.group_size > 0 ? x->d.group_size : x->K;
-        hc_format_id sf = x->d.scale_format;
-        int top = sf == HC_FMT_F16 ? 10 : sf == HC_FMT_F8E4M3 ? 5 : 20;
-        float big = sf == HC_FMT_F16 ? 6e4f : sf == HC_FMT_F8E4M3 ? 1e3f : 1.0e38f;
+        int top;
+        float big;
+        fitting_magnitudes(x->d.scale_format, &top, &big);
         for (int rep = 0; rep < 9; rep++) {
             /* 0-2 fitting data (2: fill_ties), 3 scales past the format (f16 / e4m3: refused),
              * 4-8 a NaN or Inf at a row's start, middle or end */
@@ -273,6 +280,7 @@ static void test_chain_agree(void **state)
             int64_t at[5] = {0, x->K / 2 + 3, x->K - 1, count - 1, x->K * 3 + 8};
             if (rep >= 4) w[at[rep - 4]] = rep % 2 ? NAN : (rep == 6 ? -INFINITY : INFINITY);
             const hc_format_info *wf = hc_format_get(x->d.weight_format);
+            const hc_format_id sf = x->d.scale_format;
             double smax = sf == HC_FMT_F8E8M0 ? 1e38 : hc_format_get(sf)->max_value;
             if (rep == 2 && wf->kind != HC_KIND_FLOAT) fill_ties(w, count, run, wf->bits, smax);
             hc_status st = compare(x->name, x->d, E, x->N, x->K, w);
