@@ -35,8 +35,8 @@ int hc_test_gen_model(const char *dir, const char *args);
 
 /* Prints "SKIP[kind]: <reason>" on stdout, flushed. tests/run_tests.sh counts
  * skips by kind and fails the run on any kind not in $HC_ALLOW_SKIPS (default
- * "gpu"): a check that could not run is never reported as passed. kind is one
- * of gpu, golden, oracle, pypi, privilege. The caller then calls skip(). */
+ * "gpu isa"): a check that could not run is never reported as passed. kind is
+ * one of gpu, isa, golden, oracle, pypi, privilege. The caller then calls skip(). */
 void hc_test_skip_notice(const char *kind, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
