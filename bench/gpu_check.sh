@@ -12,7 +12,8 @@ source "$(dirname "$0")/device_env.sh"
 nvidia-smi -L
 t0=$(date +%s)
 ./build/tests/gpu/hc_gpu_sweep > "$out/sweep.txt" 2>&1; echo "sweep rc=$? ($(( $(date +%s) - t0 )) s)"
-HC_SHARED_DIR=$here/shared ./build/tests/test_layout_golden0119 > "$out/golden.txt" 2>&1; echo "golden-0119 rc=$?"
+fx=$here/fixtures/humming0119; [ -d "$fx" ] || fx=$top/tests/fixtures/humming0119
+HC_SHARED_DIR=$here/shared HC_FIXTURES0119_DIR=$fx ./build/tests/test_layout_golden0119 > "$out/golden.txt" 2>&1; echo "golden-0119 rc=$?"
 bash ./run_verify_presets.sh build sm90 /tmp/hcp > "$out/presets.txt" 2>&1; echo "verify presets rc=$?"
 rm -rf /tmp/hcv && mkdir -p /tmp/hcv
 for v in cpu gpu; do
