@@ -33,6 +33,28 @@ __device__ float token_scale(int act_quant, float mx, float mn, float *red)
     return red[0];
 }
 
+/* The scale of the token row xr (K values): each thread's max and min, then
+ * token_scale; thread 0 stores it to *scale. Every thread returns it. */
+__device__ float row_scale(int act_quant, int in_bf16, const uint16_t *__restrict__ xr, int64_t K,
+                           float *scale)
+{
+    __shared__ float red[64];
+    float mx = 0.0f, mn = 0.0f;
+    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
+        const float v = h2f(xr[k], in_bf16);
+        mx = fmaxf(mx, v), mn = fminf(mn, v);
+    }
+    const float s = token_scale(act_quant, mx, mn, red);
+    if (threadIdx.x == 0) *scale = s;
+    return s;
+}
+
+/* The e4m3 / e5m2 code byte of t (RNE, saturating). */
+__device__ __forceinline__ uint32_t fp8_byte(int act_quant, float t)
+{
+    return act_quant == HCK_A_E5M2 ? __nv_fp8_e5m2(t).__x : __nv_fp8_e4m3(t).__x;
+}
+
 /* One block per token. */
 __global__ void __launch_bounds__(ACT_THREADS)
 act_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K,
@@ -45,15 +67,7 @@ act_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t K
         for (int64_t k = threadIdx.x; k < K; k += blockDim.x) cr[k] = h2f(xr[k], in_bf16);
         return;
     }
-    __shared__ float red[64];
-    float mx = 0.0f, mn = 0.0f;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        const float v = h2f(xr[k], in_bf16);
-        mx = fmaxf(mx, v), mn = fminf(mn, v);
-    }
-    const float s = token_scale(act_quant, mx, mn, red);
-    const float inv = __frcp_rn(s);
-    if (threadIdx.x == 0) scales[row] = s;
+    const float inv = __frcp_rn(row_scale(act_quant, in_bf16, xr, K, scales + row));
     const float lo = act_quant == HCK_A_INT8 ? -128.0f : -8.0f;
     const float hi = act_quant == HCK_A_INT8 ? 127.0f : 7.0f;
     for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
@@ -75,15 +89,7 @@ act16_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t
     const int64_t row = blockIdx.x;
     const uint16_t *xr = x + row * K;
     uint16_t *cr = codes + row * Kp;
-    __shared__ float red[64];
-    float mx = 0.0f, mn = 0.0f;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        const float v = h2f(xr[k], in_bf16);
-        mx = fmaxf(mx, v), mn = fminf(mn, v);
-    }
-    const float s = token_scale(act_quant, mx, mn, red);
-    const float inv = __frcp_rn(s);
-    if (threadIdx.x == 0) scales[row] = s;
+    const float inv = __frcp_rn(row_scale(act_quant, in_bf16, xr, K, scales + row));
     for (int64_t k = threadIdx.x; k < Kp; k += blockDim.x) {
         float q = 0.0f;
         if (k < K) {
@@ -102,15 +108,7 @@ act8_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t 
 {
     const int64_t row = blockIdx.x;
     const uint16_t *xr = x + row * K;
-    __shared__ float red[64];
-    float mx = 0.0f, mn = 0.0f;
-    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {
-        const float v = h2f(xr[k], in_bf16);
-        mx = fmaxf(mx, v), mn = fminf(mn, v);
-    }
-    const float s = token_scale(act_quant, mx, mn, red);
-    const float inv = __frcp_rn(s);
-    if (threadIdx.x == 0) scales[row] = s;
+    const float inv = __frcp_rn(row_scale(act_quant, in_bf16, xr, K, scales + row));
     for (int64_t q = threadIdx.x; q < Kp / 16; q += blockDim.x) {
         uint32_t wd[4] = {0, 0, 0, 0};
 #pragma unroll
@@ -119,7 +117,7 @@ act8_kernel(int act_quant, int in_bf16, const uint16_t *__restrict__ x, int64_t 
             uint32_t c = 0;
             if (k < K) {
                 const float t = __fmul_rn(h2f(xr[k], in_bf16), inv);
-                c = act_quant == HCK_A_E5M2 ? __nv_fp8_e5m2(t).__x : __nv_fp8_e4m3(t).__x;
+                c = fp8_byte(act_quant, t);
             }
             wd[i / 4] |= c << (8 * (i % 4));
         }
