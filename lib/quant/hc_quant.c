@@ -497,6 +497,13 @@ void hc_quant_result_free(hc_quant_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Groups along K only (group_size_n 1, not tensor granularity): the
+ * quantize_rows pass. */
+static int row_groups(const hq_ctx *c, const hq_geom *q)
+{
+    return q->gn == 1 && !c->tensor;
+}
+
 static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_bufpool *pool,
                               hc_quant_result *r, hc_error *err)
 {
@@ -510,7 +517,10 @@ static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_b
     r->group_cols = q->gk;
     r->groups = q->g;
     r->zp_float_format = c->d.scale_format == HC_FMT_F16 ? HC_FMT_F16 : HC_FMT_BF16;
-    r->codes = hc_bufpool_calloc(pool, (size_t)(e * q->n * q->k * c->bits / 32) * sizeof *r->codes);
+    size_t code_bytes = (size_t)(e * q->n * q->k * c->bits / 32) * sizeof *r->codes;
+    /* the row pass writes every word (or fails and frees them): no zeroing */
+    r->codes = row_groups(c, q) ? hc_bufpool_take(pool, code_bytes)
+                                : hc_bufpool_calloc(pool, code_bytes);
     HC_CHECK_ALLOC(err, r->codes, "quantized codes");
     if (!c->tensor) {
         r->scale_bytes = hc_quant_scale_bytes(c->d.scale_format);
@@ -567,13 +577,6 @@ static hc_status check_scale_2_rows(const hc_quant_result *r, hc_error *err)
                     "row %lld) does not fit %s", (long long)(i / r->n), (long long)(i % r->n),
                     hc_format_get(r->desc.scale_2_format)->name);
     return HC_OK;
-}
-
-/* Groups along K only (group_size_n 1, not tensor granularity): the
- * quantize_rows pass. */
-static int row_groups(const hq_ctx *c, const hq_geom *q)
-{
-    return q->gn == 1 && !c->tensor;
 }
 
 static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *src, hq_sink *s,
