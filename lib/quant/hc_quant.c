@@ -450,6 +450,10 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
 {
     int64_t rows = s->r->experts * q->n, words = q->k * c->bits / 32;
     int64_t bad = INT64_MAX, nonfinite = INT64_MAX;
+    /* chunks of ~1 MiB of 16-bit source: a thread slowed by another (the
+     * writer's) takes fewer instead of the others waiting for it at the
+     * end; long enough for the row source's blocks of consecutive rows */
+    const int64_t chunk = q->k < (1 << 15) ? (1 << 19) / q->k : 16;
     int nomem = 0;
 #pragma omp parallel reduction(min : bad, nonfinite) reduction(| : nomem) \
     if (HC_PARALLEL(rows * q->k))
@@ -459,7 +463,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
         hq_group *g = malloc((size_t)q->g * sizeof *g);
         int ok = bc && tmp && g && (src->w || buf);
         nomem |= !ok;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, chunk)
         for (int64_t row = 0; row < rows; row++) {
             if (!ok) continue;
             const float *x = src_row(src, row, q->k, buf);
