@@ -1,5 +1,6 @@
 /* test_crc32.c - hc_crc32 (carry-less multiplication where the CPU has it:
- * PCLMULQDQ, and VPCLMULQDQ on 512-bit registers, each level tested) equals
+ * PCLMULQDQ, and VPCLMULQDQ on 256-bit and 512-bit registers, each level
+ * tested) equals
  * zlib's crc32 for every length around the folding boundaries (0..1100
  * bytes), every alignment, chained calls and a buffer of 3 MiB + 5.
  * Skipped (SKIP[isa]) where the CPU has no PCLMULQDQ: both are zlib then. */
@@ -40,7 +41,7 @@ static void test_lengths_and_alignments(void **state)
     (void)state;
     skip_without_clmul();
     unsigned char *b = random_bytes(1200);
-    for (int level = 1; level <= 2; level++)
+    for (int level = 1; level <= 3; level++)
         for (size_t len = 0; len <= 1100; len++)
             for (size_t off = 0; off < 16; off += len < 200 ? 1 : 5) {
                 uint32_t want = hc_crc32_zlib(0x12345678u, b + off, len);
@@ -63,6 +64,7 @@ static void test_chained_and_large(void **state)
     assert_int_equal(hc_crc32(0, b, n), want);
     assert_int_equal(hc_crc32_level(1, 0, b, n), want);
     assert_int_equal(hc_crc32_level(2, 0, b, n), want);
+    assert_int_equal(hc_crc32_level(3, 0, b, n), want);
     for (size_t at = 0, step = 1; at < n; at += step, step = step * 3 + 7)
         c = hc_crc32(c, b + at, step < n - at ? step : n - at);
     assert_int_equal(c, want);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct {
     void *buf;
@@ -56,18 +57,38 @@ static void *take_kept(hc_bufpool *p, size_t len)
     return buf;
 }
 
+enum { HUGE_PAGE = 2 << 20, HUGE_MIN = 8 << 20 };
+
+/* A new buffer of len bytes, uninitialized. A large one is aligned to and
+ * advised onto transparent huge pages: its first writes then fault once per
+ * 2 MiB instead of once per 4 KiB (the faults of a fresh 32 MiB output
+ * buffer were ~10% of a conversion where THP is "madvise" only). */
+static void *fresh(size_t len)
+{
+#ifdef MADV_HUGEPAGE
+    void *buf;
+    if (len >= HUGE_MIN) {
+        if (posix_memalign(&buf, HUGE_PAGE, len) != 0) return NULL;
+        (void)madvise(buf, len & ~(size_t)(HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint only */
+        return buf;
+    }
+#endif
+    return malloc(len ? len : 1);
+}
+
 void *hc_bufpool_calloc(hc_bufpool *p, size_t len)
 {
     void *buf = p ? take_kept(p, len) : NULL;
-    if (buf == NULL) return calloc(len ? len : 1, 1);
-    memset(buf, 0, len); /* resident already: cheaper than fresh zero pages */
+    if (buf == NULL && (p == NULL || len < HUGE_MIN)) return calloc(len ? len : 1, 1);
+    if (buf == NULL && (buf = fresh(len)) == NULL) return NULL;
+    memset(buf, 0, len); /* resident already, or faulted by huge pages */
     return buf;
 }
 
 void *hc_bufpool_take(hc_bufpool *p, size_t len)
 {
     void *buf = p ? take_kept(p, len) : NULL;
-    return buf ? buf : malloc(len ? len : 1);
+    return buf ? buf : p ? fresh(len) : malloc(len ? len : 1);
 }
 
 void hc_bufpool_put(hc_bufpool *p, void *buf, size_t len)

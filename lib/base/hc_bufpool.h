@@ -1,8 +1,9 @@
 /* hc_bufpool.h - large buffers kept for reuse between the tensors of a run:
  * a tensor's output buffer, freed once written, serves the next tensor of
  * the same size, instead of fresh pages faulted in, zeroed and unmapped
- * every time. Thread-safe (the writer's thread gives buffers back while the
- * main thread takes them). */
+ * every time. A new buffer of 8 MiB or more from a pool is aligned to and
+ * advised onto transparent huge pages (fewer faults). Thread-safe (the
+ * writer's thread gives buffers back while the main thread takes them). */
 #ifndef HC_BUFPOOL_H
 #define HC_BUFPOOL_H
 

@@ -79,6 +79,35 @@ HC_CLMUL static uint32_t fold_crc(uint32_t crc, const unsigned char *p, size_t l
     return fold_tail(x1, x2, x3, x4, p + 64, len - 64);
 }
 
+#define HC_YCLMUL __attribute__((target("vpclmulqdq,avx2,pclmul,sse4.1")))
+
+/* fold for the two 128-bit lanes of a 256-bit register at once. */
+HC_YCLMUL static __m256i fold256(__m256i a, __m256i k, __m256i next)
+{
+    __m256i lo = _mm256_clmulepi64_epi128(a, k, 0x00), hi = _mm256_clmulepi64_epi128(a, k, 0x11);
+    return _mm256_xor_si256(_mm256_xor_si256(lo, hi), next);
+}
+
+/* fold_crc with VPCLMULQDQ on 256-bit registers (CPUs without AVX-512),
+ * len >= 256: eight registers (sixteen lanes, eight independent chains to
+ * hide the multiplier's latency) folded by 2048 bits as fold_crc512; then
+ * register pairs (64 bytes each) folded one into the next by 512 bits, the
+ * last pair's four lanes being fold_crc's x1..x4: the rest is fold_tail. */
+HC_YCLMUL static uint32_t fold_crc256(uint32_t crc, const unsigned char *p, size_t len)
+{
+    const __m256i k2048 = _mm256_broadcastsi128_si256(_mm_set_epi64x(0x01322d1430, 0x011542778a));
+    const __m256i k512 = _mm256_broadcastsi128_si256(_mm_set_epi64x(0x01c6e41596, 0x0154442bd4));
+    __m256i x[8];
+    for (int i = 0; i < 8; i++) x[i] = _mm256_loadu_si256((const __m256i *)(p + 32 * i));
+    x[0] = _mm256_xor_si256(x[0], _mm256_zextsi128_si256(_mm_cvtsi32_si128((int)crc)));
+    for (p += 256, len -= 256; len >= 256; p += 256, len -= 256)
+        for (int i = 0; i < 8; i++)
+            x[i] = fold256(x[i], k2048, _mm256_loadu_si256((const __m256i *)(p + 32 * i)));
+    for (int i = 2; i < 8; i++) x[i] = fold256(x[i - 2], k512, x[i]);
+    return fold_tail(_mm256_castsi256_si128(x[6]), _mm256_extracti128_si256(x[6], 1),
+                     _mm256_castsi256_si128(x[7]), _mm256_extracti128_si256(x[7], 1), p, len);
+}
+
 #define HC_VCLMUL __attribute__((target("vpclmulqdq,avx512f,avx512vl,pclmul,sse4.1")))
 
 /* fold for the four 128-bit lanes of a 512-bit register at once. */
@@ -111,14 +140,22 @@ HC_VCLMUL static uint32_t fold_crc512(uint32_t crc, const unsigned char *p, size
                      _mm512_extracti32x4_epi32(x0, 2), _mm512_extracti32x4_epi32(x0, 3), p, len);
 }
 
-/* 2: VPCLMULQDQ on 512-bit registers, 1: PCLMULQDQ, 0: neither (zlib). */
+/* 3: VPCLMULQDQ on 512-bit registers (AVX-512), 2: on 256-bit ones (AVX2),
+ * 1: PCLMULQDQ, 0: none of them (zlib). */
 static int clmul_level(void)
 {
     if (!__builtin_cpu_supports("pclmul") || !__builtin_cpu_supports("sse4.1")) return 0;
-    if (__builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512vl"))
-        return 2;
-    return 1;
+    if (!__builtin_cpu_supports("vpclmulqdq")) return 1;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return 3;
+    return __builtin_cpu_supports("avx2") ? 2 : 1;
+}
+
+/* The raw CRC state over the len bytes at b (len >= 64, a multiple of 16). */
+static uint32_t fold_level(int level, uint32_t crc, const unsigned char *b, size_t len)
+{
+    if (level == 3 && len >= 256) return fold_crc512(crc, b, len);
+    if (level == 2 && len >= 256) return fold_crc256(crc, b, len);
+    return fold_crc(crc, b, len);
 }
 
 uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len)
@@ -128,7 +165,7 @@ uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len)
     level = level < have ? level : have;
     if (len >= 64 && level > 0) {
         size_t bulk = len & ~(size_t)15;
-        crc = ~(level == 2 && bulk >= 256 ? fold_crc512(~crc, b, bulk) : fold_crc(~crc, b, bulk));
+        crc = ~fold_level(level, ~crc, b, bulk);
         b += bulk;
         len -= bulk;
     }
@@ -137,7 +174,7 @@ uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len)
 
 uint32_t hc_crc32(uint32_t crc, const void *p, size_t len)
 {
-    return hc_crc32_level(2, crc, p, len);
+    return hc_crc32_level(3, crc, p, len);
 }
 #else
 uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len)

@@ -2,7 +2,8 @@
  * checksum of the manifest and the run journal.
  *
  * On x86-64 CPUs with PCLMULQDQ and SSE4.1 the bulk of a buffer is folded
- * with carry-less multiplications (four 128-bit lanes, then a Barrett
+ * with carry-less multiplications (128-bit lanes, sixteen at a time on
+ * 256-bit or 512-bit registers where the CPU has VPCLMULQDQ, then a Barrett
  * reduction), several times faster than zlib 1.2's table-driven crc32;
  * elsewhere, and for the last bytes, zlib's crc32. Both give the same value
  * (tests/test_crc32.c). */
@@ -16,9 +17,10 @@
  * crc32(crc, p, len) with any length. */
 uint32_t hc_crc32(uint32_t crc, const void *p, size_t len);
 
-/* hc_crc32 with at most the given implementation (tests compare them): 2
- * VPCLMULQDQ on 512-bit registers where the CPU has it (AVX-512), 1
- * PCLMULQDQ on 128-bit ones, 0 zlib; a level the CPU lacks falls back. */
+/* hc_crc32 with at most the given implementation (tests compare them): 3
+ * VPCLMULQDQ on 512-bit registers where the CPU has it (AVX-512), 2 on
+ * 256-bit ones (AVX2), 1 PCLMULQDQ on 128-bit ones, 0 zlib; a level the CPU
+ * lacks falls back to the next one below. */
 uint32_t hc_crc32_level(int level, uint32_t crc, const void *p, size_t len);
 
 /* The same with zlib alone (the portable path; tests compare the two). */

@@ -450,6 +450,10 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
 {
     int64_t rows = s->r->experts * q->n, words = q->k * c->bits / 32;
     int64_t bad = INT64_MAX, nonfinite = INT64_MAX;
+    /* chunks of ~1 MiB of 16-bit source: a thread slowed by another (the
+     * writer's) takes fewer instead of the others waiting for it at the
+     * end; long enough for the row source's blocks of consecutive rows */
+    const int64_t chunk = q->k < (1 << 15) ? (1 << 19) / q->k : 16;
     int nomem = 0;
 #pragma omp parallel reduction(min : bad, nonfinite) reduction(| : nomem) \
     if (HC_PARALLEL(rows * q->k))
@@ -459,7 +463,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
         hq_group *g = malloc((size_t)q->g * sizeof *g);
         int ok = bc && tmp && g && (src->w || buf);
         nomem |= !ok;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, chunk)
         for (int64_t row = 0; row < rows; row++) {
             if (!ok) continue;
             const float *x = src_row(src, row, q->k, buf);
@@ -497,6 +501,13 @@ void hc_quant_result_free(hc_quant_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Groups along K only (group_size_n 1, not tensor granularity): the
+ * quantize_rows pass. */
+static int row_groups(const hq_ctx *c, const hq_geom *q)
+{
+    return q->gn == 1 && !c->tensor;
+}
+
 static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_bufpool *pool,
                               hc_quant_result *r, hc_error *err)
 {
@@ -510,7 +521,10 @@ static hc_status alloc_result(const hq_ctx *c, const hq_geom *q, int64_t e, hc_b
     r->group_cols = q->gk;
     r->groups = q->g;
     r->zp_float_format = c->d.scale_format == HC_FMT_F16 ? HC_FMT_F16 : HC_FMT_BF16;
-    r->codes = hc_bufpool_calloc(pool, (size_t)(e * q->n * q->k * c->bits / 32) * sizeof *r->codes);
+    size_t code_bytes = (size_t)(e * q->n * q->k * c->bits / 32) * sizeof *r->codes;
+    /* the row pass writes every word (or fails and frees them): no zeroing */
+    r->codes = row_groups(c, q) ? hc_bufpool_take(pool, code_bytes)
+                                : hc_bufpool_calloc(pool, code_bytes);
     HC_CHECK_ALLOC(err, r->codes, "quantized codes");
     if (!c->tensor) {
         r->scale_bytes = hc_quant_scale_bytes(c->d.scale_format);
@@ -567,13 +581,6 @@ static hc_status check_scale_2_rows(const hc_quant_result *r, hc_error *err)
                     "row %lld) does not fit %s", (long long)(i / r->n), (long long)(i % r->n),
                     hc_format_get(r->desc.scale_2_format)->name);
     return HC_OK;
-}
-
-/* Groups along K only (group_size_n 1, not tensor granularity): the
- * quantize_rows pass. */
-static int row_groups(const hq_ctx *c, const hq_geom *q)
-{
-    return q->gn == 1 && !c->tensor;
 }
 
 static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *src, hq_sink *s,

@@ -89,6 +89,8 @@ HC_AVX2 static float amax_avx2(const float *r, int64_t n)
 typedef struct {
     __m256d err2[2], ref2[2], got2[2], dot[2], maxe[2];
     __m256i viol, zero, valid, inf, reach[B];
+    __m256i zf;   /* zeros of the finite blocks (vfinite, vequal) */
+    int64_t fast; /* elements of the finite blocks */
 } vlanes;
 
 /* elem for four elements into half h of V (inlined: V stays in registers). */
@@ -116,6 +118,49 @@ vhalf(vlanes *V, int h, __m128 gf, __m128 rf, __m256d lim, int count_viol, const
     V->dot[h] = _mm256_add_pd(V->dot[h], _mm256_and_pd(fin, _mm256_mul_pd(g, r)));
     /* max_pd returns its second operand when the first is NaN, as elem */
     V->maxe[h] = _mm256_max_pd(_mm256_and_pd(fin, ad), V->maxe[h]);
+}
+
+/* vhalf for four elements of a block whose got and ref are all finite: the
+ * same sums (fin all ones: the plain products and max), the counts that
+ * follow from the zeros (a non-zero d is valid and a mismatch: g != r
+ * exactly when d != 0) kept apart in zf / fast, as row_avx512's zblock_finite. */
+HC_AVX2 static inline __attribute__((always_inline)) void
+vfinite(vlanes *V, int h, __m128 gf, __m128 rf, __m256d lim, int count_viol, const __m256d *thr)
+{
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    const __m256d g = _mm256_cvtps_pd(gf), r = _mm256_cvtps_pd(rf), d = _mm256_sub_pd(g, r);
+    const __m256d ad = _mm256_andnot_pd(sign, d);
+    if (count_viol)
+        V->viol = _mm256_sub_epi64(V->viol, _mm256_castpd_si256(_mm256_cmp_pd(ad, lim, _CMP_NLE_UQ)));
+    V->zf = _mm256_sub_epi64(V->zf, _mm256_castpd_si256(
+                                        _mm256_cmp_pd(ad, _mm256_setzero_pd(), _CMP_EQ_OQ)));
+#pragma GCC unroll 8
+    for (int t = 2; t < B; t++)
+        V->reach[t] = _mm256_sub_epi64(V->reach[t],
+                                       _mm256_castpd_si256(_mm256_cmp_pd(ad, thr[t], _CMP_GE_OQ)));
+    V->err2[h] = _mm256_add_pd(V->err2[h], _mm256_mul_pd(d, d));
+    V->ref2[h] = _mm256_add_pd(V->ref2[h], _mm256_mul_pd(r, r));
+    V->got2[h] = _mm256_add_pd(V->got2[h], _mm256_mul_pd(g, g));
+    V->dot[h] = _mm256_add_pd(V->dot[h], _mm256_mul_pd(g, r));
+    V->maxe[h] = _mm256_max_pd(ad, V->maxe[h]);
+    V->fast += 4;
+}
+
+/* vfinite for four finite elements whose got equals ref (a lossless layer's
+ * usual block): d = +-0 leaves err2 and maxe as they are, got2 and dot take
+ * r * r (g * g and g * r are the same products, or -0 where the sum takes
+ * them as +0), no reach, every lane a zero. */
+HC_AVX2 static inline __attribute__((always_inline)) void
+vequal(vlanes *V, int h, __m128 rf, __m256d lim, int count_viol)
+{
+    const __m256d zero = _mm256_setzero_pd(), r = _mm256_cvtps_pd(rf), p = _mm256_mul_pd(r, r);
+    if (count_viol) /* |d| = 0 against the limit */
+        V->viol = _mm256_sub_epi64(V->viol, _mm256_castpd_si256(_mm256_cmp_pd(zero, lim, _CMP_NLE_UQ)));
+    V->zf = _mm256_add_epi64(V->zf, _mm256_set1_epi64x(1));
+    V->ref2[h] = _mm256_add_pd(V->ref2[h], p);
+    V->got2[h] = _mm256_add_pd(V->got2[h], p);
+    V->dot[h] = _mm256_add_pd(V->dot[h], p);
+    V->fast += 4;
 }
 
 HC_AVX2 static int64_t hsum64(__m256i v)
@@ -147,9 +192,11 @@ HC_AVX2 static void vstore(const vlanes *V, lanes *L)
         _mm256_storeu_pd(L->dot + 4 * h, V->dot[h]);
         _mm256_storeu_pd(L->maxe + 4 * h, V->maxe[h]);
     }
+    const int64_t zf = hsum64(V->zf);
     L->viol += hsum64(V->viol);
-    L->zero += hsum64(V->zero);
-    L->valid += hsum64(V->valid);
+    L->zero += hsum64(V->zero) + zf;
+    L->valid += hsum64(V->valid) + V->fast - zf;
+    L->mism += V->fast - zf;
     L->inf += hsum64(V->inf);
     for (int t = 2; t < B; t++) L->reach[t] += hsum64(V->reach[t]);
 }
@@ -161,11 +208,25 @@ blocks_avx2(vlanes *V, lanes *L, const float *got, const float *ref, int64_t k0,
 {
     const __m256d vl = _mm256_set1_pd(lim);
     int64_t mism = 0, bad = 0;
+    const __m256 sign = _mm256_set1_ps(-0.0f), inf = _mm256_set1_ps(INFINITY);
     for (int64_t k = k0; k < k1; k += 8) {
         const __m256 g = _mm256_loadu_ps(got + k), r = _mm256_loadu_ps(ref + k);
+        const __m256 gnf = _mm256_cmp_ps(_mm256_andnot_ps(sign, g), inf, _CMP_NLT_UQ);
+        const __m256 rnf = _mm256_cmp_ps(_mm256_andnot_ps(sign, r), inf, _CMP_NLT_UQ);
+        if (_mm256_testz_ps(_mm256_or_ps(gnf, rnf), _mm256_or_ps(gnf, rnf))) { /* all finite */
+            if (_mm256_movemask_ps(_mm256_cmp_ps(g, r, _CMP_NEQ_OQ)) == 0) {
+                vequal(V, 0, _mm256_castps256_ps128(r), vl, count_viol);
+                vequal(V, 1, _mm256_extractf128_ps(r, 1), vl, count_viol);
+            } else {
+                vfinite(V, 0, _mm256_castps256_ps128(g), _mm256_castps256_ps128(r), vl,
+                        count_viol, th);
+                vfinite(V, 1, _mm256_extractf128_ps(g, 1), _mm256_extractf128_ps(r, 1), vl,
+                        count_viol, th);
+            }
+            continue;
+        }
         const int ne = _mm256_movemask_ps(_mm256_cmp_ps(g, r, _CMP_NEQ_UQ));
-        const int nf = _mm256_movemask_ps(_mm256_cmp_ps(
-            _mm256_andnot_ps(_mm256_set1_ps(-0.0f), g), _mm256_set1_ps(INFINITY), _CMP_NLT_UQ));
+        const int nf = _mm256_movemask_ps(gnf);
         mism += __builtin_popcount((unsigned)ne);
         bad += __builtin_popcount((unsigned)nf);
         vhalf(V, 0, _mm256_castps256_ps128(g), _mm256_castps256_ps128(r), vl, count_viol, th);
