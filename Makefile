@@ -128,6 +128,12 @@ $(CLI): $(CLI_OBJ) $(LIB_A)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB_A) $(LDLIBS_ALL)
 
+# bench/crc32_speed.c: GB/s of each CRC-32 form, printed by make bench.
+$(BUILD)/crc32_speed: bench/crc32_speed.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+
 $(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
@@ -173,7 +179,8 @@ demo:
 	@bash examples/demo.sh $(BUILD)
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BUILD)/crc32_speed
+	@$(BUILD)/crc32_speed
 	@bash bench/convert_bench.sh $(BUILD)
 
 

@@ -1,9 +1,8 @@
 /* crc32_speed.c - GB/s of each hc_crc32_level (0 zlib, 1 PCLMULQDQ, 2
  * VPCLMULQDQ on 256-bit registers, 3 on 512-bit ones; a level the CPU lacks
  * runs the next one below) on an 8 KiB buffer (a packed row, in cache) and
- * a 64 MiB one (from memory), the best of 7 repetitions. Not part of the
- * build or the tests:
- *   cc -O2 -Ilib/base bench/crc32_speed.c build/libhumming_convert.a -lz -o /tmp/crc32_speed */
+ * a 64 MiB one (from memory), the best of 7 repetitions. Built and run by
+ * make bench (build/crc32_speed). */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
