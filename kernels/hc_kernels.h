@@ -297,6 +297,12 @@ HCK_HD int64_t hck_wg16_lane_word(int64_t Np, int64_t Kp, int64_t e, int64_t nb,
  * 64 nb + 16 w + lane / 4 + 8 (r % 2), k = 16 kb + 2 (lane % 4) + 8 (r / 2) + h. */
 HCK_HD int hck_wg16_shift(int r, int h) { return 4 * (2 * (r % 2) + r / 2) + 16 * h; }
 
+/* The small-M family's group scales (kernels/hck_small16.cu): a lane reads
+ * the perm64 entries 8 (lane / 4) + j, j = 0..7, of its tile; entry j
+ * scales the rows of word j / 2's A fragment (hck_wg16_shift) in row half
+ * j % 2, and those rows' sums are its column: 16 (j / 2) + lane / 4 + 8 (j % 2). */
+HCK_HD int hck_s16_scale_col(int lane, int j) { return 16 * (j / 2) + lane / 4 + 8 * (j % 2); }
+
 /* Integer zero-point code of (e, n, g): perm64 entries, nibbles (b <= 4) or bytes. */
 HCK_HD uint32_t hck_zero_code(const hck_desc *d, const hck_ptrs *p, int64_t e, int64_t n, int64_t g)
 {

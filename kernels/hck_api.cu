@@ -68,8 +68,11 @@ struct Bufs {
     {
         const hck_desc &d = L->d;
         cudaError_t e;
-        if (hck::w4a16_takes(d) && (e = cudaMalloc((void **)&ws, hck::w4a16_ws_bytes(L, rows))) != cudaSuccess)
-            return e;
+        if (hck::w4a16_takes(d)) {
+            const size_t wb = std::max(hck::w4a16_ws_bytes(L, rows), hck::small16_ws_bytes(L, rows));
+            if ((e = cudaMalloc((void **)&ws, wb)) != cudaSuccess || (e = cudaMemset(ws, 0, wb)) != cudaSuccess)
+                return e;
+        }
         if (hck::wg8_takes(d, L->sm)) {
             if ((e = cudaMalloc((void **)&ws, hck::wg8_ws_bytes(L, rows))) != cudaSuccess) return e;
         } else if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)
@@ -90,6 +93,8 @@ struct Bufs {
 cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cudaStream_t st)
 {
     const hck_desc &d = L->d;
+    if (hck::small16_takes(d, L->sm, max_rows))
+        return hck::launch_small16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::wg16_takes(d, L->sm, max_rows)) return hck::launch_wg16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::wg8_takes(d, L->sm))
@@ -148,6 +153,7 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     CK(hck::a8_init());
     if (L->sm == 90) CK(hck::wg8_init());
     if (L->sm == 90) CK(hck::wg16_init());
+    if (L->sm == 90) CK(hck::small16_init());
     CK(upload(d->weight, d->weight_bytes, &L->p.w));
     CK(upload(d->scale, d->scale_bytes, &L->p.s));
     CK(upload(d->zero, d->zero_bytes, &L->p.z));

@@ -1,7 +1,7 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_w4a16.cu, hck_a8.cu, hck_wg8.cu, hck_wg16.cu, hck_act.cu,
- * hck_splitk.cu), called by the C API
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_small16.cu, hck_a8.cu, hck_wg8.cu, hck_wg16.cu,
+ * hck_act.cu, hck_splitk.cu), called by the C API
  * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
 #define HCK_INTERNAL_CUH
@@ -149,6 +149,18 @@ bool wg16_takes(const hck_desc &d, int sm, int64_t max_rows);
 cudaError_t wg16_init();
 cudaError_t launch_wg16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                         int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
+
+/* The small-M family (hck_small16.cu, sm90): the layers of the uint4 x
+ * 16-bit family with group sizes a multiple of 64 (or channel scales) and
+ * K % 8 == 0, on an sm90 device where its tuning table takes max_rows tokens
+ * (up to 16). Whether it takes the launch, its setup, its split-K workspace
+ * (zeroed before the first launch, left zeroed by each), and the launch on
+ * 16-bit x (rows, K). */
+bool small16_takes(const hck_desc &d, int sm, int64_t max_rows);
+cudaError_t small16_init();
+size_t small16_ws_bytes(const hck_layer *L, int64_t rows);
+cudaError_t launch_small16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                           int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
 
 /* The mma.sync fp8-activation family (hck_a8.cu): packed-K uint4 and flat
  * fp8 weights. Whether it takes the layer, its setup, its split-K workspace,

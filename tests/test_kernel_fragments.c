@@ -376,6 +376,13 @@ static void test_inverse_perm(void **st)
     static const int t32[8] = {0, 1, 8, 9, 16, 17, 24, 25};
     for (int j = 0; j < 64; j++) assert_int_equal(hck_inv_perm(64, 8 * (j % 8) + j / 8), j);
     for (int j = 0; j < 32; j++) assert_int_equal(hck_inv_perm(32, t32[j % 8] + 2 * (j / 8)), j);
+    /* the small-M family's 16-byte scale read: entry 8 (lane / 4) + j is the scale of the
+     * A-fragment rows of word j / 2, half j % 2 (hck_wg16_shift's columns) */
+    for (int lane = 0; lane < 32; lane++)
+        for (int j = 0; j < 8; j++) {
+            assert_int_equal(hck_s16_scale_col(lane, j), 16 * (j / 2) + lane / 4 + 8 * (j % 2));
+            assert_int_equal(hck_inv_perm(64, hck_s16_scale_col(lane, j)), 8 * (lane / 4) + j);
+        }
 }
 
 int main(void)
