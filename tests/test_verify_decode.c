@@ -462,9 +462,9 @@ static void test_panels_equal_whole(void **state)
 }
 
 /* Panel decoding in slabs equals the whole-weight decoder, with the vector
- * forms (a quad of lanes at a time, AVX-512 and AVX2, where this CPU runs
- * them) and the
- * element-by-element form: 16/8-bit activations, 2/3/4/8-bit codes,
+ * forms (a quad of lanes at a time and the code tables, AVX-512 and AVX2,
+ * where this CPU runs them) and the
+ * element-by-element form: 16/8-bit activations, 1/2/3/4/8-bit codes,
  * packed-K (4 and 2 bits x fp8), integer and float zero points, experts, fused e8m0 (x fp8:
  * split-sign slots; x int8: per-channel second scale), a per-channel second
  * scale. (Flat layers, W8A8 and W4A4, are decoded whole.) */
@@ -482,6 +482,7 @@ static void test_panel_forms_equal_whole(void **state)
         {HC_FMT_F4E2M1, HC_FMT_F16, 32, 0, 0}, {HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32, 0, 0},
         {HC_FMT_F4E2M1, HC_FMT_INT8, 32, 0, 0}, {HC_FMT_UINT4, HC_FMT_F16, 128, 0, 1},
         {HC_FMT_UINT4, HC_FMT_F16, 128, 2, 0},  {HC_FMT_UINT4, HC_FMT_F16, 64, 1, 0},
+        {HC_FMT_UINT1, HC_FMT_F16, 128, 0, 0},  {HC_FMT_UINT1, HC_FMT_F16, 128, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int moe = 0; moe < 2; moe++) {
