@@ -253,7 +253,8 @@ static void lossless_open(const hc_layer_config *c, int64_t N, int64_t K, lossle
     L->bias = calloc((size_t)N, sizeof(float));
     assert_true(L->src && L->bias);
     assert_int_equal(hc_dequant_pre(c, &L->m, &L->pre, L->src, L->bias, &err), HC_OK);
-    hc_verify_source s = {L->src, L->pre.bias.data ? L->bias : NULL, 1, 0, 0.0, NULL, NULL, NULL};
+    hc_verify_source s = {L->src, L->pre.bias.data ? L->bias : NULL, 1, 0, 0.0,
+                          NULL, NULL, NULL, NULL};
     L->s = s;
 }
 
@@ -362,7 +363,8 @@ static void array_part(void *ctx, int64_t r, int64_t k0, int64_t k1, float *buf)
 }
 
 /* Metrics of one layer verified in panels and as a whole weight, each with
- * the source in memory, read by rows and read by parts. */
+ * the source in memory, read by rows, read by parts, and read by parts with
+ * the rows' energies given. */
 static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
                        const hc_layer_tensors *post, const hc_verify_source *s)
 {
@@ -377,12 +379,23 @@ static void both_paths(const hc_layer_config *c, const hc_layer_meta *m,
     by_rows.rows_ctx = &rc;
     hc_verify_source by_parts = by_rows;
     by_parts.part = array_part;
-    for (int i = 0; i < 5; i++) { /* i 3, 4: by parts, slab by slab in panels */
-        p.whole_weight = i != 1 && i != 3;
-        assert_int_equal(hc_verify_layer(c, m, post, i > 2 ? &by_parts : i ? &by_rows : s, &p,
-                                         &b, &err), HC_OK);
+    /* the rows' energies given (as the quantizer's pass takes them) */
+    const int64_t rows = m->E * m->N;
+    double *energy = malloc((size_t)rows * sizeof *energy);
+    assert_non_null(energy);
+    for (int64_t r = 0; r < rows; r++)
+        energy[r] = hc_verify_row_energy(s->weight + r * m->K, m->K, 0);
+    hc_verify_source with_energy = by_parts;
+    with_energy.energy = energy;
+    /* i 3, 4: by parts, slab by slab in panels; 5, 6: with the energies */
+    for (int i = 0; i < 7; i++) {
+        p.whole_weight = i != 1 && i != 3 && i != 5;
+        assert_int_equal(hc_verify_layer(c, m, post, i > 4 ? &with_energy : i > 2 ? &by_parts
+                                                     : i ? &by_rows : s,
+                                         &p, &b, &err), HC_OK);
         assert_memory_equal(&a, &b, sizeof a);
     }
+    free(energy);
 }
 
 /* Panels (no padding) give the whole-weight path's metrics: lossless
@@ -426,7 +439,8 @@ static void test_panels_equal_whole(void **state)
             assert_non_null(src);
             assert_non_null(bias);
             assert_int_equal(hc_dequant_pre(&c, &m, &pre, src, bias, &err), HC_OK);
-            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0, NULL, NULL, NULL};
+            hc_verify_source s = {src, pre.bias.data ? bias : NULL, 1, 0, 0.0,
+                                  NULL, NULL, NULL, NULL};
             both_paths(&c, &m, &post, &s);
             const float keep = src[5 * K + 9]; /* a lossless layer with one element off */
             src[5 * K + 9] = keep * 1.5f + 1.0f;
@@ -448,9 +462,9 @@ static void test_panels_equal_whole(void **state)
 }
 
 /* Panel decoding in slabs equals the whole-weight decoder, with the vector
- * forms (a quad of lanes at a time, AVX-512 and AVX2, where this CPU runs
- * them) and the
- * element-by-element form: 16/8-bit activations, 2/3/4/8-bit codes,
+ * forms (a quad of lanes at a time and the code tables, AVX-512 and AVX2,
+ * where this CPU runs them) and the
+ * element-by-element form: 16/8-bit activations, 1/2/3/4/8-bit codes,
  * packed-K (4 and 2 bits x fp8), integer and float zero points, experts, fused e8m0 (x fp8:
  * split-sign slots; x int8: per-channel second scale), a per-channel second
  * scale. (Flat layers, W8A8 and W4A4, are decoded whole.) */
@@ -468,6 +482,7 @@ static void test_panel_forms_equal_whole(void **state)
         {HC_FMT_F4E2M1, HC_FMT_F16, 32, 0, 0}, {HC_FMT_F4E2M1, HC_FMT_F8E4M3, 32, 0, 0},
         {HC_FMT_F4E2M1, HC_FMT_INT8, 32, 0, 0}, {HC_FMT_UINT4, HC_FMT_F16, 128, 0, 1},
         {HC_FMT_UINT4, HC_FMT_F16, 128, 2, 0},  {HC_FMT_UINT4, HC_FMT_F16, 64, 1, 0},
+        {HC_FMT_UINT1, HC_FMT_F16, 128, 0, 0},  {HC_FMT_UINT1, HC_FMT_F16, 128, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int moe = 0; moe < 2; moe++) {

@@ -30,10 +30,12 @@ hc_status hc_conv_verify_begin(const hc_convert_options *opts, const hc_conv_pla
  * (canonical layout; NULL for tiles, post unused otherwise): the layer is
  * verified through the humming-kernels 0.1.19 tensors built from them where
  * 0.1.19 takes it, else through canon itself, decoded from its meaning (CPU);
- * the report's verify_source says which. */
+ * the report's verify_source says which. energy: the float source rows'
+ * sums of squares the quantizer took (hc_conv_load_pre), or NULL. */
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
-                               const hc_layer_tensors *canon, const float *ref, hc_error *err);
+                               const hc_layer_tensors *canon, const float *ref,
+                               const double *energy, hc_error *err);
 /* Writes the reports into dir. */
 hc_status hc_conv_verify_finish(hc_conv_verify *v, const char *dir, hc_error *err);
 /* Number of failed layers. */

@@ -41,6 +41,7 @@ static void item_inputs(const hc_conv_plan *plan, const hc_conv_item *it, item_p
 typedef struct {
     hc_layer_tensors pre, post;
     float *ref;
+    double *energy; /* the source rows' sums of squares, taken by the quantizer */
     const hc_conv_plan *plan;
     const hc_conv_item *it;
     int release;
@@ -64,6 +65,7 @@ static void layer_out_free(layer_out *o)
     hc_layer_tensors_free(&o->pre);
     hc_layer_tensors_free(&o->post);
     free(o->ref);
+    free(o->energy);
     free(o);
 }
 
@@ -138,9 +140,12 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
     /* the canonical layout writes pre; the verifier builds the tiles it
      * decodes from it (humming-kernels 0.1.19's, or else the plan's) */
     int tiles = plan->layout == HC_LAYOUT_TILES;
-    /* verification reads a float source's rows itself where it can */
-    int want_ref = hc_conv_verify_enabled(plan->verify) && !hc_conv_float_rows_ok(L);
-    hc_status st = hc_conv_load_pre(plan, L, pre, want_ref ? ref : NULL, err);
+    /* verification reads a float source's rows itself where it can, and
+     * takes their sums of squares from the quantizer's pass */
+    int verify = hc_conv_verify_enabled(plan->verify);
+    int want_ref = verify && !hc_conv_float_rows_ok(L);
+    hc_status st = hc_conv_load_pre(plan, L, pre, want_ref ? ref : NULL,
+                                    verify && !want_ref ? &o->energy : NULL, err);
     if (st == HC_OK && tiles) {
         st = hc_layer_transform_pooled(&L->cfg, &L->meta, pre, post,
                                        plan->run ? plan->run->pool : NULL, err);
@@ -152,7 +157,7 @@ static hc_status write_layer(hc_st_writer *w, const hc_conv_plan *plan, const hc
         plan->weight_e0m[L - plan->layers] =
             tiles ? post->weight_e0m : hc_layer_e0m_applies(&L->cfg, &L->meta, pre);
     if (st == HC_OK) st = hc_conv_verify_layer(plan->verify, L, pre, tiles ? post : NULL,
-                                               tiles ? NULL : pre, *ref, err);
+                                               tiles ? NULL : pre, *ref, o->energy, err);
     if (st != HC_OK) {
         layer_out_free(o);
         return st;
@@ -335,7 +340,7 @@ static hc_status e0m_of_shard(const hc_conv_plan *plan, int shard, hc_error *err
         const hc_conv_layer *L = &plan->layers[it->layer];
         if (L->meta.version != HC_HUMMING_0_1_19 || !L->meta.is_moe) continue;
         hc_layer_tensors pre;
-        HC_TRY(hc_conv_load_pre(plan, L, &pre, NULL, err));
+        HC_TRY(hc_conv_load_pre(plan, L, &pre, NULL, NULL, err));
         plan->weight_e0m[it->layer] = hc_layer_e0m_applies(&L->cfg, &L->meta, &pre);
         hc_layer_tensors_free(&pre);
     }

@@ -295,7 +295,8 @@ static void pre_row_part(void *ctx, int64_t r, int64_t k0, int64_t k1, float *bu
 
 hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                const hc_layer_tensors *pre, const hc_layer_tensors *post,
-                               const hc_layer_tensors *canon, const float *ref, hc_error *err)
+                               const hc_layer_tensors *canon, const float *ref,
+                               const double *energy, hc_error *err)
 {
     if (v == NULL || !v->enabled) return HC_OK;
     int li = (int)(L - v->plan->layers);
@@ -336,7 +337,8 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
                                 fsrc && L->target.rounding == HC_TARGET_MSE ? 0.5 : 0.0,
                                 ref ? NULL : by_rows ? hc_conv_source_row : pre_row,
                                 by_rows ? (void *)&rs : (void *)&pr,
-                                ref ? NULL : by_rows ? hc_conv_source_row_part : pre_row_part};
+                                ref ? NULL : by_rows ? hc_conv_source_row_part : pre_row_part,
+                                by_rows ? energy : NULL};
         hc_verify_params p = {.tokens = v->opts->verify_tokens, .act = rows, .act_rows = nrows,
                               .seed = fnv1a(L->prefix),
                               .use_gpu = v->use_gpu && tiles,
@@ -494,7 +496,9 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
     memset(&written, 0, sizeof written);
     memset(&post, 0, sizeof post);
     float *ref = NULL;
-    hc_status st = hc_conv_load_pre(plan, L, &pre, hc_conv_float_rows_ok(L) ? NULL : &ref, err);
+    double *energy = NULL;
+    const int rows = hc_conv_float_rows_ok(L);
+    hc_status st = hc_conv_load_pre(plan, L, &pre, rows ? NULL : &ref, rows ? &energy : NULL, err);
     if (st == HC_OK) st = load_written(L, out_model, f, &written, err);
     if (st == HC_OK && plan->layout == HC_LAYOUT_TILES) {
         post = written;
@@ -505,7 +509,7 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
     }
     if (st == HC_OK)
         st = hc_conv_verify_layer(v, L, &pre, &post, plan->layout == HC_LAYOUT_TILES ? NULL : &written,
-                                  ref, err);
+                                  ref, energy, err);
     /* at the layer boundary: nothing read past a truncation (hc_sigbus.h) */
     if (st == HC_OK) st = hc_st_model_check(plan->model, err);
     if (st == HC_OK) st = out_model ? hc_st_model_check(out_model, err) : hc_st_check(f, err);
@@ -513,6 +517,7 @@ static hc_status verify_written(hc_conv_verify *v, const hc_conv_plan *plan, con
     hc_layer_tensors_free(&written);
     hc_layer_tensors_free(&post);
     free(ref);
+    free(energy);
     return st;
 }
 

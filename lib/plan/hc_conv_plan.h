@@ -151,7 +151,10 @@ typedef struct {
  * at model tensor i, else -1); plan_layer decides one layer's cfg and meta;
  * load produces its pre-repack tensors (owned), and with ref not NULL the
  * float32 (E, N, K) weights verification measures against (caller frees;
- * NULL when there are none). */
+ * NULL when there are none); with energy not NULL, for a float source whose
+ * rows the quantizer read, each row's sum of squares (E * N,
+ * hc_verify_row_energy of the rows as read: verification then need not read
+ * them for it; caller frees; NULL otherwise). */
 typedef struct hc_conv_source {
     hc_src_kind kind;
     hc_status (*find)(const hc_convert_options *opts, hc_st_model *model, hc_conv_plan *plan,
@@ -159,7 +162,7 @@ typedef struct hc_conv_source {
     hc_status (*plan_layer)(const hc_convert_options *opts, const hc_conv_plan *plan,
                             hc_conv_layer *L, hc_error *err);
     hc_status (*load)(const hc_conv_plan *plan, const hc_conv_layer *L, hc_layer_tensors *pre,
-                      float **ref, hc_error *err);
+                      float **ref, double **energy, hc_error *err);
 } hc_conv_source;
 
 /* Finds the layers of model with the source of plan->kind (sources: one

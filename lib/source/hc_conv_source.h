@@ -86,7 +86,8 @@ hc_status hc_conv_quantize_float(const hc_target *t, hc_format_id param, const f
 /* Source-specific loaders behind hc_conv_load_pre. */
 hc_status hc_conv_load_humming(const hc_conv_layer *L, hc_layer_tensors *pre, hc_error *err);
 hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
-                             hc_layer_tensors *pre, float **ref, hc_error *err);
+                             hc_layer_tensors *pre, float **ref, double **energy,
+                             hc_error *err);
 
 /* A float layer's source rows converted to float32 on demand (row r of the
  * E * N rows of (E, N, K), into buf of K floats; safe from several threads):
@@ -99,6 +100,8 @@ typedef struct {
     hc_f16_array_fn f16;
     uint32_t *row_crc;       /* when not NULL: each row's input bytes' CRC-32, taken */
     unsigned char *row_have; /* the first time the row is read (row_have[row] set) */
+    double *row_energy;      /* when not NULL: each row's hc_verify_row_energy, taken the
+                                first time the row is read (negative until then) */
     /* when not NULL: rows read in blocks with pread, one block per thread of
      * a (non-nested) parallel region (hc_convert_float.c), from model */
     hc_conv_row_block *blocks;
@@ -116,8 +119,10 @@ void hc_conv_source_row_part(void *ctx, int64_t row, int64_t k0, int64_t k1, flo
 /* Produces the layer's pre-repack tensors (owned) through its source. For
  * float sources *ref receives the source weights as float32 (E, N, K), for an
  * inexact quantized reading the producer's dequantization (caller frees),
- * else NULL; ref NULL when the caller does not need them (no copy is made). */
+ * else NULL; ref NULL when the caller does not need them (no copy is made).
+ * *energy (energy not NULL): a float source's row sums of squares where the
+ * quantizer read its rows (hc_conv_source.load; caller frees), else NULL. */
 hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
-                           hc_layer_tensors *pre, float **ref, hc_error *err);
+                           hc_layer_tensors *pre, float **ref, double **energy, hc_error *err);
 
 #endif

@@ -6,16 +6,20 @@
 #include <string.h>
 
 static hc_status load_humming(const hc_conv_plan *plan, const hc_conv_layer *L,
-                              hc_layer_tensors *pre, float **ref, hc_error *err)
+                              hc_layer_tensors *pre, float **ref, double **energy,
+                              hc_error *err)
 {
     (void)plan;
     (void)ref; /* a lossless repack: verified against its own dequantization */
+    (void)energy;
     return hc_conv_load_humming(L, pre, err);
 }
 
 static hc_status load_quantized(const hc_conv_plan *plan, const hc_conv_layer *L,
-                                hc_layer_tensors *pre, float **ref, hc_error *err)
+                                hc_layer_tensors *pre, float **ref, double **energy,
+                                hc_error *err)
 {
+    (void)energy;
     HC_TRY(hc_conv_load_quantized(plan, L, pre, err));
     return ref ? hc_conv_quantized_ref(plan, L, ref, err) : HC_OK;
 }
@@ -30,16 +34,21 @@ const hc_conv_source hc_conv_sources[HC_SRC_COUNT] = {
 };
 
 hc_status hc_conv_load_pre(const hc_conv_plan *plan, const hc_conv_layer *L,
-                           hc_layer_tensors *pre, float **ref, hc_error *err)
+                           hc_layer_tensors *pre, float **ref, double **energy, hc_error *err)
 {
     if (ref) *ref = NULL;
+    if (energy) *energy = NULL;
     memset(pre, 0, sizeof *pre);
-    hc_status st = plan->sources[L->kind].load(plan, L, pre, ref, err);
+    hc_status st = plan->sources[L->kind].load(plan, L, pre, ref, energy, err);
     if (st != HC_OK) {
         hc_layer_tensors_free(pre);
         if (ref) {
             free(*ref);
             *ref = NULL;
+        }
+        if (energy) {
+            free(*energy);
+            *energy = NULL;
         }
     }
     return st;

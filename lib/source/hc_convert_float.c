@@ -11,6 +11,7 @@
 #include "hc_crc32.h"
 #include "hc_parallel.h"
 #include "hc_quant.h"
+#include "hc_verify.h"
 
 static int is_float_dtype(hc_dtype dt)
 {
@@ -458,6 +459,8 @@ const float *hc_conv_source_row(void *ctx, int64_t row, float *buf)
     hc_st_tensor in_cache = *t; /* convert_floats' view of the row's bytes */
     in_cache.data = bytes;
     convert_floats(&in_cache, 0, (size_t)rs->K, buf, rs->f16);
+    if (rs->row_energy && rs->row_energy[row] < 0) /* the floats are in cache now */
+        rs->row_energy[row] = hc_verify_row_energy(buf, rs->K, 0);
     return buf;
 }
 
@@ -522,10 +525,33 @@ static void row_crcs_note(hc_st_crcs *crcs, const hc_conv_row_source *rs, int64_
     }
 }
 
+/* Each row's sum of squares as the quantizer reads it (rs->row_energy,
+ * energy not NULL), or none. */
+static hc_status row_energy_alloc(double **energy, int64_t rows, hc_conv_row_source *rs,
+                                  hc_error *err)
+{
+    if (energy == NULL) return HC_OK;
+    rs->row_energy = malloc((size_t)rows * sizeof *rs->row_energy + 1);
+    HC_CHECK_ALLOC(err, rs->row_energy, "row energies");
+    for (int64_t i = 0; i < rows; i++) rs->row_energy[i] = -1;
+    return HC_OK;
+}
+
+/* *energy = rs->row_energy where the quantizer read every row (else freed). */
+static void row_energy_take(double **energy, int64_t rows, hc_conv_row_source *rs)
+{
+    int whole = rs->row_energy != NULL;
+    for (int64_t i = 0; whole && i < rows; i++) whole = !(rs->row_energy[i] < 0);
+    if (whole && energy) *energy = rs->row_energy;
+    else free(rs->row_energy);
+    rs->row_energy = NULL;
+}
+
 /* Quantizes L into r; the float32 weights into *ref when ref is given,
- * else, where the quantizer can, straight from the source rows. */
+ * else, where the quantizer can, straight from the source rows (then the
+ * rows' sums of squares into *energy when energy is given). */
 static hc_status quantize_layer(const hc_conv_plan *plan, const hc_conv_layer *L, float **ref,
-                                hc_quant_result *r, hc_error *err)
+                                double **energy, hc_quant_result *r, hc_error *err)
 {
     hc_conv_run *run = plan->run;
     int64_t E, N, K;
@@ -536,10 +562,13 @@ static hc_status quantize_layer(const hc_conv_plan *plan, const hc_conv_layer *L
         hc_st_crcs *crcs = run ? run->input_crcs : NULL;
         hc_conv_row_source_init(L, &rs);
         HC_TRY(row_crcs_alloc(crcs, E, &rs, err));
+        hc_status st = row_energy_alloc(energy, E * N, &rs, err);
         row_blocks_alloc(plan, &rs);
-        hc_status st = hc_quantize_rows_pool(&d, hc_conv_source_row, &rs, E, N, K,
-                                             run ? run->pool : NULL, r, err);
+        if (st == HC_OK)
+            st = hc_quantize_rows_pool(&d, hc_conv_source_row, &rs, E, N, K,
+                                       run ? run->pool : NULL, r, err);
         if (st == HC_OK && crcs) row_crcs_note(crcs, &rs, E);
+        row_energy_take(st == HC_OK ? energy : NULL, E * N, &rs);
         row_blocks_free(&rs);
         free(rs.row_crc);
         free(rs.row_have);
@@ -554,11 +583,12 @@ static hc_status quantize_layer(const hc_conv_plan *plan, const hc_conv_layer *L
 }
 
 hc_status hc_conv_load_float(const hc_conv_plan *plan, const hc_conv_layer *L,
-                             hc_layer_tensors *pre, float **ref, hc_error *err)
+                             hc_layer_tensors *pre, float **ref, double **energy,
+                             hc_error *err)
 {
     hc_quant_result r;
     memset(&r, 0, sizeof r);
-    hc_status st = quantize_layer(plan, L, ref, &r, err);
+    hc_status st = quantize_layer(plan, L, ref, energy, &r, err);
     if (st != HC_OK) hc_error_prefix(err, "layer %s: ", L->prefix);
     if (st == HC_OK) st = hc_conv_pre_from_result(&r, L->meta.is_moe, pre, err);
     if (st == HC_OK && L->pre[HC_ROLE_BIAS])

@@ -230,11 +230,10 @@ static double energy_by_parts(const hc_verify_source *src, int64_t r, int64_t K,
     return hc_verify_lanes_total(l);
 }
 
-/* The source's sum of squares per row (b->energy), rows in parallel (a
- * source given by rows or parts read into a buffer per thread); *rms from
- * them. */
-static hc_status source_energy(const hc_verify_source *src, int64_t rows, int64_t K, buffers *b,
-                               double *rms, hc_error *err)
+/* Each row's sum of squares into energy, rows read in parallel (a source
+ * given by rows or parts read into a buffer per thread). */
+static hc_status read_energy(const hc_verify_source *src, int64_t rows, int64_t K,
+                             double *energy, hc_error *err)
 {
     int fail = 0;
     const int parts = !src->weight && src->part;
@@ -247,12 +246,23 @@ static hc_status source_energy(const hc_verify_source *src, int64_t rows, int64_
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++)
             if (src->weight || buf)
-                b->energy[r] = parts ? energy_by_parts(src, r, K, buf)
-                               : hc_verify_row_energy(src->weight ? src->weight + r * K
-                                                      : src->rows(src->rows_ctx, r, buf), K, 0);
+                energy[r] = parts ? energy_by_parts(src, r, K, buf)
+                            : hc_verify_row_energy(src->weight ? src->weight + r * K
+                                                   : src->rows(src->rows_ctx, r, buf), K, 0);
         free(buf);
     }
     if (fail) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating a source row");
+    return HC_OK;
+}
+
+/* The source's sum of squares per row (b->energy): those given with the
+ * source (hc_verify_row_energy of the same floats: the same doubles), else
+ * read; *rms from them, added in row order. */
+static hc_status source_energy(const hc_verify_source *src, int64_t rows, int64_t K, buffers *b,
+                               double *rms, hc_error *err)
+{
+    if (src->energy) memcpy(b->energy, src->energy, (size_t)rows * sizeof *b->energy);
+    else HC_TRY(read_energy(src, rows, K, b->energy, err));
     double total = 0;
     for (int64_t r = 0; r < rows; r++) total += b->energy[r];
     *rms = rows * K > 0 ? sqrt(total / (double)(rows * K)) : 0;

@@ -71,6 +71,9 @@ typedef struct {
     void *rows_ctx;
     hc_verify_part_fn part; /* optional, with rows: parts of a row (same ctx), read a
                                slab of a panel at a time (in cache) instead of whole rows */
+    const double *energy;   /* optional (E * N): each row's hc_verify_row_energy, taken
+                               where the rows were read before (the quantizer's pass);
+                               NULL: the verifier reads the source for them */
 } hc_verify_source;
 
 typedef struct {
