@@ -33,6 +33,23 @@ __device__ __forceinline__ uint16_t f2h(float v, int bf16)
     return __half_as_ushort(__float2half_rn(v));
 }
 
+/* d (16 x 8, float32) += a (16 x k16) . (b0, b1) (k16 x 8) on fp16 / bf16:
+ * the mma.sync of the uint4 x 16-bit families (hck_w4a16.cu, hck_small16.cu) */
+template <bool BF>
+__device__ __forceinline__ void mma16816(float *d, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+    if (BF)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 /* uint4 x 16-bit decoding, shared by the mma.sync (hck_w4a16.cu) and wgmma
  * (hck_wg16.cu) families: a b + c on fp16 / bf16 pairs */
 template <bool BF>

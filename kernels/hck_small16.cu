@@ -61,22 +61,6 @@ __device__ __forceinline__ void ldsm4(uint32_t *r, uint32_t addr)
                  : "r"(addr));
 }
 
-/* d (16 columns x 8 tokens, float32) += a (16 x k16) . (b0, b1) (k16 x 8) */
-template <bool BF>
-__device__ __forceinline__ void mma16816(float *d, const uint32_t *a, uint32_t b0, uint32_t b1)
-{
-    if (BF)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /* The 4 A registers of word w (register r: the codes at hck_wg16_shift(r, 0)
  * and + 16) as (code - 8) pairs, dq's values. fp16: the codes at bits 4..7
  * are taken in place (1024 + 16 c, times 1/16 minus 72: exact), one shift
