@@ -454,6 +454,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
      * writer's) takes fewer instead of the others waiting for it at the
      * end; long enough for the row source's blocks of consecutive rows */
     const int64_t chunk = q->k < (1 << 15) ? (1 << 19) / q->k : 16;
+    (void)chunk; /* read by the pragma only, where OpenMP is built (not in the fuzz targets) */
     int nomem = 0;
 #pragma omp parallel reduction(min : bad, nonfinite) reduction(| : nomem) \
     if (HC_PARALLEL(rows * q->k))
