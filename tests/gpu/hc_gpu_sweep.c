@@ -384,8 +384,8 @@ int main(int argc, char **argv)
         printf("SKIP[gpu]: GPU sweep skipped: %s\n", why);
         return 77;
     }
-    printf("GPU sm%d, kernels: the mma.sync families (uint4 x 16-bit, fp8 activations) where they "
-           "apply, else the float32 verification GEMM\n", sm);
+    printf("GPU sm%d, kernels: the fast families where they apply (docs/kernels.md, \"Files\": "
+           "small-M, wgmma and mma.sync), else the float32 verification GEMM\n", sm);
     if (do_bench) {
         bench(flush);
         return 0;
