@@ -153,6 +153,11 @@ cudaError_t launch_gemm(const hck_layer *L, const float *codes, const float *sca
  * layer, its one-time setup (shared memory limits), the workspace its split
  * K needs for `rows` tokens, and the launch on 16-bit x (rows, K). */
 bool w4a16_takes(const hck_desc &d);
+/* w4a16_takes on an sm90 device, with what the sm90 families of the same
+ * layers (hck_small16.cu, hck_wg16.cu) also need: Kp a multiple of
+ * kp_multiple (their k step), K % 8 == 0 (16-byte activation copies), and
+ * channel scales or groups of a multiple of 64. */
+bool w4a16_sm90_takes(const hck_desc &d, int sm, int64_t kp_multiple);
 cudaError_t w4a16_init();
 size_t w4a16_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,

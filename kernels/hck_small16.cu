@@ -321,8 +321,7 @@ int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
 
 bool small16_takes(const hck_desc &d, int sm, int64_t max_rows)
 {
-    return sm == 90 && tune(max_rows).ntb > 0 && w4a16_takes(d) && d.Kp % 64 == 0 && d.K % 8 == 0 &&
-           (d.scale_perm == 32 || d.group_size % 64 == 0);
+    return tune(max_rows).ntb > 0 && w4a16_sm90_takes(d, sm, 64);
 }
 
 cudaError_t small16_init()

@@ -352,6 +352,12 @@ bool w4a16_takes(const hck_desc &d)
            ((d.scale_perm == 64 && d.group_size % 16 == 0) || (d.scale_perm == 32 && d.G == 1));
 }
 
+bool w4a16_sm90_takes(const hck_desc &d, int sm, int64_t kp_multiple)
+{
+    return sm == 90 && w4a16_takes(d) && d.Kp % kp_multiple == 0 && d.K % 8 == 0 &&
+           (d.scale_perm == 32 || d.group_size % 64 == 0);
+}
+
 cudaError_t w4a16_init()
 {
     cudaError_t e = cudaSuccess;

@@ -279,8 +279,7 @@ const Tune &tune(int64_t rows) { return tune_pick(TUNE_SM90, rows); }
 
 bool wg16_takes(const hck_desc &d, int sm, int64_t max_rows)
 {
-    return sm == 90 && tune(max_rows).ntok > 0 && w4a16_takes(d) && d.Kp % 128 == 0 && d.K % 8 == 0 &&
-           (d.scale_perm == 32 || d.group_size % 64 == 0);
+    return tune(max_rows).ntok > 0 && w4a16_sm90_takes(d, sm, 128);
 }
 
 cudaError_t wg16_init()
