@@ -282,6 +282,27 @@ HCK_HD uint32_t hck_nib_e4m3(uint32_t b)
     return ((b & 0x07070707u) + s) | s << 7;
 }
 
+/* The small-M family's packed-K uint4 A operand (kernels/hck_small16.cu):
+ * lane word w (hck_pk_lane_word) with each int->fp code c turned into v + 8
+ * (v = c for c < 8, 7 - c above) and its bytes reordered 0, 2, 1, 3, so
+ * that the nibble pairs at hck_pk16_shift are the mma.m16n8k16 A registers. */
+HCK_HD uint32_t hck_pk16_word(uint32_t w)
+{
+    const uint32_t u = w ^ 0x88888888u ^ (((w >> 3) & 0x11111111u) * 7u);
+#ifdef __CUDA_ARCH__
+    return __byte_perm(u, 0, 0x3120);
+#else
+    return (u & 0xff0000ffu) | (u >> 8 & 0xff00u) | (u << 8 & 0xff0000u);
+#endif
+}
+
+/* Bit position, in hck_pk16_word(word q of the lane's 4), of half h of A
+ * register r (0..3): v + 8 of column 64 nb + 16 w + lane / 4 + 8 (r % 2),
+ * k = 64 s + 16 q + 4 (lane % 4) + 2 (r / 2) + h. The B operand takes the
+ * activations in that k order: register b_i half h is k 16 q + 4 (lane % 4)
+ * + 2 i + h. */
+HCK_HD int hck_pk16_shift(int r, int h) { return 4 * (r % 2) + 8 * (r / 2) + 16 * h; }
+
 /* The 16-bit wgmma family's uint4 A operand (kernels/hck_wg16.cu) on the
  * tiled layout of 16-bit activations: the first word of tile lane `lane` of
  * the 64-column tile nb at tile row 0 (row kb: kb 2 Np words on); the

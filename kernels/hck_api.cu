@@ -74,7 +74,9 @@ struct Bufs {
                 return e;
         }
         if (hck::wg8_takes(d, L->sm)) {
-            if ((e = cudaMalloc((void **)&ws, hck::wg8_ws_bytes(L, rows))) != cudaSuccess) return e;
+            const size_t wb = std::max(hck::wg8_ws_bytes(L, rows), hck::small16_ws_bytes(L, rows));
+            if ((e = cudaMalloc((void **)&ws, wb)) != cudaSuccess || (e = cudaMemset(ws, 0, wb)) != cudaSuccess)
+                return e;
         } else if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)
             return e;
         /* float codes (rows, K), or fp16 codes (rows, Kp) for the a8 family (code bytes for wg8) */
@@ -97,6 +99,8 @@ cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cud
         return hck::launch_small16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::wg16_takes(d, L->sm, max_rows)) return hck::launch_wg16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
+    if (hck::small8_takes(d, L->sm, max_rows))
+        return hck::launch_small8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
     if (hck::wg8_takes(d, L->sm))
         return hck::launch_wg8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
     if (hck::a8_takes(d))

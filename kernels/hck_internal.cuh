@@ -184,6 +184,16 @@ size_t small16_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_small16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                            int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
 
+/* The small-M family's e4m3 form (hck_small16.cu, sm90): the packed-K W4A8
+ * layers of the fp8 wgmma family with perm64 group scales, where the tuning
+ * table takes max_rows tokens (up to 16). Whether it takes the launch, and
+ * the launch on 16-bit x (rows, K), activation quantization included (xa:
+ * rows x Kp code bytes, tscale: rows token scales; ws: small16_ws_bytes,
+ * zeroed before the first launch and left zeroed). */
+bool small8_takes(const hck_desc &d, int sm, int64_t max_rows);
+cudaError_t launch_small8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                          int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
+
 /* The mma.sync fp8-activation family (hck_a8.cu): packed-K uint4 and flat
  * fp8 weights. Whether it takes the layer, its setup, its split-K workspace,
  * and the launch on 16-bit x (rows, K), activation quantization included

@@ -211,7 +211,8 @@ static int64_t check_blocks(const hck_desc *d, const hck_ptrs *p, const float *W
 
 /* The wgmma families' A operands (kernels/hck_wg8.cu, hck_wg16.cu), against
  * the library's decode W: packed-K uint4 int->fp words as the lanes load them
- * (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512,
+ * (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512
+ * and into the small-M family's fp16 codes (hck_pk16_word, hck_pk16_shift),
  * flat e4m3 bytes at the unswizzled core-matrix offsets the kernel copies
  * (hck_flat8_unit), and tiled uint4 x 16-bit codes at the A-fragment
  * positions of hck_wg16_lane_word / hck_wg16_shift. Returns mismatches; *count: values checked (0 where the
@@ -231,6 +232,16 @@ static int64_t check_wg_operands(const hck_desc *d, const hck_ptrs *p, const flo
                             for (int q = 0; q < 4; q++) {
                                 const uint32_t wd = p->w[hck_pk_lane_word(d->Np, d->Kp, e, nb, w, lane) +
                                                          s * d->Np * 8 + q];
+                                const uint32_t w16 = hck_pk16_word(wd); /* the small-M family's fp16 form */
+                                for (int r = 0; r < 4; r++)
+                                    for (int h = 0; h < 2; h++) {
+                                        const int64_t n = 64 * nb + 16 * w + lane / 4 + 8 * (r % 2);
+                                        const int64_t k = 64 * s + 16 * q + 4 * (lane % 4) + 2 * (r / 2) + h;
+                                        const double v = (double)((w16 >> hck_pk16_shift(r, h)) & 15u) - 8.0;
+                                        const float x = (float)(v * hck_scale(d, p, e, n, k, k / d->group_size) * gl);
+                                        bad += bits_of(x) != bits_of(W[(e * d->Np + n) * d->Kp + k]);
+                                        (*count)++;
+                                    }
                                 for (int hi = 0; hi < 2; hi++) {
                                     const uint32_t by = hck_nib_e4m3((wd >> (4 * hi)) & 0x0f0f0f0fu);
                                     for (int j = 0; j < 4; j++) {
@@ -328,7 +339,8 @@ static int64_t run_case(const kcase *kc)
     if (!m.use_fused_e8m0) assert_int_equal(canon, 0);
     assert_int_equal(bbad, 0);
     assert_int_equal(wgbad, 0);
-    assert_true(wgn == 0 || wgn == E * m.Np * m.Kp);
+    /* every value once per operand form: packed-K has two (e4m3, fp16) */
+    assert_true(wgn == 0 || wgn == (d.layout == HCK_L_PACKED_K ? 2 : 1) * E * m.Np * m.Kp);
     free(W), free(R), free(bias), free(rb);
     hc_layer_tensors_free(&pre);
     hc_layer_tensors_free(&post);
