@@ -290,20 +290,13 @@ small16_kernel(hck_desc d, hck_ptrs p, const void *__restrict__ xin, const float
         if (parts & 1) asm volatile("cp.async.commit_group;" ::: "memory");
     };
 
-    float acc[4][NTB][4];
+    float acc[4][NTB][4], tmp[4][NTB][4]; /* the sums; F_PK8: the group's sums so far */
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < NTB; j++)
 #pragma unroll
-            for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f;
-    float tmp[4][NTB][4]; /* F_PK8: the group's sums so far */
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < NTB; j++)
-#pragma unroll
-            for (int c = 0; c < 4; c++) tmp[i][j][c] = 0.0f;
+            for (int c = 0; c < 4; c++) acc[i][j][c] = 0.0f, tmp[i][j][c] = 0.0f;
     uint32_t sc[4][2] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}}; /* F_T16: [word][row half] scale pairs */
     const int sbf = d.scale_kind == HCK_S_BF16;
     int gr = SC ? 0 : s0 % spg; /* stage s's place in its group */
