@@ -363,10 +363,7 @@ bool a8_takes(const hck_desc &d)
 cudaError_t a8_init()
 {
     cudaError_t e = cudaSuccess;
-#define HCK_A8_ATTR_(F, MT, TG)                                                                   \
-    if (e == cudaSuccess)                                                                         \
-        e = cudaFuncSetAttribute(a8_kernel<F, MT, TG>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                 (int)SMEM_MAX);
+#define HCK_A8_ATTR_(F, MT, TG) smem_limit(e, a8_kernel<F, MT, TG>, SMEM_MAX);
     HCK_A8_INSTANCES(HCK_A8_ATTR_)
 #undef HCK_A8_ATTR_
     return e;

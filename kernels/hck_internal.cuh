@@ -94,6 +94,15 @@ cudaError_t launch_act16(int act_quant, int in_bf16, const uint16_t *x, int64_t 
 cudaError_t launch_act8(int act_quant, int in_bf16, const uint16_t *x, int64_t rows, int64_t K,
                         int64_t Kp, uint8_t *codes, float *scales, cudaStream_t st);
 
+/* Raises kernel's dynamic shared-memory limit to bytes unless e already
+ * holds an error, which it then keeps: each family's one-time setup runs it
+ * for every instance of its table. */
+template <class Kernel>
+void smem_limit(cudaError_t &e, Kernel *kernel, size_t bytes)
+{
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
 /* The row of a tuning table (rows_max ascending) that takes `rows` tokens;
  * the last row past them all. */
 template <class T, size_t N>

@@ -451,10 +451,7 @@ bool small8_takes(const hck_desc &d, int sm, int64_t max_rows)
 cudaError_t small16_init()
 {
     cudaError_t e = cudaSuccess;
-#define HCK_SMALL16_ATTR_(F, BF, SC, NTB)                                                                   \
-    if (e == cudaSuccess)                                                                                   \
-        e = cudaFuncSetAttribute(small16_kernel<F, BF, SC, NTB>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                 (int)smem_bytes<F, NTB>());
+#define HCK_SMALL16_ATTR_(F, BF, SC, NTB) smem_limit(e, small16_kernel<F, BF, SC, NTB>, smem_bytes<F, NTB>());
     HCK_SMALL16_INSTANCES(HCK_SMALL16_ATTR_)
 #undef HCK_SMALL16_ATTR_
     return e;

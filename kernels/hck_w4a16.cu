@@ -361,10 +361,7 @@ bool w4a16_sm90_takes(const hck_desc &d, int sm, int64_t kp_multiple)
 cudaError_t w4a16_init()
 {
     cudaError_t e = cudaSuccess;
-#define HCK_W4A16_ATTR_(BF, ONC, MT, TG)                                                                    \
-    if (e == cudaSuccess)                                                                                   \
-        e = cudaFuncSetAttribute(w4a16_kernel<BF, ONC, MT, TG>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                 (int)SMEM_MAX);
+#define HCK_W4A16_ATTR_(BF, ONC, MT, TG) smem_limit(e, w4a16_kernel<BF, ONC, MT, TG>, SMEM_MAX);
     HCK_W4A16_INSTANCES(HCK_W4A16_ATTR_)
 #undef HCK_W4A16_ATTR_
     return e;

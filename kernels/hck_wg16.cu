@@ -285,10 +285,7 @@ bool wg16_takes(const hck_desc &d, int sm, int64_t max_rows)
 cudaError_t wg16_init()
 {
     cudaError_t e = cudaSuccess;
-#define HCK_WG16_ATTR_(BF, SC, NTOK, WT)                                                                  \
-    if (e == cudaSuccess)                                                                                 \
-        e = cudaFuncSetAttribute(wg16_kernel<BF, SC, NTOK, WT>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                 (int)smem_bytes<NTOK, WT>());
+#define HCK_WG16_ATTR_(BF, SC, NTOK, WT) smem_limit(e, wg16_kernel<BF, SC, NTOK, WT>, smem_bytes<NTOK, WT>());
     HCK_WG16_INSTANCES(HCK_WG16_ATTR_)
 #undef HCK_WG16_ATTR_
     return e;

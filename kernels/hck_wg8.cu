@@ -303,10 +303,7 @@ bool wg8_takes(const hck_desc &d, int sm)
 cudaError_t wg8_init()
 {
     cudaError_t e = cudaSuccess;
-#define HCK_WG8_ATTR_(F, NTOK, WG)                                                                 \
-    if (e == cudaSuccess)                                                                          \
-        e = cudaFuncSetAttribute(wg8_kernel<F, NTOK, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                 (int)smem_bytes<F, NTOK, WG>());
+#define HCK_WG8_ATTR_(F, NTOK, WG) smem_limit(e, wg8_kernel<F, NTOK, WG>, smem_bytes<F, NTOK, WG>());
     HCK_WG8_INSTANCES(HCK_WG8_ATTR_)
 #undef HCK_WG8_ATTR_
     return e;
