@@ -18,16 +18,21 @@
  * halves (low nibbles rows gq, high nibbles rows gq + 8, bytes in k order).
  * The int->fp codes (v >= 0: v; v < 0: 8 | (-1 - v)) become e4m3 bytes of
  * v 2^-9 (subnormal, exact; 8 2^-9 is the smallest normal): c < 8 gives c,
- * c >= 8 gives 0x80 | ((c & 7) + 1); 2^9 comes back in the epilogue. Each
- * round of 128 k (one scale group or part of one) sums into a second register
- * set, added into the float32 sums times the group's scale, as Humming
- * promotes per group. With 256 tokens a round runs its two 128-token halves
- * one after the other on the same A registers (the second set holds a half).
+ * c >= 8 gives 0x80 | ((c & 7) + 1); 2^9 comes back in the epilogue. A
+ * round of 128 k (one scale group or part of one) runs its tokens in H halves
+ * on the same A registers; each half sums into a set of partial sums, added
+ * into the float32 sums times the group's scale, as Humming promotes per
+ * group. Up to 128 tokens the halves alternate between two sets, so that one
+ * half's wgmmas run while the half before is promoted (wait_group 1), over
+ * four rounds (two sets of A registers) before the wgmmas drain; at 256
+ * tokens (two 128-token halves) there is room for one set only, and each half
+ * drains before its promotion.
  *
  * A block is WG warpgroups on WG x 64 columns and NTOK tokens, one barrier per
  * round. Split K sums float atomics into a workspace, then a pass adds the
  * bias and rounds. */
 #include <cstdint>
+#include <type_traits>
 
 #include "hck_internal.cuh"
 #include "hck_wgmma.cuh"
@@ -41,16 +46,21 @@ enum { F_W4PK = 0, F_E4M3 = 1 }; /* weight form */
  * 16 bytes), then the weights of 64 k (packed-K: each lane's 16-byte word,
  * copied and read back by the lane itself; flat: per warpgroup 4 runs of 64
  * columns x 16 bytes). SS: A from shared memory (flat weights); PROMOTE:
- * rounds summed apart (packed-K); H: token halves of a round. */
+ * rounds summed apart (packed-K); PP: halves alternate between NB = 2 sets of
+ * sums (the file's comment); H: token halves of a round; RPI: rounds per
+ * drain. A round refills the slots of the round two back: the wgmmas of the
+ * round before may still read theirs, hence PF = S - 4. */
 template <int F, int NTOK, int WG> struct Geo {
     static constexpr bool SS = F == F_E4M3, PROMOTE = F == F_W4PK;
-    static constexpr int H = PROMOTE && NTOK == 256 ? 2 : 1;
-    static constexpr int NH = NTOK / H;                                    /* wgmma N */
+    static constexpr bool PP = PROMOTE && NTOK <= 128; /* at 256 a second set spills (255 registers) */
+    static constexpr int H = !PROMOTE || NTOK == 16 ? 1 : PP ? NTOK / 64 : NTOK / 128;
+    static constexpr int NH = NTOK / H; /* wgmma N */
+    static constexpr int RPI = PP ? 4 : 1, NB = PP ? 2 : 1;
     static constexpr int XB = NTOK * 64;
     static constexpr int SST = XB + WG * (SS ? 4096 : 2048);
     static constexpr int BUDGET = NTOK == 16 ? 52 * 1024 : 200 * 1024;  /* 4 blocks or 1 per SM */
     static constexpr int S = (BUDGET / SST) & ~1;                          /* ring stages, even */
-    static constexpr int PF = S - (SS ? 4 : 2);                            /* stages copied ahead */
+    static constexpr int PF = S - 4;                                       /* stages copied ahead */
 };
 
 template <int F, int NTOK, int WG> constexpr size_t smem_bytes() { return (size_t)Geo<F, NTOK, WG>::S * Geo<F, NTOK, WG>::SST; }
@@ -58,24 +68,32 @@ template <int F, int NTOK, int WG> constexpr size_t smem_bytes() { return (size_
 #ifdef HCK_WGMMA
 using namespace wgmma;
 
-/* d (64 x N) = (acc ? d : 0) + A (64 x 32 e4m3: registers a, or shared memory
- * by descriptor da) . B (shared memory, 32 x N e4m3) */
-template <int N>
-__device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t db, uint32_t acc)
+/* d (64 x N, N 16, 64 or 128) = (ADD ? d : 0) + A (64 x 32 e4m3, registers a) .
+ * B (shared memory, 32 x N e4m3). Without ADD, d is written only: its old
+ * values are no input, so the compiler need not keep (or copy) them. */
+#define HCK_WG8_RS_(SHAPE, DSTR, DLIST, A, DB, P)                                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " P ", 0;\n"                                       \
+                 "wgmma.mma_async.sync.aligned." SHAPE ".f32.e4m3.e4m3 " DSTR ", {" A "}, " DB ", p, 1, 1;\n}\n" \
+                 : DLIST(d)                                                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"((uint32_t)ADD))
+template <int N, bool ADD>
+__device__ __forceinline__ void wgmma_rs(float *d, const uint32_t *a, uint64_t db)
 {
-    if (N == 16)
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 " HCK_D8_STR
-                     ", {%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
-                     : HCK_D8(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-    else
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " HCK_D64_STR
-                     ", {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-                     : HCK_D64(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+    static_assert(N == 16 || N == 64 || N == 128, "packed-K halves of 16, 64 or 128 tokens");
+#define HCK_WG8_N16_(DLIST) HCK_WG8_RS_("m64n16k32", HCK_D8_STR, DLIST, "%8, %9, %10, %11", "%12", "%13")
+#define HCK_WG8_N64_(DLIST) HCK_WG8_RS_("m64n64k32", HCK_D32_STR, DLIST, "%32, %33, %34, %35", "%36", "%37")
+#define HCK_WG8_N128_(DLIST) HCK_WG8_RS_("m64n128k32", HCK_D64_STR, DLIST, "%64, %65, %66, %67", "%68", "%69")
+    if (N == 16 && ADD) HCK_WG8_N16_(HCK_D8);
+    else if (N == 16) HCK_WG8_N16_(HCK_W8);
+    else if (N == 64 && ADD) HCK_WG8_N64_(HCK_D32);
+    else if (N == 64) HCK_WG8_N64_(HCK_W32);
+    else if (ADD) HCK_WG8_N128_(HCK_D64);
+    else HCK_WG8_N128_(HCK_W64);
+#undef HCK_WG8_N16_
+#undef HCK_WG8_N64_
+#undef HCK_WG8_N128_
 }
+#undef HCK_WG8_RS_
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float *d, uint64_t da, uint64_t db)
 {
@@ -107,7 +125,7 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
                   "a ring of at least two stages ahead; halves of NTOK");
 #ifdef HCK_WGMMA
     using G = Geo<F, NTOK, WG>;
-    constexpr int S = G::S, PF = G::PF, H = G::H, NH = G::NH;
+    constexpr int S = G::S, PF = G::PF, H = G::H, NH = G::NH, RPI = G::RPI, NB = G::NB;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4;
     const int lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
@@ -161,11 +179,9 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
         asm volatile("cp.async.commit_group;" ::: "memory");
     };
 
-    float acc[NTOK / 2], tmp[G::PROMOTE ? NH / 2 : 1];
+    float acc[NTOK / 2];
 #pragma unroll
     for (int i = 0; i < NTOK / 2; i++) acc[i] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < (G::PROMOTE ? NH / 2 : 1); i++) tmp[i] = 0.0f;
 
     /* group scales of the lane's two rows (a round lies in one group) */
     const int sbf = d.scale_kind == HCK_S_BF16;
@@ -190,15 +206,20 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
 #pragma unroll 1
     for (int u = 0; u < PF; u++) stage(s0 + u);
     load_scales(p0);
-#pragma unroll 1
-    for (int pr = p0; pr < p1; pr++) {
-        const int s = 2 * pr;
+    /* steps s, s + 1 landed; the slots refilled now are those of two rounds
+     * back, which no wgmma reads any more */
+    auto next_round = [&](int s) {
         asm volatile("cp.async.wait_group %0;\nfence.proxy.async.shared::cta;" ::"n"(PF - 2) : "memory");
-        __syncthreads(); /* steps s, s + 1 landed; the slots now refilled are read by no wgmma */
+        __syncthreads();
         stage(s + PF);
         stage(s + PF + 1);
-        const uint32_t x0 = sbase + (uint32_t)((s % S) * G::SST), x1 = sbase + (uint32_t)(((s + 1) % S) * G::SST);
-        if (G::SS) {
+    };
+    if constexpr (G::SS) {
+#pragma unroll 1
+        for (int pr = p0; pr < p1; pr++) {
+            const int s = 2 * pr;
+            next_round(s);
+            const uint32_t x0 = sbase + (uint32_t)((s % S) * G::SST), x1 = sbase + (uint32_t)(((s + 1) % S) * G::SST);
             fence();
 #pragma unroll
             for (int q = 0; q < 4; q++) {
@@ -208,41 +229,90 @@ wg8_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *
             }
             commit();
             wait<1>();
-        } else {
+        }
+        wait<0>();
+        fence_acc<NTOK>(acc);
+    } else {
+        /* halves and sums as the file's comment says; a round's A fragments
+         * stay untouched until its last half is done, so with four rounds per
+         * drain the rounds alternate between two sets of them */
+        uint32_t a[RPI > 1 ? 2 : 1][4][4];
+        float tmp[NB][NH / 2];
+        float pc0 = 0.0f, pc1 = 0.0f; /* group scales of the last round's last half */
+        auto promote = [&](float *t, int h, float c0, float c1) {
+            fence_acc<NH>(t);
+            float *ah = acc + h * (NH / 2);
+#pragma unroll
+            for (int j = 0; j < NH / 2; j += 4) {
+                ah[j] = fmaf(t[j], c0, ah[j]), ah[j + 1] = fmaf(t[j + 1], c0, ah[j + 1]);
+                ah[j + 2] = fmaf(t[j + 2], c1, ah[j + 2]), ah[j + 3] = fmaf(t[j + 3], c1, ah[j + 3]);
+            }
+        };
+        auto round = [&](int pr, auto parity, auto first) {
+            constexpr int P = decltype(parity)::value; /* register sets: A a[P], halves from tmp[P H % 2] */
+            const int s = 2 * pr;
+            next_round(s);
             const float c0 = h2f(sc[0], sbf), c1 = h2f(sc[1], sbf);
             load_scales(pr + 1);
-            uint32_t a[4][4];
 #pragma unroll
             for (int q = 0; q < 2; q++) {
                 const uint4 v = *(const uint4 *)(smem8 + ((s + q) % S) * G::SST + wofs + (tid % 128) * 16);
-                a[2 * q][0] = hck_nib_e4m3(v.x & 0x0f0f0f0fu), a[2 * q][1] = hck_nib_e4m3((v.x >> 4) & 0x0f0f0f0fu);
-                a[2 * q][2] = hck_nib_e4m3(v.y & 0x0f0f0f0fu), a[2 * q][3] = hck_nib_e4m3((v.y >> 4) & 0x0f0f0f0fu);
-                a[2 * q + 1][0] = hck_nib_e4m3(v.z & 0x0f0f0f0fu), a[2 * q + 1][1] = hck_nib_e4m3((v.z >> 4) & 0x0f0f0f0fu);
-                a[2 * q + 1][2] = hck_nib_e4m3(v.w & 0x0f0f0f0fu), a[2 * q + 1][3] = hck_nib_e4m3((v.w >> 4) & 0x0f0f0f0fu);
+                uint32_t *a0 = a[P][2 * q], *a1 = a[P][2 * q + 1];
+                a0[0] = hck_nib_e4m3(v.x & 0x0f0f0f0fu), a0[1] = hck_nib_e4m3((v.x >> 4) & 0x0f0f0f0fu);
+                a0[2] = hck_nib_e4m3(v.y & 0x0f0f0f0fu), a0[3] = hck_nib_e4m3((v.y >> 4) & 0x0f0f0f0fu);
+                a1[0] = hck_nib_e4m3(v.z & 0x0f0f0f0fu), a1[1] = hck_nib_e4m3((v.z >> 4) & 0x0f0f0f0fu);
+                a1[2] = hck_nib_e4m3(v.w & 0x0f0f0f0fu), a1[3] = hck_nib_e4m3((v.w >> 4) & 0x0f0f0f0fu);
             }
+            const uint32_t x0 = sbase + (uint32_t)((s % S) * G::SST), x1 = sbase + (uint32_t)(((s + 1) % S) * G::SST);
 #pragma unroll
             for (int h = 0; h < H; h++) {
+                float *t = tmp[(P * H + h) % NB], *tp = tmp[(P * H + h + 1) % NB];
                 fence();
-#pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    const uint32_t xs = (q < 2 ? x0 : x1) + (uint32_t)((q % 2) * 2 * NTOK * 16 + h * NH * 16);
-                    wgmma_rs<NH>(tmp, a[q], desc_k(xs, NTOK * 16), q > 0);
-                }
+                const uint32_t xh = (uint32_t)(h * NH * 16), kb = 2 * NTOK * 16; /* half, 32 k */
+                wgmma_rs<NH, false>(t, a[P][0], desc_k(x0 + xh, NTOK * 16));
+                wgmma_rs<NH, true>(t, a[P][1], desc_k(x0 + kb + xh, NTOK * 16));
+                wgmma_rs<NH, true>(t, a[P][2], desc_k(x1 + xh, NTOK * 16));
+                wgmma_rs<NH, true>(t, a[P][3], desc_k(x1 + kb + xh, NTOK * 16));
                 commit();
-                wait<0>();
-                fence_acc<NH>(tmp);
-                float *ah = acc + h * (NH / 2);
-#pragma unroll
-                for (int j = 0; j < NH / 2; j += 4) {
-                    ah[j] = fmaf(tmp[j], c0, ah[j]), ah[j + 1] = fmaf(tmp[j + 1], c0, ah[j + 1]);
-                    ah[j + 2] = fmaf(tmp[j + 2], c1, ah[j + 2]), ah[j + 3] = fmaf(tmp[j + 3], c1, ah[j + 3]);
+                if constexpr (!G::PP) {
+                    wait<0>();
+                    promote(t, h, c0, c1);
+                    continue;
                 }
+                wait<1>();
+                if (h > 0) promote(tp, h - 1, c0, c1);
+                else if (!decltype(first)::value) promote(tp, H - 1, pc0, pc1); /* the round before's last half */
+            }
+            pc0 = c0, pc1 = c1;
+        };
+        /* Four rounds per iteration, then single rounds; each iteration
+         * drains its wgmmas at its end (ptxas serializes every wgmma of a loop
+         * whose back edge has one in flight while sums are read). The last
+         * half of a round of parity P is in tmp[(P H + H - 1) % 2]. */
+        using I0 = std::integral_constant<int, 0>;
+        using I1 = std::integral_constant<int, 1>;
+        using First = std::true_type;
+        using Next = std::false_type;
+        int pr = p0;
+        if constexpr (RPI == 4) {
+#pragma unroll 1
+            for (; pr + 3 < p1; pr += 4) {
+                round(pr, I0(), First());
+                round(pr + 1, I1(), Next());
+                round(pr + 2, I0(), Next());
+                round(pr + 3, I1(), Next());
+                wait<0>();
+                promote(tmp[1], H - 1, pc0, pc1);
             }
         }
-    }
-    if (G::SS) {
-        wait<0>();
-        fence_acc<NTOK>(acc);
+#pragma unroll 1
+        for (; pr < p1; pr++) {
+            round(pr, I0(), First());
+            if constexpr (G::PP) {
+                wait<0>();
+                promote(tmp[(H - 1) % NB], H - 1, pc0, pc1);
+            }
+        }
     }
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 

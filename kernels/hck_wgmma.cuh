@@ -50,6 +50,10 @@ template <int N> __device__ __forceinline__ void wait() { asm volatile("wgmma.wa
 #define HCK_D32(d) HCK_D8(d), HCK_D8((d + 8)), HCK_D8((d + 16)), HCK_D8((d + 24))
 #define HCK_D64(d) HCK_D32(d), HCK_D32((d + 32))
 #define HCK_D128(d) HCK_D64(d), HCK_D64((d + 64))
+/* the same lists write-only ("=f"), for a wgmma that does not add into d */
+#define HCK_W8(d) "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7])
+#define HCK_W32(d) HCK_W8(d), HCK_W8((d + 8)), HCK_W8((d + 16)), HCK_W8((d + 24))
+#define HCK_W64(d) HCK_W32(d), HCK_W32((d + 32))
 #define HCK_R8(o) "%" #o "0, %" #o "1, %" #o "2, %" #o "3, %" #o "4, %" #o "5, %" #o "6, %" #o "7"
 #define HCK_R10(o) HCK_R8(o) ", %" #o "8, %" #o "9"
 #define HCK_D8_STR "{%0, %1, %2, %3, %4, %5, %6, %7}"
