@@ -399,6 +399,27 @@ static void test_kernels_lib_missing(void **state)
     free(log);
 }
 
+/* The progress lines' rate is the bytes written over the run's time so far
+ * (it once divided the first item's bytes by the time since that item ended:
+ * terabytes per second). No conversion here writes 100 GB/s. */
+static void test_progress_rate(void **state)
+{
+    fixture *f = *state;
+    write_valid_model(f->in, 2048, 2048, 4);
+    assert_int_equal(run_cli(f, f->in, f->out, "--verify off"), 0);
+    char *log = read_log(f), *save = NULL;
+    int lines = 0;
+    for (char *line = strtok_r(log, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        const char *m = strstr(line, " MB, "); /* "(%.1f MB, %.1f MB/s)" */
+        if (m == NULL || strstr(m, " MB/s)") == NULL) continue;
+        const double mbs = strtod(m + 5, NULL);
+        if (!(mbs > 0 && mbs < 1e5)) fail_msg("progress rate %.1f MB/s: %s", mbs, line);
+        lines++;
+    }
+    assert_int_equal(lines, 2); /* the layer, the copied norm */
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dry_run_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_shard_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernels_lib_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_progress_rate, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,9 +47,13 @@ hc_status cli_choose_target(void *ctx, const char *layer, hc_target *out, int *s
 /* Prints the presets and the weight x activation support matrix for sm. */
 void cli_list_formats(FILE *out, int sm);
 
-/* Progress on stderr: a bar when it is a terminal, plain lines otherwise. */
+/* Progress on stderr: a bar when it is a terminal, plain lines otherwise;
+ * the rate is the bytes written over the time since cli_progress_start. */
 void cli_progress(void *ctx, int done, int total, int64_t bytes_done, int64_t bytes_total,
                   const char *current);
+
+/* Notes the start of the run, from which cli_progress measures its rate. */
+void cli_progress_start(cli_args *a);
 
 void cli_usage(FILE *out);
 

@@ -13,11 +13,13 @@ static double now_seconds(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void cli_progress_start(cli_args *a) { a->progress_start = now_seconds(); }
+
 void cli_progress(void *ctx, int done, int total, int64_t bytes_done, int64_t bytes_total,
                   const char *current)
 {
     cli_args *a = ctx;
-    if (done <= 1 || a->progress_start == 0) a->progress_start = now_seconds();
+    if (a->progress_start == 0) cli_progress_start(a);
     double elapsed = now_seconds() - a->progress_start, rate = elapsed > 0 ? bytes_done / elapsed : 0;
     double eta = rate > 0 ? (bytes_total - bytes_done) / rate : 0;
     if (!isatty(STDERR_FILENO)) {

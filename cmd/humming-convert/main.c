@@ -103,6 +103,7 @@ static int run_convert(cli_args *a, int argc, char **argv)
     a->opts.target_summary = a->report ? NULL : summary; /* report: the recorded targets */
     hc_convert_stats stats;
     memset(&stats, 0, sizeof stats);
+    cli_progress_start(a);
     hc_status st = a->report ? hc_report_run(&a->opts, &stats, &err)
                              : hc_convert_run(&a->opts, &stats, &err);
     free(cmdline);
