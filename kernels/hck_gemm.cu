@@ -72,6 +72,18 @@ constexpr Tune TUNE_SM80[] = {{16, 16}, {INT64_MAX, 64}};
 constexpr Tune TUNE_SM89[] = {{16, 16}, {INT64_MAX, 64}};
 constexpr Tune TUNE_SM90[] = {{16, 16}, {INT64_MAX, 64}};
 
+/* one instance per row's token count */
+constexpr bool row_ok(const Tune &t)
+{
+    int n = 0;
+#define HCK_GEMM_COUNT_(M) n += t.mt == M;
+    HCK_GEMM_INSTANCES(HCK_GEMM_COUNT_)
+#undef HCK_GEMM_COUNT_
+    return n == 1;
+}
+static_assert(all_rows(TUNE_SM80, row_ok) && all_rows(TUNE_SM89, row_ok) && all_rows(TUNE_SM90, row_ok),
+              "a tuning row without its instance");
+
 int tokens_per_block(int sm, int64_t rows)
 {
     if (sm >= 90) return tune_pick(TUNE_SM90, rows).mt;

@@ -113,6 +113,17 @@ const T &tune_pick(const T (&tab)[N], int64_t rows)
     return tab[N - 1];
 }
 
+/* Whether ok(row) holds for every row of a tuning table. Each family asserts
+ * with it that every row's tile sizes have their instances: a row without
+ * one would launch nothing. */
+template <class T, size_t N>
+constexpr bool all_rows(const T (&tab)[N], bool (*ok)(const T &))
+{
+    for (size_t i = 0; i < N; i++)
+        if (!ok(tab[i])) return false;
+    return true;
+}
+
 /* The split-K wave model of every fast family: K is `steps`
  * units, a block costs (its steps + fixed) units, blocks run in waves of
  * `slots` (SMs x resident blocks), a split adds `reduce`; returns the split s

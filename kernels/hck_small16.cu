@@ -429,6 +429,19 @@ constexpr Tune TUNE_SM90[] = {{8, 1, 3}, {16, 2, 3}, {INT64_MAX, 0, 0}};
 
 const Tune &tune(int64_t rows) { return tune_pick(TUNE_SM90, rows); }
 
+/* instances of form f with ntb token blocks: four of F_T16 (bf16 or not,
+ * channel scales or not) and one of F_PK8 per row past ntb 0 */
+constexpr int instances(int f, int ntb)
+{
+    int n = 0;
+#define HCK_SMALL16_COUNT_(F, BF, SC, NTB) n += f == F && ntb == NTB;
+    HCK_SMALL16_INSTANCES(HCK_SMALL16_COUNT_)
+#undef HCK_SMALL16_COUNT_
+    return n;
+}
+constexpr bool row_ok(const Tune &t) { return t.ntb == 0 || (instances(F_T16, t.ntb) == 4 && instances(F_PK8, t.ntb) == 1); }
+static_assert(all_rows(TUNE_SM90, row_ok), "a tuning row without its instances");
+
 /* Split-K in 64-k stages: a block costs its stages + 4 (the ring's fill), a
  * split 2 more, at least 2 stages per split. */
 int split_of(const hck_desc &d, const Tune &t, int64_t blocks, int sms)
