@@ -32,7 +32,8 @@ void cli_usage(FILE *out)
             "                       (one per output row, in the model dtype) or none\n"
             "  --quantizer Q        rtn (default; Humming's rounding) or mse (clip search)\n"
             "  --recipe FILE        per-layer YAML recipe (docs/recipes.md)\n"
-            "quantized checkpoints (GPTQ, AWQ, compressed-tensors, ModelOpt, MXFP4, FP8):\n"
+            "quantized checkpoints (GPTQ, AWQ, compressed-tensors, ModelOpt, MXFP4, FP8,\n"
+            "AutoRound, Quark):\n"
             "  repacked losslessly by default; a target above requantizes (docs/checkpoints.md)\n"
             "  --act-order MODE     act-order (desc_act / g_idx) layers: refuse (default),\n"
             "                       permute (writes P.input_perm) or requant\n"
@@ -59,9 +60,10 @@ void cli_usage(FILE *out)
             "  --calib FILE         safetensors with activations keyed by layer name\n"
             "  --allow-degraded     layers over their error bound do not fail the run\n"
             "  --input IN_DIR       (report) the source; default: the one in the report\n"
-            "exit codes: 0 ok, 1 failure, 2 usage, 3 a layer failed verification\n"
+            "other:\n"
             "  -q, --quiet          no progress output (warnings still printed)\n"
-            "  -h, --help, --version\n");
+            "  -h, --help, --version\n"
+            "exit codes: 0 ok, 1 failure, 2 usage, 3 a layer failed verification\n");
 }
 
 static const char *const field_flags[][2] = {
