@@ -325,16 +325,11 @@ constexpr Tune TUNE_SM90[] = {{16, 1, 1, 2}, {64, 4, 1, 2}, {INT64_MAX, 4, 2, 1}
 
 const Tune &tune(int sm, int64_t rows) { return sm >= 90 ? tune_pick(TUNE_SM90, rows) : tune_pick(TUNE_SM89, rows); }
 
-/* instances with these tile sizes: one per weight form (three) per row */
-constexpr int instances(int mt, int tg)
-{
-    int n = 0;
-#define HCK_A8_COUNT_(F, MT, TG) n += mt == MT && tg == TG;
-    HCK_A8_INSTANCES(HCK_A8_COUNT_)
-#undef HCK_A8_COUNT_
-    return n;
-}
-constexpr bool row_ok(const Tune &t) { return instances(t.mt, t.tg) == 3; }
+/* tile sizes (MT, TG) of each instance: one per weight form (three) per row */
+#define HCK_A8_KEY_(F, MT, TG) TileKey{MT, TG, 0},
+constexpr TileKey KEYS[] = {HCK_A8_INSTANCES(HCK_A8_KEY_)};
+#undef HCK_A8_KEY_
+constexpr bool row_ok(const Tune &t) { return instances_of(KEYS, t.mt, t.tg) == 3; }
 static_assert(all_rows(TUNE_SM89, row_ok) && all_rows(TUNE_SM90, row_ok), "a tuning row without its instances");
 
 size_t smem_of(int mt, int tg)

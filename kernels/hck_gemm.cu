@@ -73,14 +73,10 @@ constexpr Tune TUNE_SM89[] = {{16, 16}, {INT64_MAX, 64}};
 constexpr Tune TUNE_SM90[] = {{16, 16}, {INT64_MAX, 64}};
 
 /* one instance per row's token count */
-constexpr bool row_ok(const Tune &t)
-{
-    int n = 0;
-#define HCK_GEMM_COUNT_(M) n += t.mt == M;
-    HCK_GEMM_INSTANCES(HCK_GEMM_COUNT_)
-#undef HCK_GEMM_COUNT_
-    return n == 1;
-}
+#define HCK_GEMM_KEY_(M) TileKey{M, 0, 0},
+constexpr TileKey KEYS[] = {HCK_GEMM_INSTANCES(HCK_GEMM_KEY_)};
+#undef HCK_GEMM_KEY_
+constexpr bool row_ok(const Tune &t) { return instances_of(KEYS, t.mt, 0) == 1; }
 static_assert(all_rows(TUNE_SM80, row_ok) && all_rows(TUNE_SM89, row_ok) && all_rows(TUNE_SM90, row_ok),
               "a tuning row without its instance");
 

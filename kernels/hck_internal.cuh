@@ -113,6 +113,20 @@ const T &tune_pick(const T (&tab)[N], int64_t rows)
     return tab[N - 1];
 }
 
+/* The tile sizes of an instance (a family's own choice of up to three of its
+ * template arguments), listed from its X-macro table, and how many of a
+ * family's instances have sizes (a, b, c). */
+struct TileKey {
+    int a, b, c;
+};
+template <size_t N>
+constexpr int instances_of(const TileKey (&keys)[N], int a, int b, int c = 0)
+{
+    int n = 0;
+    for (size_t i = 0; i < N; i++) n += keys[i].a == a && keys[i].b == b && keys[i].c == c;
+    return n;
+}
+
 /* Whether ok(row) holds for every row of a tuning table. Each family asserts
  * with it that every row's tile sizes have their instances: a row without
  * one would launch nothing. */

@@ -429,17 +429,15 @@ constexpr Tune TUNE_SM90[] = {{8, 1, 3}, {16, 2, 3}, {INT64_MAX, 0, 0}};
 
 const Tune &tune(int64_t rows) { return tune_pick(TUNE_SM90, rows); }
 
-/* instances of form f with ntb token blocks: four of F_T16 (bf16 or not,
- * channel scales or not) and one of F_PK8 per row past ntb 0 */
-constexpr int instances(int f, int ntb)
+/* (form, NTB) of each instance: four of F_T16 (bf16 or not, channel scales
+ * or not) and one of F_PK8 per row past ntb 0 */
+#define HCK_SMALL16_KEY_(F, BF, SC, NTB) TileKey{F, NTB, 0},
+constexpr TileKey KEYS[] = {HCK_SMALL16_INSTANCES(HCK_SMALL16_KEY_)};
+#undef HCK_SMALL16_KEY_
+constexpr bool row_ok(const Tune &t)
 {
-    int n = 0;
-#define HCK_SMALL16_COUNT_(F, BF, SC, NTB) n += f == F && ntb == NTB;
-    HCK_SMALL16_INSTANCES(HCK_SMALL16_COUNT_)
-#undef HCK_SMALL16_COUNT_
-    return n;
+    return t.ntb == 0 || (instances_of(KEYS, F_T16, t.ntb) == 4 && instances_of(KEYS, F_PK8, t.ntb) == 1);
 }
-constexpr bool row_ok(const Tune &t) { return t.ntb == 0 || (instances(F_T16, t.ntb) == 4 && instances(F_PK8, t.ntb) == 1); }
 static_assert(all_rows(TUNE_SM90, row_ok), "a tuning row without its instances");
 
 /* Split-K in 64-k stages: a block costs its stages + 4 (the ring's fill), a

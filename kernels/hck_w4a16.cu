@@ -321,16 +321,11 @@ const Tune &tune(int sm, int64_t rows)
     return tune_pick(TUNE_SM80, rows);
 }
 
-/* instances with these tile sizes: four per row (bf16 or not, scales on C or not) */
-constexpr int instances(int mt, int tg)
-{
-    int n = 0;
-#define HCK_W4A16_COUNT_(BF, ONC, MT, TG) n += mt == MT && tg == TG;
-    HCK_W4A16_INSTANCES(HCK_W4A16_COUNT_)
-#undef HCK_W4A16_COUNT_
-    return n;
-}
-constexpr bool row_ok(const Tune &t) { return instances(t.mt, t.tg) == 4; }
+/* tile sizes (MT, TG) of each instance: four per row (bf16 or not, scales on C or not) */
+#define HCK_W4A16_KEY_(BF, ONC, MT, TG) TileKey{MT, TG, 0},
+constexpr TileKey KEYS[] = {HCK_W4A16_INSTANCES(HCK_W4A16_KEY_)};
+#undef HCK_W4A16_KEY_
+constexpr bool row_ok(const Tune &t) { return instances_of(KEYS, t.mt, t.tg) == 4; }
 static_assert(all_rows(TUNE_SM80, row_ok) && all_rows(TUNE_SM89, row_ok) && all_rows(TUNE_SM90, row_ok),
               "a tuning row without its instances");
 

@@ -279,17 +279,12 @@ constexpr Tune TUNE_SM90[] = {{16, 0, 0, 0}, {64, 64, 2, 1}, {128, 128, 2, 1}, {
 
 const Tune &tune(int64_t rows) { return tune_pick(TUNE_SM90, rows); }
 
-/* instances with these tile sizes: four per row past ntok 0 (bf16 or not,
- * channel scales or not) */
-constexpr int instances(int ntok, int wt)
-{
-    int n = 0;
-#define HCK_WG16_COUNT_(BF, SC, NTOK, WT) n += ntok == NTOK && wt == WT;
-    HCK_WG16_INSTANCES(HCK_WG16_COUNT_)
-#undef HCK_WG16_COUNT_
-    return n;
-}
-constexpr bool row_ok(const Tune &t) { return t.ntok == 0 || instances(t.ntok, t.wt) == 4; }
+/* tile sizes (NTOK, WT) of each instance: four per row past ntok 0 (bf16 or
+ * not, channel scales or not) */
+#define HCK_WG16_KEY_(BF, SC, NTOK, WT) TileKey{NTOK, WT, 0},
+constexpr TileKey KEYS[] = {HCK_WG16_INSTANCES(HCK_WG16_KEY_)};
+#undef HCK_WG16_KEY_
+constexpr bool row_ok(const Tune &t) { return t.ntok == 0 || instances_of(KEYS, t.ntok, t.wt) == 4; }
 static_assert(all_rows(TUNE_SM90, row_ok), "a tuning row without its instances");
 
 }  // namespace

@@ -354,16 +354,14 @@ constexpr Tune TUNE_SM90[] = {{16, 16, 1, 4}, {128, 128, 2, 1}, {INT64_MAX, 256,
 
 const Tune &tune(int64_t rows) { return tune_pick(TUNE_SM90, rows); }
 
-/* instances of form f with these tile sizes */
-constexpr int instances(int f, int ntok, int wg)
+/* (form, NTOK, WG) of each instance: one of each form per row */
+#define HCK_WG8_KEY_(F, NTOK, WG) TileKey{F, NTOK, WG},
+constexpr TileKey KEYS[] = {HCK_WG8_INSTANCES(HCK_WG8_KEY_)};
+#undef HCK_WG8_KEY_
+constexpr bool row_ok(const Tune &t)
 {
-    int n = 0;
-#define HCK_WG8_COUNT_(F, NTOK, WG) n += f == F && ntok == NTOK && wg == WG;
-    HCK_WG8_INSTANCES(HCK_WG8_COUNT_)
-#undef HCK_WG8_COUNT_
-    return n;
+    return instances_of(KEYS, F_W4PK, t.ntok, t.wg) == 1 && instances_of(KEYS, F_E4M3, t.ntok, t.wg) == 1;
 }
-constexpr bool row_ok(const Tune &t) { return instances(F_W4PK, t.ntok, t.wg) == 1 && instances(F_E4M3, t.ntok, t.wg) == 1; }
 static_assert(all_rows(TUNE_SM90, row_ok), "a tuning row without its instances");
 
 }  // namespace
