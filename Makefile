@@ -56,7 +56,7 @@ NVCC_FLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC -lineinfo
 # parallel step, the device links of all architectures write one registration
 # file (..._dlink.reg.c) at once, and a build failed reading it.
 # One kernel family per .cu file (docs/kernels.md); the headers are shared.
-KERNELS_CU    := kernels/hck_gemm.cu kernels/hck_w4a16.cu kernels/hck_small16.cu kernels/hck_a8.cu kernels/hck_wg8.cu kernels/hck_wg16.cu kernels/hck_splitk.cu kernels/hck_act.cu kernels/hck_api.cu
+KERNELS_CU    := kernels/hck_gemm.cu kernels/hck_w4a16.cu kernels/hck_small16.cu kernels/hck_a8.cu kernels/hck_wg8.cu kernels/hck_wg8pk.cu kernels/hck_wg16.cu kernels/hck_splitk.cu kernels/hck_act.cu kernels/hck_api.cu
 KERNELS_O     := $(KERNELS_CU:kernels/%.cu=$(BUILD)/obj/kernels/%.o)
 KERNELS_SO    := $(BUILD)/libhc_kernels.so
 KERNELS_STAMP := $(BUILD)/obj/kernels/archs

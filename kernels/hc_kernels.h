@@ -263,12 +263,13 @@ HCK_HD int64_t hck_flat8_unit(int64_t Np, int64_t Kp, int64_t e, int64_t n)
     return e * Np * Kp + n * 16;
 }
 
-/* The fp8 wgmma family's packed-K uint4 A operand (kernels/hck_wg8.cu): the
- * first of the 4 words lane `lane` of warp w (0..3) of the warpgroup on the
- * 64-column tile nb reads at 64-k step 0 (step s: s Np 8 words on). Word
- * 2 h + i holds, for column 64 nb + 16 w + lane / 4 in its low nibbles and
- * + 8 in its high nibbles, k = 64 s + 32 h + 16 i + 4 (lane % 4) + j in byte
- * j: the m64nNk32 A fragment of the two k32 steps. */
+/* The packed-K uint4 A operand of the warp-specialized fp8 wgmma family
+ * (kernels/hck_wg8pk.cu): the first of the 4 words lane `lane` of warp w
+ * (0..3) of the warpgroup on the 64-column tile nb reads at 64-k step 0
+ * (step s: s Np 8 words on). Word 2 h + i holds, for column
+ * 64 nb + 16 w + lane / 4 in its low nibbles and + 8 in its high nibbles,
+ * k = 64 s + 32 h + 16 i + 4 (lane % 4) + j in byte j: the m64nNk32 A
+ * fragment of the two k32 steps. */
 HCK_HD int64_t hck_pk_lane_word(int64_t Np, int64_t Kp, int64_t e, int nb, int w, int lane)
 {
     return e * (Kp / 64) * Np * 8 + (int64_t)(4 * nb + w) * 128 + lane * 4;

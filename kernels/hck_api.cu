@@ -73,8 +73,9 @@ struct Bufs {
             if ((e = cudaMalloc((void **)&ws, wb)) != cudaSuccess || (e = cudaMemset(ws, 0, wb)) != cudaSuccess)
                 return e;
         }
-        if (hck::wg8_takes(d, L->sm)) {
-            const size_t wb = std::max(hck::wg8_ws_bytes(L, rows), hck::small16_ws_bytes(L, rows));
+        if (hck::wg8_takes(d, L->sm) || hck::wg8pk_takes(d, L->sm)) {
+            const size_t wb = std::max({hck::wg8_ws_bytes(L, rows), hck::wg8pk_ws_bytes(L, rows),
+                                        hck::small16_ws_bytes(L, rows)});
             if ((e = cudaMalloc((void **)&ws, wb)) != cudaSuccess || (e = cudaMemset(ws, 0, wb)) != cudaSuccess)
                 return e;
         } else if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)
@@ -101,6 +102,8 @@ cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cud
     if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::small8_takes(d, L->sm, max_rows))
         return hck::launch_small8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
+    if (hck::wg8pk_takes(d, L->sm))
+        return hck::launch_wg8pk(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
     if (hck::wg8_takes(d, L->sm))
         return hck::launch_wg8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
     if (hck::a8_takes(d))
@@ -156,6 +159,7 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     CK(hck::w4a16_init());
     CK(hck::a8_init());
     if (L->sm == 90) CK(hck::wg8_init());
+    if (L->sm == 90) CK(hck::wg8pk_init());
     if (L->sm == 90) CK(hck::wg16_init());
     if (L->sm == 90) CK(hck::small16_init());
     CK(upload(d->weight, d->weight_bytes, &L->p.w));

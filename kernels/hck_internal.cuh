@@ -1,7 +1,7 @@
 /* hck_internal.cuh - what the kernel files of libhc_kernels.so share: the
  * layer on the device, 16-bit conversions and the launchers of each kernel
- * family (hck_gemm.cu, hck_w4a16.cu, hck_small16.cu, hck_a8.cu, hck_wg8.cu, hck_wg16.cu,
- * hck_act.cu, hck_splitk.cu), called by the C API
+ * family (hck_gemm.cu, hck_w4a16.cu, hck_small16.cu, hck_a8.cu, hck_wg8.cu,
+ * hck_wg8pk.cu, hck_wg16.cu, hck_act.cu, hck_splitk.cu), called by the C API
  * (hck_api.cu). */
 #ifndef HCK_INTERNAL_CUH
 #define HCK_INTERNAL_CUH
@@ -238,8 +238,8 @@ size_t a8_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_a8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                       int64_t max_rows, uint16_t *y, uint16_t *xq, float *tscale, float *ws, cudaStream_t st);
 
-/* The fp8 wgmma family (hck_wg8.cu, sm_90a): packed-K uint4 and flat e4m3
- * weights with e4m3 activations. Whether it takes the layer on a device of
+/* The fp8 wgmma family (hck_wg8.cu, sm_90a): flat e4m3 weights with e4m3
+ * activations (W8A8 fp8). Whether it takes the layer on a device of
  * compute capability sm, its setup, its split-K workspace, and the launch on
  * 16-bit x (rows, K), activation quantization included (xa: rows x Kp code
  * bytes, tscale: rows token scales). */
@@ -248,6 +248,15 @@ cudaError_t wg8_init();
 size_t wg8_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                        int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
+
+/* The warp-specialized fp8 wgmma family (hck_wg8pk.cu, sm_90a): packed-K
+ * uint4 weights with group scales and e4m3 activations (W4A8). The same
+ * five entries as the fp8 wgmma family's. */
+bool wg8pk_takes(const hck_desc &d, int sm);
+cudaError_t wg8pk_init();
+size_t wg8pk_ws_bytes(const hck_layer *L, int64_t rows);
+cudaError_t launch_wg8pk(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                         int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
 
 }  // namespace hck
 

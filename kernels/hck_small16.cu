@@ -3,7 +3,7 @@
  * bf16 activations on the tiled layout of humming-kernels 0.1.19 (F_T16: the
  * layers of hck_w4a16.cu whose group size is a multiple of 64, or channel
  * scales, with K % 8 == 0), and packed-K uint4 weights x e4m3 activations
- * (F_PK8: the W4A8 layers of hck_wg8.cu with perm64 group scales).
+ * (F_PK8: the W4A8 layers of hck_wg8pk.cu with perm64 group scales).
  *
  * The product runs transposed on mma.sync m16n8k16, y^T = W x^T: word w of
  * a lane's 4 words of a tile row is the A fragment of columns 16 w .. 16 w +
@@ -456,7 +456,7 @@ bool small16_takes(const hck_desc &d, int sm, int64_t max_rows)
 
 bool small8_takes(const hck_desc &d, int sm, int64_t max_rows)
 {
-    return tune(max_rows).ntb > 0 && wg8_takes(d, sm) && d.layout == HCK_L_PACKED_K && d.scale_perm == 64;
+    return tune(max_rows).ntb > 0 && wg8pk_takes(d, sm) && d.scale_perm == 64;
 }
 
 cudaError_t small16_init()

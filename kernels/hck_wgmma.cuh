@@ -1,7 +1,7 @@
-/* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg16.cu)
- * share: cp.async, the K-major shared-memory descriptors (unswizzled and
- * 128-byte swizzled), the accumulator operand lists of the inline wgmma
- * instructions and the fence / commit / wait steps. Device code for sm_90a
+/* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg8pk.cu,
+ * hck_wg16.cu) share: cp.async, mbarriers, the K-major shared-memory
+ * descriptors (unswizzled and 128-byte swizzled), the accumulator operand
+ * lists of the inline wgmma instructions and the fence / commit / wait steps. Device code for sm_90a
  * only (HCK_WGMMA); the kernels of other architectures are empty and never
  * launched. */
 #ifndef HCK_WGMMA_CUH
@@ -41,6 +41,30 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+/* mbarriers in shared memory (warp-specialized rings): init with the
+ * arrivals a phase takes; wait until the phase of parity `parity` has
+ * completed; arrive; and one arrival once this thread's cp.asyncs so far have
+ * landed (counted in the init count: noinc) */
+__device__ __forceinline__ void mbar_init(uint32_t a, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t a, int parity)
+{
+    asm volatile("{\n.reg .pred P;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n"
+                 "@!P bra WAIT;\n}\n" ::"r"(a),
+                 "r"(parity)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t a)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive(uint32_t a)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(a) : "memory");
+}
 
 }  // namespace wgmma
 }  // namespace hck

@@ -209,9 +209,9 @@ static int64_t check_blocks(const hck_desc *d, const hck_ptrs *p, const float *W
     return bad;
 }
 
-/* The wgmma families' A operands (kernels/hck_wg8.cu, hck_wg16.cu), against
- * the library's decode W: packed-K uint4 int->fp words as the lanes load them
- * (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512
+/* The wgmma families' A operands (kernels/hck_wg8.cu, hck_wg8pk.cu,
+ * hck_wg16.cu), against the library's decode W: packed-K uint4 int->fp words
+ * as the lanes load them (hck_pk_lane_word) turned into e4m3 bytes (hck_nib_e4m3) of value / 512
  * and into the small-M family's fp16 codes (hck_pk16_word, hck_pk16_shift),
  * flat e4m3 bytes at the unswizzled core-matrix offsets the kernel copies
  * (hck_flat8_unit), and tiled uint4 x 16-bit codes at the A-fragment
