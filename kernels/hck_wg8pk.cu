@@ -8,14 +8,17 @@
  * Activations are the e4m3 codes of hck_act.cu laid out as (Kp/16, rows, 16),
  * wgmma's unswizzled K-major layout (hck_wg8.cu says how).
  *
- * Warp specialization: warpgroup 0 copies each 64-k step (activations, the
- * weights of both consumers, at a round's first step the block's group
- * scales) into a ring slot with cp.async and arrives on the slot's full
- * barrier as its copies land; warpgroups 1 and 2 compute 64 columns each and
- * arrive on the slot's empty barrier once their wgmmas that read it are done.
- * No block barrier in the main loop, so the consumers drift apart and one's
- * promotion overlaps the other's wgmmas. The producer gives its registers to
- * the consumers (setmaxnreg).
+ * Warp specialization: one thread of warpgroup 0 copies each 64-k step (the
+ * tokens of its four 16-k chunks, the weights of both consumers, at a round's
+ * first step the block's group scales) into a ring slot with bulk copies that
+ * complete on the slot's full mbarrier (expect_tx); warpgroups 1 and 2
+ * compute 64 columns each and arrive on the slot's empty mbarrier once their
+ * wgmmas that read it are done. No block barrier in the main loop, so the
+ * consumers drift apart and one's promotion overlaps the other's wgmmas. The
+ * producer gives its registers to the consumers (setmaxnreg). Bulk copies
+ * write through the async proxy, which the wgmmas read, so no proxy fence;
+ * past a block's last token a slot keeps stale bytes, whose products land in
+ * token columns that are not stored.
  *
  * A lane's 16-byte word of a 64-k row holds the m64nNk32 A fragment of the
  * warp's 16 columns for both k32 halves (low nibbles rows gq, high nibbles
@@ -97,42 +100,33 @@ wg8pk_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem8);
     const uint32_t full0 = sbase + (uint32_t)(S * G::SST), empty0 = full0 + 8 * S;
     if (tid == 0)
-        for (int i = 0; i < S; i++) mbar_init(full0 + 8 * i, 128), mbar_init(empty0 + 8 * i, CW * 128);
+        for (int i = 0; i < S; i++) mbar_init(full0 + 8 * i, 1), mbar_init(empty0 + 8 * i, CW * 128);
     __syncthreads();
 
     if (wg == 0) { /* producer */
         /* 56 + 2 x 224 per lane fits the 64K registers; at 256 tokens ptxas
          * spills 4 bytes so, 32 or 60 with 40 / 232 or 48 / 232 */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-        const uint8_t *wsrc[CW];
-#pragma unroll
-        for (int c = 0; c < CW; c++)
-            wsrc[c] = (const uint8_t *)(p.w + hck_pk_lane_word(Np, d.Kp, e, blockIdx.x * CW + c, warp, lane));
-        const int64_t cstride = rows * 16; /* between 16-k chunks of the activations */
-        const uint8_t *xb = xa + (bstart + tid) * 16;
-        /* the block's 64 CW group scales of a round, with its first step */
+        if (tid != 0) return; /* one thread issues the bulk copies */
+        /* the consumers' weights of step 0 (2048 contiguous bytes each), the
+         * block's group scales of group 0, the tokens of 16-k chunk 0 */
+        const uint8_t *wsrc = (const uint8_t *)(p.w + hck_pk_lane_word(Np, d.Kp, e, blockIdx.x * CW, 0, 0));
         const uint8_t *ssrc = (const uint8_t *)p.s + ((int64_t)e * d.G * Np + (int64_t)blockIdx.x * CW * 64) * 2;
+        const uint8_t *xsrc = xa + bstart * 16;
+        const uint32_t xbytes = (uint32_t)brows * 16;
 #pragma unroll 1
         for (int s = s0; s < s1; s++) {
             const int slot = (s - s0) % S, u = (s - s0) / S;
+            const uint32_t dst = sbase + (uint32_t)(slot * G::SST), full = full0 + 8 * slot;
             if (u > 0) mbar_wait(empty0 + 8 * slot, (u - 1) & 1);
-            const uint32_t dst = sbase + (uint32_t)(slot * G::SST);
-            const uint8_t *xs = xb + (int64_t)(4 * s) * cstride;
-#pragma unroll 4
-            for (int i = 0; i < 4 * NTOK / 128; i++) { /* chunk i % 4 of tokens tid + 128 (i / 4) */
-                const int c = i % 4, t = tid + 128 * (i / 4);
-                const bool ok = t < brows;
-                cp_async16(dst + (uint32_t)(c * NTOK + t) * 16, ok ? (const void *)(xs + c * cstride + (i / 4) * 2048)
-                                                                  : (const void *)xa, ok ? 16 : 0);
-            }
+            const bool first = s % 2 == 0; /* a round's first step brings its group scales */
+            mbar_expect_tx(full, 4 * xbytes + CW * 2048 + (first ? CW * 128 : 0));
 #pragma unroll
-            for (int c = 0; c < CW; c++)
-                cp_async16(dst + G::XB + c * 2048 + tid * 16, wsrc[c] + (int64_t)s * Np * 32, 16);
-            if (s % 2 == 0 && tid < CW * 8)
-                cp_async16(dst + G::SCB + tid * 16, ssrc + (int64_t)(s / 2) * 128 / d.group_size * Np * 2 + tid * 16, 16);
-            cp_async_arrive(full0 + 8 * slot);
+            for (int c = 0; c < 4; c++)
+                bulk_copy(dst + (uint32_t)(c * NTOK * 16), xsrc + (int64_t)(4 * s + c) * rows * 16, xbytes, full);
+            bulk_copy(dst + G::XB, wsrc + (int64_t)s * Np * 32, CW * 2048, full);
+            if (first) bulk_copy(dst + G::SCB, ssrc + (int64_t)(s / 2) * 128 / d.group_size * Np * 2, CW * 128, full);
         }
-        asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
@@ -159,7 +153,6 @@ wg8pk_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float
         const int sl0 = (2 * pr - s0) % S, sl1 = (2 * pr + 1 - s0) % S;
         mbar_wait(full0 + 8 * sl0, ((2 * pr - s0) / S) & 1);
         mbar_wait(full0 + 8 * sl1, ((2 * pr + 1 - s0) / S) & 1);
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 #pragma unroll
         for (int q = 0; q < 2; q++) {
             const uint4 v = *(const uint4 *)(smem8 + (q ? sl1 : sl0) * G::SST + wofs + ct * 16);

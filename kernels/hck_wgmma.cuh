@@ -44,8 +44,7 @@ template <int N> __device__ __forceinline__ void wait() { asm volatile("wgmma.wa
 
 /* mbarriers in shared memory (warp-specialized rings): init with the
  * arrivals a phase takes; wait until the phase of parity `parity` has
- * completed; arrive; and one arrival once this thread's cp.asyncs so far have
- * landed (counted in the init count: noinc) */
+ * completed; arrive */
 __device__ __forceinline__ void mbar_init(uint32_t a, int count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
@@ -61,9 +60,18 @@ __device__ __forceinline__ void mbar_arrive(uint32_t a)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
 }
-__device__ __forceinline__ void cp_async_arrive(uint32_t a)
+/* one arrival that also expects `bytes` more of bulk copies in this phase */
+__device__ __forceinline__ void mbar_expect_tx(uint32_t a, uint32_t bytes)
 {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(a) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes) : "memory");
+}
+/* bytes (a multiple of 16, 16-byte aligned ends) global -> shared by the
+ * bulk copy engine, completing them on the mbarrier at bar */
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
 }
 
 }  // namespace wgmma
