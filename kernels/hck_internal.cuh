@@ -177,6 +177,35 @@ inline int split_wgmma(int64_t Kp, int64_t blocks, int64_t slots)
 cudaError_t launch_splitk_finish(const hck_layer *L, const float *ws, const int64_t *offsets,
                                  int64_t rows, uint16_t *y, cudaStream_t st);
 
+/* The fp8 wgmma families' launch (hck_wg8.cu, hck_wg8pk.cu) around their
+ * kernel: the activation codes (xa, tscale), the split by the wave model over
+ * nx x (max_rows / ntok) x E blocks with `slots` resident, its workspace
+ * zeroed, kernel(grid, splits), then the split-K finish. */
+template <class Kernel>
+cudaError_t launch_fp8_wgmma(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
+                             int64_t max_rows, int64_t nx, int ntok, int64_t slots, uint16_t *y, uint8_t *xa,
+                             float *tscale, float *ws, cudaStream_t st, Kernel kernel)
+{
+    const hck_desc &d = L->d;
+    if (max_rows == 0) return cudaSuccess;
+    cudaError_t e = launch_act8(d.act_quant, d.out_bf16, x, rows, d.K, d.Kp, xa, tscale, st);
+    if (e != cudaSuccess) return e;
+    const int64_t ny = (max_rows + ntok - 1) / ntok;
+    const int splits = split_wgmma(d.Kp, nx * ny * d.E, slots);
+    const dim3 grid((unsigned)nx, (unsigned)ny, (unsigned)(d.E * splits));
+    if (splits > 1 && (e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st)) != cudaSuccess)
+        return e;
+    kernel(grid, splits);
+    if ((e = cudaGetLastError()) != cudaSuccess || splits == 1) return e;
+    return launch_splitk_finish(L, ws, offsets, rows, y, st);
+}
+
+/* Their split-K workspace for `rows` tokens (bytes). */
+inline size_t fp8_wgmma_ws_bytes(const hck_layer *L, int64_t rows)
+{
+    return (size_t)rows * L->d.N * sizeof(float) + 4;
+}
+
 /* y (rows, N) 16-bit = codes . dequant(W_e)^T x token scale (+ bias) for the
  * rows of each expert (offsets[E+1] on the device, max_rows the largest
  * expert's rows); scales NULL: 1. */
@@ -240,21 +269,19 @@ cudaError_t launch_a8(const hck_layer *L, const uint16_t *x, const int64_t *offs
 
 /* The fp8 wgmma family (hck_wg8.cu, sm_90a): flat e4m3 weights with e4m3
  * activations (W8A8 fp8). Whether it takes the layer on a device of
- * compute capability sm, its setup, its split-K workspace, and the launch on
- * 16-bit x (rows, K), activation quantization included (xa: rows x Kp code
- * bytes, tscale: rows token scales). */
+ * compute capability sm, its setup, and the launch on 16-bit x (rows, K),
+ * activation quantization included (xa: rows x Kp code bytes, tscale: rows
+ * token scales; ws: fp8_wgmma_ws_bytes). */
 bool wg8_takes(const hck_desc &d, int sm);
 cudaError_t wg8_init();
-size_t wg8_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                        int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
 
 /* The warp-specialized fp8 wgmma family (hck_wg8pk.cu, sm_90a): packed-K
  * uint4 weights with group scales and e4m3 activations (W4A8). The same
- * five entries as the fp8 wgmma family's. */
+ * entries as the fp8 wgmma family's. */
 bool wg8pk_takes(const hck_desc &d, int sm);
 cudaError_t wg8pk_init();
-size_t wg8pk_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_wg8pk(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                          int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
 

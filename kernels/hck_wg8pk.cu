@@ -211,24 +211,7 @@ wg8pk_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float
     for (; pr < p1; pr++) round(pr, I0());
 
     const float gsc = d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int64_t n = n0 + 8 * r;
-        if (n >= d.N) continue;
-        const float cs = 512.0f * gsc;
-        const float b = splits > 1 ? 0.0f : hck_bias(&d, &p, e, n);
-#pragma unroll
-        for (int j = 0; j < NTOK / 8; j++)
-#pragma unroll
-            for (int cc = 0; cc < 2; cc++) {
-                const int tl = 8 * j + 2 * tq + cc;
-                if (tl >= brows) continue;
-                const int64_t m = bstart + tl;
-                const float v = acc[4 * j + 2 * r + cc] * cs * tscale[m];
-                if (splits > 1) atomicAdd(ws + m * d.N + n, v);
-                else y[m * d.N + n] = f2h(v + b, d.out_bf16);
-            }
-    }
+    store_rows<NTOK>(d, p, acc, e, n0, tq, brows, bstart, tscale, splits, ws, y, [&](int64_t) { return 512.0f * gsc; });
 #endif
 }
 
@@ -270,28 +253,19 @@ cudaError_t wg8pk_init()
     return e;
 }
 
-size_t wg8pk_ws_bytes(const hck_layer *L, int64_t rows) { return (size_t)rows * L->d.N * sizeof(float) + 4; }
-
 cudaError_t launch_wg8pk(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                          int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st)
 {
     const hck_desc &d = L->d;
-    if (max_rows == 0) return cudaSuccess;
-    cudaError_t e = launch_act8(d.act_quant, d.out_bf16, x, rows, d.K, d.Kp, xa, tscale, st);
-    if (e != cudaSuccess) return e;
     const Tune &t = tune(max_rows);
-    const int64_t nx = d.Np / (64 * CW), ny = (max_rows + t.ntok - 1) / t.ntok;
-    const int splits = split_wgmma(d.Kp, nx * ny * d.E, (int64_t)L->sms);
-    const dim3 grid((unsigned)nx, (unsigned)ny, (unsigned)(d.E * splits));
-    if (splits > 1 && (e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st)) != cudaSuccess)
-        return e;
-#define HCK_WG8PK_CASE_(NTOK)                                                                               \
-    if (t.ntok == NTOK)                                                                                     \
+    return launch_fp8_wgmma(L, x, offsets, rows, max_rows, d.Np / (64 * CW), t.ntok, L->sms, y, xa, tscale, ws, st,
+                            [&](dim3 grid, int splits) {
+#define HCK_WG8PK_CASE_(NTOK)                                                                                   \
+    if (t.ntok == NTOK)                                                                                         \
         wg8pk_kernel<NTOK><<<grid, THREADS, Geo<NTOK>::BYTES, st>>>(d, L->p, xa, tscale, offsets, rows, y, splits, ws);
-    HCK_WG8PK_INSTANCES(HCK_WG8PK_CASE_)
+                                HCK_WG8PK_INSTANCES(HCK_WG8PK_CASE_)
 #undef HCK_WG8PK_CASE_
-    if ((e = cudaGetLastError()) != cudaSuccess || splits == 1) return e;
-    return launch_splitk_finish(L, ws, offsets, rows, y, st);
+                            });
 }
 
 }  // namespace hck

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "hck_internal.cuh"
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HCK_WGMMA 1
 #endif
@@ -100,6 +102,36 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_
 
 namespace hck {
 namespace wgmma {
+
+/* The fp8 wgmma families' epilogue: the lane's rows n0 and n0 + 8 of a
+ * 64 x NTOK tile (token 8 j + 2 tq + c of row n0 + 8 r at acc[4 j + 2 r + c])
+ * times cs(n) and the token's scale, with the bias into y, or added into the
+ * split-K workspace ws (splits > 1). */
+template <int NTOK, class Scale>
+__device__ __forceinline__ void store_rows(const hck_desc &d, const hck_ptrs &p, const float *acc, int e,
+                                           int n0, int tq, int brows, int64_t bstart,
+                                           const float *__restrict__ tscale, int splits, float *__restrict__ ws,
+                                           uint16_t *__restrict__ y, Scale cs_of)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int64_t n = n0 + 8 * r;
+        if (n >= d.N) continue;
+        const float cs = cs_of(n);
+        const float b = splits > 1 ? 0.0f : hck_bias(&d, &p, e, n);
+#pragma unroll
+        for (int j = 0; j < NTOK / 8; j++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                const int tl = 8 * j + 2 * tq + c;
+                if (tl >= brows) continue;
+                const int64_t m = bstart + tl;
+                const float v = acc[4 * j + 2 * r + c] * cs * tscale[m];
+                if (splits > 1) atomicAdd(ws + m * d.N + n, v);
+                else y[m * d.N + n] = f2h(v + b, d.out_bf16);
+            }
+    }
+}
 
 /* keeps the compiler from reading or moving the N / 2 accumulators of a
  * 64 x N tile across the asynchronous window */
