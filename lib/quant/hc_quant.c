@@ -224,14 +224,13 @@ static hc_status raw_scales_rows(const hq_ctx *c, const hq_geom *q, const hq_src
 }
 
 /* Second scales into s2 (E values for a tensor one, E * N for a channel
- * one) from the RTN scales of all experts (the tensor rule looks at every
- * expert); the channel ones are also stored in the model dtype. */
+ * one) from the RTN scales raw (E * ns * g, filled here) of all experts (the
+ * tensor rule looks at every expert); the channel ones are also stored in
+ * the model dtype. */
 static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const hq_src *src,
-                               hc_quant_result *r, float *s2, hc_error *err)
+                               hc_quant_result *r, float *s2, float *raw, hc_error *err)
 {
     int64_t E = r->experts, ng = q->ns * q->g, nonfinite = INT64_MAX;
-    float *raw = malloc((size_t)(E * ng) * sizeof *raw);
-    HC_CHECK_ALLOC(err, raw, "quantize scales");
     hc_status st = HC_OK;
     if (!src->w) st = raw_scales_rows(c, q, src, E * q->n, raw, &nonfinite, err);
     for (int64_t e = 0; src->w && e < E && st == HC_OK; e++)
@@ -252,7 +251,6 @@ static hc_status second_scales(const hq_ctx *c, const hq_geom *q, const hq_src *
             r->scale_2[i] = c->d.scale_2_format == HC_FMT_F16 ? hc_f32_to_f16(s2[i])
                                                               : hc_f32_to_bf16(s2[i]);
     }
-    free(raw);
     return st;
 }
 
@@ -403,12 +401,12 @@ static void quantize_row(const hq_ctx *c, const hq_geom *q, const float *x, int6
  * or the groups stored, codes into bc, the first bad group into *bad
  * (returns 1); g holds q->g groups. */
 static int rtn_row(const hq_ctx *c, const hq_geom *q, const float *x, int64_t row,
-                    const float *s2, hq_sink *s, hq_group *g, uint8_t *bc, int64_t *bad,
-                    int64_t *nonfinite)
+                    const float *s2, const float *raw, hq_sink *s, hq_group *g, uint8_t *bc,
+                    int64_t *bad, int64_t *nonfinite)
 {
     int64_t e = row / q->n, r = row % q->n;
     hq_s2 gs2 = group_s2(c, q, s->r, s2, e, r * q->g); /* the same over a row */
-    int64_t i = hq_rtn_row(c, x, q->g, q->gk, &gs2, g, bc);
+    int64_t i = hq_rtn_row(c, x, q->g, q->gk, &gs2, raw ? raw + row * q->g : NULL, g, bc);
     if (i < q->k) {
         if (row * q->k + i < *nonfinite) *nonfinite = row * q->k + i;
         return 0;
@@ -444,9 +442,10 @@ static hc_status rows_verdict(const hq_ctx *c, const hq_geom *q, const hq_src *s
 
 /* Groups along K only: one pass per row, which is read (or converted) once,
  * checked finite, quantized group by group and packed straight into the
- * output words; per-thread scratch of one row. */
+ * output words; per-thread scratch of one row. raw: NULL, or the RTN scales
+ * second_scales took from the same rows (hq_rtn_row). */
 static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *src,
-                               const float *s2, hq_sink *s, hc_error *err)
+                               const float *s2, const float *raw, hq_sink *s, hc_error *err)
 {
     int64_t rows = s->r->experts * q->n, words = q->k * c->bits / 32;
     int64_t bad = INT64_MAX, nonfinite = INT64_MAX;
@@ -469,7 +468,7 @@ static hc_status quantize_rows(const hq_ctx *c, const hq_geom *q, const hq_src *
             if (!ok) continue;
             const float *x = src_row(src, row, q->k, buf);
             if (c->d.quantizer == HC_QUANTIZER_RTN) {
-                if (rtn_row(c, q, x, row, s2, s, g, bc, &bad, &nonfinite))
+                if (rtn_row(c, q, x, row, s2, raw, s, g, bc, &bad, &nonfinite))
                     hq_pack_row_isa(c->isa, bc, q->k, c->bits, s->r->codes + row * words);
                 continue;
             }
@@ -588,14 +587,22 @@ static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *sr
                              hc_error *err)
 {
     hc_quant_result *r = s->r;
-    float *s2 = NULL;
+    float *s2 = NULL, *raw = NULL;
     if (c->d.global_scale || c->d.scale_2_channel) {
         s2 = malloc((size_t)(c->d.global_scale ? r->experts : r->experts * q->n) * sizeof *s2);
-        HC_CHECK_ALLOC(err, s2, "second scales");
+        raw = malloc((size_t)(r->experts * q->ns * q->g) * sizeof *raw);
+        if (!s2 || !raw) {
+            free(s2);
+            free(raw);
+            HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating second scales");
+        }
     }
-    hc_status st = s2 ? second_scales(c, q, src, r, s2, err) : HC_OK;
+    hc_status st = s2 ? second_scales(c, q, src, r, s2, raw, err) : HC_OK;
     if (st == HC_OK) st = check_scale_2_rows(r, err);
-    if (st == HC_OK && row_groups(c, q)) st = quantize_rows(c, q, src, s2, s, err);
+    /* the RTN row pass takes the raw scales again (its statistics skipped) */
+    const float *rtn_raw = c->d.quantizer == HC_QUANTIZER_RTN ? raw : NULL;
+    if (st == HC_OK && row_groups(c, q)) st = quantize_rows(c, q, src, s2, rtn_raw, s, err);
+    free(raw);
     for (int64_t e = 0; !row_groups(c, q) && e < r->experts && st == HC_OK; e++) {
         const float *we = src->w + e * q->n * q->k;
         int64_t bad = INT64_MAX;

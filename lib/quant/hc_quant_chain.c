@@ -276,15 +276,22 @@ HQ_AVX2 static __m256 raw8(const hq_ctx *c, __m256 mx, __m256 mn, int *keep)
 }
 
 /* The 8 groups at x: parameters into g[0..8), codes; returns nonzero when
- * one of them is not finite (nothing else is then meaningful). */
+ * one of them is not finite (nothing else is then meaningful). raw: NULL, or
+ * their raw8 scales of a pass before (raw_row_avx2: float formats without
+ * zero point keep every lane there, and their chain needs nothing else of
+ * the statistics). */
 HQ_AVX2 static int chain8_run(const hq_ctx *c, const float *x, int64_t gk, const hq_s2 *s2,
-                              double lim, hq_group *g, uint8_t *codes)
+                              double lim, const float *raw, hq_group *g, uint8_t *codes)
 {
-    __m256 mx, mn, dec;
+    __m256 mx, mn = _mm256_setzero_ps(), dec, s;
     __m256i bits;
-    if (stats8(x, gk, &mx, &mn)) return 1;
     int keep = 0xFF;
-    __m256 s = raw8(c, mx, mn, &keep);
+    if (raw) {
+        s = _mm256_loadu_ps(raw);
+    } else {
+        if (stats8(x, gk, &mx, &mn)) return 1;
+        s = raw8(c, mx, mn, &keep);
+    }
     keep &= store8(c, s2, &s, &bits, &dec);
     double mul = c->e8m0 ? 1.0 : s2->mul;
     keep &= step_ok(dec, mul, lim);
@@ -342,12 +349,13 @@ static int chain_ok(const hq_ctx *c, int64_t gk)
 }
 
 static int64_t rtn_row_avx2(const hq_ctx *c, const float *x, int64_t ng, int64_t gk,
-                            const hq_s2 *s2, hq_group *g, uint8_t *codes)
+                            const hq_s2 *s2, const float *raw, hq_group *g, uint8_t *codes)
 {
     int64_t n = ng * gk, j = 0;
     double lim = step_limit(c);
+    if (!c->is_float || c->d.zero_point != HC_ZP_NONE) raw = NULL;
     for (; j + 8 <= ng; j += 8)
-        if (chain8_run(c, x + j * gk, gk, s2, lim, g + j, codes + j * gk))
+        if (chain8_run(c, x + j * gk, gk, s2, lim, raw ? raw + j : NULL, g + j, codes + j * gk))
             return hq_first_nonfinite(c->isa, x, n);
     int64_t i = hq_first_nonfinite(c->isa, x + j * gk, n - j * gk) + j * gk;
     if (i < n) return i;
@@ -389,10 +397,12 @@ int64_t hq_raw_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, floa
 }
 
 int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, const hq_s2 *s2,
-                   hq_group *g, uint8_t *codes)
+                   const float *raw, hq_group *g, uint8_t *codes)
 {
 #if HQ_HAVE_AVX2
-    if (c->isa >= HQ_ISA_AVX2 && chain_ok(c, gk)) return rtn_row_avx2(c, x, ng, gk, s2, g, codes);
+    if (c->isa >= HQ_ISA_AVX2 && chain_ok(c, gk)) return rtn_row_avx2(c, x, ng, gk, s2, raw, g, codes);
+#else
+    (void)raw;
 #endif
     return rtn_row_generic(c, x, ng, gk, s2, g, codes);
 }

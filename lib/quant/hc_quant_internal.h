@@ -78,9 +78,11 @@ void hq_codes_isa(const hq_ctx *c, const hq_group *g, const float *x, int64_t n,
  * hq_group_params (ratio 1) and hq_group_codes of every group into g[0..ng)
  * and codes[0..ng*gk), in c->isa's implementation (hc_quant_chain.c). Returns
  * the index of x's first NaN/Inf, ng*gk if none (g and codes are then
- * meaningless). */
+ * meaningless). raw: NULL, or the row's hq_raw_row output under the same c
+ * (x found finite), which the vector chain then takes for float formats
+ * without zero point instead of computing the statistics again. */
 int64_t hq_rtn_row(const hq_ctx *c, const float *x, int64_t ng, int64_t gk, const hq_s2 *s2,
-                   hq_group *g, uint8_t *codes);
+                   const float *raw, hq_group *g, uint8_t *codes);
 
 /* hq_raw_scale of the statistics of each of the ng groups of gk along K of
  * row x into raw[0..ng), in c->isa's implementation; returns the index of x's
