@@ -583,14 +583,17 @@ static hc_status check_scale_2_rows(const hc_quant_result *r, hc_error *err)
     return HC_OK;
 }
 
+/* Every expert's groups; the raw scales of the second-scale pass in a buffer
+ * of the pool (NULL: malloc), given back at the end. */
 static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *src, hq_sink *s,
-                             hc_error *err)
+                             hc_bufpool *pool, hc_error *err)
 {
     hc_quant_result *r = s->r;
     float *s2 = NULL, *raw = NULL;
+    const size_t raw_bytes = (size_t)(r->experts * q->ns * q->g) * sizeof *raw;
     if (c->d.global_scale || c->d.scale_2_channel) {
         s2 = malloc((size_t)(c->d.global_scale ? r->experts : r->experts * q->n) * sizeof *s2);
-        raw = malloc((size_t)(r->experts * q->ns * q->g) * sizeof *raw);
+        raw = hc_bufpool_take(pool, raw_bytes);
         if (!s2 || !raw) {
             free(s2);
             free(raw);
@@ -602,7 +605,7 @@ static hc_status run_experts(const hq_ctx *c, const hq_geom *q, const hq_src *sr
     /* the RTN row pass takes the raw scales again (its statistics skipped) */
     const float *rtn_raw = c->d.quantizer == HC_QUANTIZER_RTN ? raw : NULL;
     if (st == HC_OK && row_groups(c, q)) st = quantize_rows(c, q, src, s2, rtn_raw, s, err);
-    free(raw);
+    if (raw) hc_bufpool_put(pool, raw, raw_bytes);
     for (int64_t e = 0; !row_groups(c, q) && e < r->experts && st == HC_OK; e++) {
         const float *we = src->w + e * q->n * q->k;
         int64_t bad = INT64_MAX;
@@ -642,7 +645,7 @@ static hc_status quantize_src(const hc_quant_desc *d, const hq_src *src, int64_t
     hq_sink s = {NULL, NULL, out};
     hc_status st = alloc_result(&c, &q, e, pool, out, err);
     if (st == HC_OK) st = alloc_sink(&c, &q, e, &s, err);
-    if (st == HC_OK) st = run_experts(&c, &q, src, &s, err);
+    if (st == HC_OK) st = run_experts(&c, &q, src, &s, pool, err);
     if (st == HC_OK && s.codes8) hc_pack_rows(s.codes8, e * n, k, c.bits, out->codes);
     if (st == HC_OK && s.zq) st = pack_zero_points(out, s.zq, err);
     free(s.codes8);
