@@ -105,7 +105,7 @@ wg8pk_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float
 
     if (wg == 0) { /* producer */
         /* 56 + 2 x 224 per lane fits the 64K registers; at 256 tokens ptxas
-         * spills 4 bytes so, 32 or 60 with 40 / 232 or 48 / 232 */
+         * spills 4 bytes so, 28 with 40 / 232 or 48 / 232 */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
         if (tid != 0) return; /* one thread issues the bulk copies */
         /* the consumers' weights of step 0 (2048 contiguous bytes each), the
