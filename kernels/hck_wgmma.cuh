@@ -1,7 +1,8 @@
 /* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg8pk.cu,
- * hck_wg16.cu) share: cp.async, mbarriers, the K-major shared-memory
- * descriptors (unswizzled and 128-byte swizzled), the accumulator operand
- * lists of the inline wgmma instructions and the fence / commit / wait steps. Device code for sm_90a
+ * hck_wg16.cu) share: cp.async, mbarriers and bulk copies, the K-major
+ * shared-memory descriptors (unswizzled and 128-byte swizzled), the
+ * accumulator operand lists of the inline wgmma instructions, the fence /
+ * commit / wait steps and the fp8 families' epilogue. Device code for sm_90a
  * only (HCK_WGMMA); the kernels of other architectures are empty and never
  * launched. */
 #ifndef HCK_WGMMA_CUH
