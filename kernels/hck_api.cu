@@ -74,7 +74,9 @@ struct Bufs {
                 return e;
         }
         if (hck::wg8_takes(d, L->sm) || hck::wg8pk_takes(d, L->sm)) {
-            const size_t wb = std::max(hck::fp8_wgmma_ws_bytes(L, rows), hck::small16_ws_bytes(L, rows));
+            const size_t wb = std::max(hck::wg8pk_takes(d, L->sm) ? hck::wg8pk_ws_bytes(L, rows)
+                                                                  : hck::fp8_wgmma_ws_bytes(L, rows),
+                                       hck::small16_ws_bytes(L, rows));
             if ((e = cudaMalloc((void **)&ws, wb)) != cudaSuccess || (e = cudaMemset(ws, 0, wb)) != cudaSuccess)
                 return e;
         } else if (hck::a8_takes(d) && (e = cudaMalloc((void **)&ws, hck::a8_ws_bytes(L, rows))) != cudaSuccess)

@@ -172,19 +172,45 @@ inline int split_wgmma(int64_t Kp, int64_t blocks, int64_t slots)
     return split_waves(Kp / 128, 2, 2.0, 1.0, blocks, slots);
 }
 
+/* Stream-K for a wgmma family that has it (one expert): `slots` resident
+ * blocks take equal ranges of all tiles' rounds (of 128 k), so the last wave
+ * is not part-empty. A block costs its rounds + 2, a tile split between two
+ * blocks 1 more (its partial sums through the workspace). Taken only past one
+ * full wave of tiles (each block's range at least a tile: a tile has at most
+ * two parts) and where it is cheaper than the split K of `splits`. Returns
+ * the blocks, 0 for split K. */
+inline int stream_k_wgmma(int64_t Kp, int64_t tiles, int64_t slots, int splits)
+{
+    const int64_t R = Kp / 128;
+    if (tiles <= slots || R < 2 || tiles * R >= ((int64_t)1 << 31)) return 0; /* int units */
+    const double sk = (double)((tiles * R + slots - 1) / slots) + 3.0;
+    const int64_t waves = (tiles * splits + slots - 1) / slots;
+    const double sp = (double)waves * ((double)R / splits + 2.0) + (splits > 1 ? 1.0 : 0.0);
+#ifndef HCK_SK_GAIN
+#define HCK_SK_GAIN 0.97
+#endif
+    return sk < sp * HCK_SK_GAIN ? (int)slots : 0;
+}
+
+/* The stream-K workspace (floats): a flag per block and consumer warpgroup
+ * (up to 4), zeroed before each launch, then each block's partial sums. */
+__host__ __device__ inline int64_t stream_k_flags(int64_t blocks) { return (blocks * 4 + 63) / 64 * 64; }
+
 /* y (rows, N) 16-bit = the split-K workspace ws (rows, N) float32 + bias, the
  * rows of each expert by offsets[E+1] (hck_splitk.cu). */
 cudaError_t launch_splitk_finish(const hck_layer *L, const float *ws, const int64_t *offsets,
                                  int64_t rows, uint16_t *y, cudaStream_t st);
 
 /* The fp8 wgmma families' launch (hck_wg8.cu, hck_wg8pk.cu) around their
- * kernel: the activation codes (xa, tscale), the split by the wave model over
- * nx x (max_rows / ntok) x E blocks with `slots` resident, its workspace
- * zeroed, kernel(grid, splits), then the split-K finish. */
+ * kernel: the activation codes (xa, tscale), then over nx x ny (max_rows /
+ * ntok) x E tiles with `slots` resident blocks either stream-K (a family
+ * with stream_k, one expert, where stream_k_wgmma takes it: its flags
+ * zeroed, kernel(dim3(sk), 1, sk, ny)) or the split by the wave model (its
+ * workspace zeroed, kernel(grid, splits, 0, ny), then the split-K finish). */
 template <class Kernel>
 cudaError_t launch_fp8_wgmma(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
-                             int64_t max_rows, int64_t nx, int ntok, int64_t slots, uint16_t *y, uint8_t *xa,
-                             float *tscale, float *ws, cudaStream_t st, Kernel kernel)
+                             int64_t max_rows, int64_t nx, int ntok, int64_t slots, bool stream_k, uint16_t *y,
+                             uint8_t *xa, float *tscale, float *ws, cudaStream_t st, Kernel kernel)
 {
     const hck_desc &d = L->d;
     if (max_rows == 0) return cudaSuccess;
@@ -192,10 +218,16 @@ cudaError_t launch_fp8_wgmma(const hck_layer *L, const uint16_t *x, const int64_
     if (e != cudaSuccess) return e;
     const int64_t ny = (max_rows + ntok - 1) / ntok;
     const int splits = split_wgmma(d.Kp, nx * ny * d.E, slots);
+    const int sk = stream_k && d.E == 1 ? stream_k_wgmma(d.Kp, nx * ny, slots, splits) : 0;
+    if (sk > 0) {
+        if ((e = cudaMemsetAsync(ws, 0, (size_t)stream_k_flags(sk) * sizeof(float), st)) != cudaSuccess) return e;
+        kernel(dim3((unsigned)sk), 1, sk, (int)ny);
+        return cudaGetLastError();
+    }
     const dim3 grid((unsigned)nx, (unsigned)ny, (unsigned)(d.E * splits));
     if (splits > 1 && (e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st)) != cudaSuccess)
         return e;
-    kernel(grid, splits);
+    kernel(grid, splits, 0, (int)ny);
     if ((e = cudaGetLastError()) != cudaSuccess || splits == 1) return e;
     return launch_splitk_finish(L, ws, offsets, rows, y, st);
 }
@@ -279,9 +311,11 @@ cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *off
 
 /* The warp-specialized fp8 wgmma family (hck_wg8pk.cu, sm_90a): packed-K
  * uint4 weights with group scales and e4m3 activations (W4A8). The same
- * entries as the fp8 wgmma family's. */
+ * entries as the fp8 wgmma family's, and the workspace its split K or
+ * stream-K needs for `rows` tokens (bytes). */
 bool wg8pk_takes(const hck_desc &d, int sm);
 cudaError_t wg8pk_init();
+size_t wg8pk_ws_bytes(const hck_layer *L, int64_t rows);
 cudaError_t launch_wg8pk(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                          int64_t max_rows, uint16_t *y, uint8_t *xa, float *tscale, float *ws, cudaStream_t st);
 

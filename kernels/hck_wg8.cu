@@ -193,8 +193,8 @@ cudaError_t launch_wg8(const hck_layer *L, const uint16_t *x, const int64_t *off
     const hck_desc &d = L->d;
     const Tune &t = tune(max_rows);
     const int64_t nx = (d.Np / 64 + t.wg - 1) / t.wg, slots = (int64_t)L->sms * t.blocks_per_sm;
-    return launch_fp8_wgmma(L, x, offsets, rows, max_rows, nx, t.ntok, slots, y, xa, tscale, ws, st,
-                            [&](dim3 grid, int splits) {
+    return launch_fp8_wgmma(L, x, offsets, rows, max_rows, nx, t.ntok, slots, false, y, xa, tscale, ws, st,
+                            [&](dim3 grid, int splits, int, int) {
 #define HCK_WG8_CASE_(NTOK, WG)                                                                              \
     if (t.ntok == NTOK && t.wg == WG)                                                                        \
         wg8_kernel<NTOK, WG><<<grid, WG * 128, smem_bytes<NTOK, WG>(), st>>>(d, L->p, xa, tscale, offsets, rows, \

@@ -31,8 +31,15 @@
  * Humming promotes per group. At 128 tokens a round's A fragments are decoded
  * while the round before runs its wgmmas (a second set spills at 256).
  *
- * Split K sums float atomics into a workspace, then a pass adds the bias and
- * rounds. */
+ * Two schedules, an instance each. Split K: a block is one tile's split of
+ * the rounds; the splits sum float atomics into a workspace, then a pass adds
+ * the bias and rounds. Stream-K (one expert, more tiles than resident blocks,
+ * where hck_internal.cuh stream_k_wgmma takes it): each SM's block takes an
+ * equal range of all tiles' rounds, so no wave runs part-empty, and runs it
+ * from the top down, tile segment by tile segment (for_segments), the ring's
+ * steps running on across them; a tile split between two blocks is summed by
+ * its owner (stream_k_end). */
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -73,27 +80,95 @@ template <bool ADD> __device__ __forceinline__ void wgmma_rs(float *d, const uin
     else HCK_WG8PK_RS_(HCK_W64);
 }
 #undef HCK_WG8PK_RS_
+
+/* Named barrier of one consumer warpgroup (ids 1, 2: 0 is __syncthreads);
+ * a stream-K flag's release store and acquire load (device scope). */
+__device__ __forceinline__ void wg_bar(int c) { asm volatile("bar.sync %0, 128;" ::"r"(1 + c) : "memory"); }
+__device__ __forceinline__ void st_release(int *f, int v)
+{
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(f), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_acquire(const int *f)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
+    return v;
+}
+
+/* Stream-K's end of a tile's part (rounds [ra, rb) of tile t, R rounds a
+ * tile, sk blocks over U units) that is not the whole tile. The tile is
+ * split between two blocks: the lower one's part (rb < R: its top segment,
+ * run first) goes to its slot of the workspace with a flag; the owner (the
+ * tile's last rounds) waits for the flags of the blocks below that hold the
+ * tile's first rounds and adds their parts into acc in block order, then
+ * stores the tile. */
+template <int NTOK>
+__device__ __forceinline__ void stream_k_end(float *acc, int sk, int U, int c, int ct, int t, int ra, int rb, int R,
+                                             float *__restrict__ ws)
+{
+    constexpr int A = NTOK / 2;
+    int *flags = (int *)ws;
+    float *part = ws + stream_k_flags(sk);
+    if (rb < R) {
+        float *mine = part + ((int64_t)blockIdx.x * CW + c) * (128 * A);
+#pragma unroll
+        for (int i = 0; i < A; i++) __stcg(mine + i * 128 + ct, acc[i]);
+        __threadfence();
+        wg_bar(c);
+        if (ct == 0) st_release(flags + 4 * blockIdx.x + c, 1);
+        return;
+    }
+    for (int b = (int)blockIdx.x - 1; b >= 0 && (int64_t)U * (b + 1) / sk > (int64_t)t * R; b--) {
+        if (ct == 0)
+            while (ld_acquire(flags + 4 * b + c) == 0) {
+            }
+        wg_bar(c);
+        const float *theirs = part + ((int64_t)b * CW + c) * (128 * A);
+#pragma unroll
+        for (int i = 0; i < A; i++) acc[i] += __ldcg(theirs + i * 128 + ct);
+    }
+}
+
+/* Stream-K's order of a block's units [lo, hi) (tile, round): from the top
+ * down, tile segment by tile segment, f(x, y, ra, rb, q) for rounds [ra, rb)
+ * of tile (x, y) whose first ring step is q. The owner of a split tile (the
+ * block with its last rounds) thus runs its part after the block below ran
+ * its own part first, and waits only on blocks below it (dispatched before
+ * it; the launch has at most one block per SM, all resident). */
+template <class F> __device__ __forceinline__ void for_segments(int lo, int hi, int R, int nx, F f)
+{
+    int q = 0;
+#pragma unroll 1
+    for (int top = hi; top > lo;) {
+        const int t = (top - 1) / R, st = max(lo, t * R);
+        f(t % nx, t / nx, st - t * R, top - t * R, q);
+        q += 2 * (top - st);
+        top = st;
+    }
+}
 #endif
 
-template <int NTOK>
+/* SK: stream-K (sk blocks over the units of all tiles, one expert), else
+ * tile (blockIdx.x, blockIdx.y) of expert blockIdx.z / splits, its split's
+ * rounds. */
+template <int NTOK, bool SK>
 __global__ void __launch_bounds__(THREADS, 1)
 wg8pk_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float *__restrict__ tscale,
-             const int64_t *__restrict__ offsets, int64_t rows, uint16_t *__restrict__ y, int splits,
-             float *__restrict__ ws)
+             const int64_t *__restrict__ offsets, int64_t rows, uint16_t *__restrict__ y, int splits, int sk,
+             int ny, float *__restrict__ ws)
 {
 #ifdef HCK_WGMMA
     using G = Geo<NTOK>;
     constexpr int S = G::S, H = G::H, NH = G::NH;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4;
     const int lane = tid % 32, gq = lane / 4, tq = lane % 4;
-    const int e = blockIdx.z / splits, split = blockIdx.z % splits;
+    const int R = (int)(d.Kp / 128), nx = (int)(d.Np / (64 * CW));
+    const int e = SK ? 0 : blockIdx.z / splits, split = SK ? 0 : blockIdx.z % splits;
     const int64_t r0 = offsets[e], r1 = offsets[e + 1];
-    const int64_t bstart = r0 + (int64_t)blockIdx.y * NTOK;
-    if (bstart >= r1) return;
-    const int brows = (int)min((int64_t)NTOK, r1 - bstart);
-    const int rounds = (int)(d.Kp / 128);
-    const int p0 = (int)((int64_t)rounds * split / splits), p1 = (int)((int64_t)rounds * (split + 1) / splits);
-    const int s0 = 2 * p0, s1 = 2 * p1;
+    if (!SK && r0 + (int64_t)blockIdx.y * NTOK >= r1) return;
+    const int U = nx * ny * R; /* stream-K's units; the launch keeps them below 2^31 */
+    const int lo = SK ? (int)((int64_t)U * blockIdx.x / sk) : 0, hi = SK ? (int)((int64_t)U * (blockIdx.x + 1) / sk) : 0;
+    const int p0 = SK ? 0 : R * split / splits, p1 = SK ? 0 : R * (split + 1) / splits;
     const int64_t Np = d.Np;
 
     extern __shared__ __align__(128) uint8_t smem8[];
@@ -108,114 +183,135 @@ wg8pk_kernel(hck_desc d, hck_ptrs p, const uint8_t *__restrict__ xa, const float
          * spills 4 bytes so, 28 with 40 / 232 or 48 / 232 */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
         if (tid != 0) return; /* one thread issues the bulk copies */
-        /* the consumers' weights of step 0 (2048 contiguous bytes each), the
-         * block's group scales of group 0, the tokens of 16-k chunk 0 */
-        const uint8_t *wsrc = (const uint8_t *)(p.w + hck_pk_lane_word(Np, d.Kp, e, blockIdx.x * CW, 0, 0));
-        const uint8_t *ssrc = (const uint8_t *)p.s + ((int64_t)e * d.G * Np + (int64_t)blockIdx.x * CW * 64) * 2;
-        const uint8_t *xsrc = xa + bstart * 16;
-        const uint32_t xbytes = (uint32_t)brows * 16;
+        /* steps [2 ra, 2 rb) of tile (x, by), ring steps from q */
+        auto issue = [&](int x, int by, int ra, int rb, int q) {
+            /* the consumers' weights of step 0 (2048 contiguous bytes each),
+             * the block's group scales of group 0, the tokens of 16-k chunk 0 */
+            const uint8_t *wsrc = (const uint8_t *)(p.w + hck_pk_lane_word(Np, d.Kp, e, x * CW, 0, 0));
+            const uint8_t *ssrc = (const uint8_t *)p.s + ((int64_t)e * d.G * Np + (int64_t)x * CW * 64) * 2;
+            const int64_t bstart = r0 + (int64_t)by * NTOK;
+            const uint8_t *xsrc = xa + bstart * 16;
+            const uint32_t xbytes = (uint32_t)min((int64_t)NTOK, r1 - bstart) * 16;
 #pragma unroll 1
-        for (int s = s0; s < s1; s++) {
-            const int slot = (s - s0) % S, u = (s - s0) / S;
-            const uint32_t dst = sbase + (uint32_t)(slot * G::SST), full = full0 + 8 * slot;
-            if (u > 0) mbar_wait(empty0 + 8 * slot, (u - 1) & 1);
-            const bool first = s % 2 == 0; /* a round's first step brings its group scales */
-            mbar_expect_tx(full, 4 * xbytes + CW * 2048 + (first ? CW * 128 : 0));
+            for (int s = 2 * ra; s < 2 * rb; s++, q++) {
+                const int slot = q % S;
+                const uint32_t dst = sbase + (uint32_t)(slot * G::SST), full = full0 + 8 * slot;
+                if (q >= S) mbar_wait(empty0 + 8 * slot, (q / S - 1) & 1);
+                const bool first = s % 2 == 0; /* a round's first step brings its group scales */
+                mbar_expect_tx(full, 4 * xbytes + CW * 2048 + (first ? CW * 128 : 0));
 #pragma unroll
-            for (int c = 0; c < 4; c++)
-                bulk_copy(dst + (uint32_t)(c * NTOK * 16), xsrc + (int64_t)(4 * s + c) * rows * 16, xbytes, full);
-            bulk_copy(dst + G::XB, wsrc + (int64_t)s * Np * 32, CW * 2048, full);
-            if (first) bulk_copy(dst + G::SCB, ssrc + (int64_t)(s / 2) * 128 / d.group_size * Np * 2, CW * 128, full);
-        }
+                for (int c = 0; c < 4; c++)
+                    bulk_copy(dst + (uint32_t)(c * NTOK * 16), xsrc + (int64_t)(4 * s + c) * rows * 16, xbytes, full);
+                bulk_copy(dst + G::XB, wsrc + (int64_t)s * Np * 32, CW * 2048, full);
+                if (first)
+                    bulk_copy(dst + G::SCB, ssrc + (int64_t)(s / 2) * 128 / d.group_size * Np * 2, CW * 128, full);
+            }
+        };
+        if (SK) for_segments(lo, hi, R, nx, issue);
+        else issue(blockIdx.x, blockIdx.y, p0, p1, 0);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
 
     const int c = wg - 1, ct = tid % 128;
-    const int n0 = 64 * (blockIdx.x * CW + c) + 16 * warp + gq; /* the lane's rows n0 and n0 + 8 */
     const int wofs = G::XB + c * 2048;
     const int sbf = d.scale_kind == HCK_S_BF16;
-    int soff[2]; /* byte offsets of the lane's two group scales in a round's first slot */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int64_t n = n0 + 8 * h;
-        const int L = d.scale_perm;
-        soff[h] = G::SCB + 2 * (int)((n / L) * L + hck_inv_perm(L, (int)(n % L)) - (int64_t)blockIdx.x * CW * 64);
-    }
     float acc[NTOK / 2], tmp[NH / 2];
-#pragma unroll
-    for (int i = 0; i < NTOK / 2; i++) acc[i] = 0.0f;
     /* a round's A fragments; at 128 tokens decoded while the round before
-     * runs its wgmmas (a second set spills at 256) */
-    constexpr bool DA = NTOK == 128;
+     * runs its wgmmas (a second set spills at 256; with stream-K's segment
+     * state it spills 60 bytes at 128, and stream-K ran 3% slower with it) */
+    constexpr bool DA = NTOK == 128 && !SK;
     uint32_t a[DA ? 2 : 1][4][4];
-    auto decode = [&](uint32_t(&ar)[4][4], int pr) {
-        const int sl0 = (2 * pr - s0) % S, sl1 = (2 * pr + 1 - s0) % S;
-        mbar_wait(full0 + 8 * sl0, ((2 * pr - s0) / S) & 1);
-        mbar_wait(full0 + 8 * sl1, ((2 * pr + 1 - s0) / S) & 1);
+    /* rounds [ra, rb) of tile (x, by), ring steps from q */
+    auto run = [&](int x, int by, int ra, int rb, int q) {
+        const int64_t bstart = r0 + (int64_t)by * NTOK;
+        const int brows = (int)min((int64_t)NTOK, r1 - bstart);
+        const int n0 = 64 * (x * CW + c) + 16 * warp + gq; /* the lane's rows n0 and n0 + 8 */
+        const int qb = q - 2 * ra;                          /* ring step of round pr's first: qb + 2 pr */
+        int soff[2]; /* byte offsets of the lane's two group scales in a round's first slot */
 #pragma unroll
-        for (int q = 0; q < 2; q++) {
-            const uint4 v = *(const uint4 *)(smem8 + (q ? sl1 : sl0) * G::SST + wofs + ct * 16);
-            uint32_t *a0 = ar[2 * q], *a1 = ar[2 * q + 1];
-            a0[0] = hck_nib_e4m3(v.x & 0x0f0f0f0fu), a0[1] = hck_nib_e4m3((v.x >> 4) & 0x0f0f0f0fu);
-            a0[2] = hck_nib_e4m3(v.y & 0x0f0f0f0fu), a0[3] = hck_nib_e4m3((v.y >> 4) & 0x0f0f0f0fu);
-            a1[0] = hck_nib_e4m3(v.z & 0x0f0f0f0fu), a1[1] = hck_nib_e4m3((v.z >> 4) & 0x0f0f0f0fu);
-            a1[2] = hck_nib_e4m3(v.w & 0x0f0f0f0fu), a1[3] = hck_nib_e4m3((v.w >> 4) & 0x0f0f0f0fu);
+        for (int h = 0; h < 2; h++) {
+            const int64_t n = n0 + 8 * h;
+            const int L = d.scale_perm;
+            soff[h] = G::SCB + 2 * (int)((n / L) * L + hck_inv_perm(L, (int)(n % L)) - (int64_t)x * CW * 64);
         }
-        /* here, not sunk next to the wgmmas that read them */
-        if constexpr (DA)
 #pragma unroll
-            for (int i = 0; i < 4; i++) asm volatile("" : "+r"(ar[i][0]), "+r"(ar[i][1]), "+r"(ar[i][2]), "+r"(ar[i][3]));
-    };
-    auto round = [&](int pr, auto parity) {
-        constexpr int P = DA ? decltype(parity)::value : 0;
-        if constexpr (!DA) decode(a[0], pr);
-        const int sl0 = (2 * pr - s0) % S, sl1 = (2 * pr + 1 - s0) % S;
-        const uint32_t x0 = sbase + (uint32_t)(sl0 * G::SST), x1 = sbase + (uint32_t)(sl1 * G::SST);
+        for (int i = 0; i < NTOK / 2; i++) acc[i] = 0.0f;
+        auto decode = [&](uint32_t(&ar)[4][4], int pr) {
+            const int j0 = qb + 2 * pr, j1 = j0 + 1;
+            const int sl0 = j0 % S, sl1 = j1 % S;
+            mbar_wait(full0 + 8 * sl0, (j0 / S) & 1);
+            mbar_wait(full0 + 8 * sl1, (j1 / S) & 1);
 #pragma unroll
-        for (int h = 0; h < H; h++) {
-            const uint32_t xh = (uint32_t)(h * NH * 16), kb = 2 * NTOK * 16;
-            fence();
-            wgmma_rs<false>(tmp, a[P][0], desc_k(x0 + xh, NTOK * 16));
-            wgmma_rs<true>(tmp, a[P][1], desc_k(x0 + kb + xh, NTOK * 16));
-            wgmma_rs<true>(tmp, a[P][2], desc_k(x1 + xh, NTOK * 16));
-            wgmma_rs<true>(tmp, a[P][3], desc_k(x1 + kb + xh, NTOK * 16));
-            commit();
-            if (DA && h == 0 && pr + 1 < p1) decode(a[DA ? 1 - P : 0], pr + 1);
-            wait<0>();
-            fence_acc<NH>(tmp);
-            const uint8_t *sc = smem8 + sl0 * G::SST;
-            const float c0 = h2f(*(const uint16_t *)(sc + soff[0]), sbf), c1 = h2f(*(const uint16_t *)(sc + soff[1]), sbf);
-            float *ah = acc + h * (NH / 2);
+            for (int h = 0; h < 2; h++) {
+                const uint4 v = *(const uint4 *)(smem8 + (h ? sl1 : sl0) * G::SST + wofs + ct * 16);
+                uint32_t *a0 = ar[2 * h], *a1 = ar[2 * h + 1];
+                a0[0] = hck_nib_e4m3(v.x & 0x0f0f0f0fu), a0[1] = hck_nib_e4m3((v.x >> 4) & 0x0f0f0f0fu);
+                a0[2] = hck_nib_e4m3(v.y & 0x0f0f0f0fu), a0[3] = hck_nib_e4m3((v.y >> 4) & 0x0f0f0f0fu);
+                a1[0] = hck_nib_e4m3(v.z & 0x0f0f0f0fu), a1[1] = hck_nib_e4m3((v.z >> 4) & 0x0f0f0f0fu);
+                a1[2] = hck_nib_e4m3(v.w & 0x0f0f0f0fu), a1[3] = hck_nib_e4m3((v.w >> 4) & 0x0f0f0f0fu);
+            }
+            /* here, not sunk next to the wgmmas that read them */
+            if constexpr (DA)
 #pragma unroll
-            for (int j = 0; j < NH / 2; j += 4) {
-                ah[j] = fmaf(tmp[j], c0, ah[j]), ah[j + 1] = fmaf(tmp[j + 1], c0, ah[j + 1]);
-                ah[j + 2] = fmaf(tmp[j + 2], c1, ah[j + 2]), ah[j + 3] = fmaf(tmp[j + 3], c1, ah[j + 3]);
+                for (int i = 0; i < 4; i++)
+                    asm volatile("" : "+r"(ar[i][0]), "+r"(ar[i][1]), "+r"(ar[i][2]), "+r"(ar[i][3]));
+        };
+        auto round = [&](int pr, auto parity) {
+            constexpr int P = DA ? decltype(parity)::value : 0;
+            if constexpr (!DA) decode(a[0], pr);
+            const int sl0 = (qb + 2 * pr) % S, sl1 = (qb + 2 * pr + 1) % S;
+            const uint32_t x0 = sbase + (uint32_t)(sl0 * G::SST), x1 = sbase + (uint32_t)(sl1 * G::SST);
+#pragma unroll
+            for (int h = 0; h < H; h++) {
+                const uint32_t xh = (uint32_t)(h * NH * 16), kb = 2 * NTOK * 16;
+                fence();
+                wgmma_rs<false>(tmp, a[P][0], desc_k(x0 + xh, NTOK * 16));
+                wgmma_rs<true>(tmp, a[P][1], desc_k(x0 + kb + xh, NTOK * 16));
+                wgmma_rs<true>(tmp, a[P][2], desc_k(x1 + xh, NTOK * 16));
+                wgmma_rs<true>(tmp, a[P][3], desc_k(x1 + kb + xh, NTOK * 16));
+                commit();
+                if (DA && h == 0 && pr + 1 < rb) decode(a[DA ? 1 - P : 0], pr + 1);
+                wait<0>();
+                fence_acc<NH>(tmp);
+                const uint8_t *sc = smem8 + sl0 * G::SST;
+                const float c0 = h2f(*(const uint16_t *)(sc + soff[0]), sbf), c1 = h2f(*(const uint16_t *)(sc + soff[1]), sbf);
+                float *ah = acc + h * (NH / 2);
+#pragma unroll
+                for (int j = 0; j < NH / 2; j += 4) {
+                    ah[j] = fmaf(tmp[j], c0, ah[j]), ah[j + 1] = fmaf(tmp[j + 1], c0, ah[j + 1]);
+                    ah[j + 2] = fmaf(tmp[j + 2], c1, ah[j + 2]), ah[j + 3] = fmaf(tmp[j + 3], c1, ah[j + 3]);
+                }
+            }
+            mbar_arrive(empty0 + 8 * sl0);
+            mbar_arrive(empty0 + 8 * sl1);
+        };
+        using I0 = std::integral_constant<int, 0>;
+        using I1 = std::integral_constant<int, 1>;
+        if (DA) decode(a[0], ra);
+        int pr = ra;
+        if constexpr (DA) {
+#pragma unroll 1
+            for (; pr + 1 < rb; pr += 2) {
+                round(pr, I0());
+                round(pr + 1, I1());
             }
         }
-        mbar_arrive(empty0 + 8 * sl0);
-        mbar_arrive(empty0 + 8 * sl1);
+#pragma unroll 1
+        for (; pr < rb; pr++) round(pr, I0());
+        const float cs = 512.0f * (d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e]);
+        if (SK && !(ra == 0 && rb == R))
+            stream_k_end<NTOK>(acc, sk, U, c, ct, by * nx + x, ra, rb, R, ws);
+        if (!SK || rb == R)
+            store_rows<NTOK>(d, p, acc, e, n0, tq, brows, bstart, tscale, SK ? 1 : splits, ws, y,
+                             [&](int64_t) { return cs; });
     };
-    using I0 = std::integral_constant<int, 0>;
-    using I1 = std::integral_constant<int, 1>;
-    if (DA && p0 < p1) decode(a[0], p0);
-    int pr = p0;
-    if constexpr (DA) {
-#pragma unroll 1
-        for (; pr + 1 < p1; pr += 2) {
-            round(pr, I0());
-            round(pr + 1, I1());
-        }
-    }
-#pragma unroll 1
-    for (; pr < p1; pr++) round(pr, I0());
-
-    const float gsc = d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e];
-    store_rows<NTOK>(d, p, acc, e, n0, tq, brows, bstart, tscale, splits, ws, y, [&](int64_t) { return 512.0f * gsc; });
+    if (SK) for_segments(lo, hi, R, nx, run);
+    else run(blockIdx.x, blockIdx.y, p0, p1, 0);
 #endif
 }
 
-/* The instantiations: NTOK. */
+/* The instantiations: NTOK (each with both schedules). */
 #define HCK_WG8PK_INSTANCES(X) X(128) X(256)
 
 /* Tile-size choices (sm90 only): tokens per block by the largest expert's
@@ -247,7 +343,9 @@ bool wg8pk_takes(const hck_desc &d, int sm)
 cudaError_t wg8pk_init()
 {
     cudaError_t e = cudaSuccess;
-#define HCK_WG8PK_ATTR_(NTOK) smem_limit(e, wg8pk_kernel<NTOK>, Geo<NTOK>::BYTES);
+#define HCK_WG8PK_ATTR_(NTOK)                                                 \
+    smem_limit(e, wg8pk_kernel<NTOK, false>, Geo<NTOK>::BYTES); \
+    smem_limit(e, wg8pk_kernel<NTOK, true>, Geo<NTOK>::BYTES);
     HCK_WG8PK_INSTANCES(HCK_WG8PK_ATTR_)
 #undef HCK_WG8PK_ATTR_
     return e;
@@ -258,14 +356,25 @@ cudaError_t launch_wg8pk(const hck_layer *L, const uint16_t *x, const int64_t *o
 {
     const hck_desc &d = L->d;
     const Tune &t = tune(max_rows);
-    return launch_fp8_wgmma(L, x, offsets, rows, max_rows, d.Np / (64 * CW), t.ntok, L->sms, y, xa, tscale, ws, st,
-                            [&](dim3 grid, int splits) {
-#define HCK_WG8PK_CASE_(NTOK)                                                                                   \
-    if (t.ntok == NTOK)                                                                                         \
-        wg8pk_kernel<NTOK><<<grid, THREADS, Geo<NTOK>::BYTES, st>>>(d, L->p, xa, tscale, offsets, rows, y, splits, ws);
+    return launch_fp8_wgmma(L, x, offsets, rows, max_rows, d.Np / (64 * CW), t.ntok, L->sms, true, y, xa, tscale,
+                            ws, st, [&](dim3 grid, int splits, int sk, int ny) {
+#define HCK_WG8PK_CASE_(NTOK)                                                                                    \
+    if (t.ntok == NTOK && sk > 0)                                                                                \
+        wg8pk_kernel<NTOK, true><<<grid, THREADS, Geo<NTOK>::BYTES, st>>>(d, L->p, xa, tscale, offsets, rows, y, \
+                                                                          splits, sk, ny, ws);                   \
+    else if (t.ntok == NTOK)                                                                                     \
+        wg8pk_kernel<NTOK, false><<<grid, THREADS, Geo<NTOK>::BYTES, st>>>(d, L->p, xa, tscale, offsets, rows, y, \
+                                                                           splits, sk, ny, ws);
                                 HCK_WG8PK_INSTANCES(HCK_WG8PK_CASE_)
 #undef HCK_WG8PK_CASE_
                             });
+}
+
+size_t wg8pk_ws_bytes(const hck_layer *L, int64_t rows)
+{
+    const int64_t sk = L->sms, ntok = 256; /* stream-K: at most sms blocks, the largest instance */
+    const size_t skb = (size_t)(stream_k_flags(sk) + sk * CW * 128 * (ntok / 2)) * sizeof(float);
+    return std::max(fp8_wgmma_ws_bytes(L, rows), skb);
 }
 
 }  // namespace hck

@@ -156,9 +156,9 @@ typedef struct {
 static const char *fname(hc_format_id f) { return f == HC_FMT_PARAM ? "param" : hc_format_get(f)->name; }
 
 /* One (target, dtype, arch, shape): CPU reference on the decoded tensors vs
- * the GPU kernel for each M. */
+ * the GPU kernel for each M; N the dense width (0: the sweep's own). */
 static void run_case(const char *name, const hc_target *t0, hc_format_id param, int sm, int moe,
-                     const int *Ms, int nM, tally *ty)
+                     const int *Ms, int nM, int64_t n_wide, tally *ty)
 {
     hc_target t = hc_target_resolve(*t0, param);
     hc_layer_config c = {
@@ -175,7 +175,7 @@ static void run_case(const char *name, const hc_target *t0, hc_format_id param, 
     int64_t K = gs >= 64 ? 3 * gs : 5 * (gs > 32 ? gs : 32);
     /* dense N = 288: padded to 320, five 64-column tiles, so blocks of two or four
      * tiles end part-filled (as N = 2880 does) */
-    int64_t N = t.group_size_n > 1 ? 2 * t.group_size_n : moe ? 96 : 288;
+    int64_t N = n_wide > 0 ? n_wide : t.group_size_n > 1 ? 2 * t.group_size_n : moe ? 96 : 288;
     if (moe && K % 64) K += 32; /* 160 -> 192 */
     if (getenv("HC_SWEEP_KMUL")) K *= atoi(getenv("HC_SWEEP_KMUL")); /* long k ranges (multi-chunk blocks) */
     hc_layer_meta m;
@@ -407,11 +407,18 @@ int main(int argc, char **argv)
                 int sm_t = a ? 90 : fp8 ? 89 : 80; /* fp8 activations need sm89+ */
                 /* all M on fp16/sm80 and sm90 (where the wgmma families take M > 16) */
                 int full = !quick && (p == a || a == 1);
-                run_case(name, t, param, sm_t, 0, full ? Ms_full : Ms_full + 2, full ? 5 : 1, &ty);
+                run_case(name, t, param, sm_t, 0, full ? Ms_full : Ms_full + 2, full ? 5 : 1, 0, &ty);
                 if (!quick || (p == 0 && a == 1))
-                    run_case(name, t, param, sm_t, 1, Ms_moe, quick ? 2 : 3, &ty);
+                    run_case(name, t, param, sm_t, 1, Ms_moe, quick ? 2 : 3, 0, &ty);
             }
     }
+    /* a wide W4A8 layer: more 128-column tiles (160, 320 at M = 300) than an
+     * H200 has SMs (132), so hck_wg8pk.cu runs its stream-K schedule */
+    static const hc_target wide = {HC_FMT_UINT4, P_, 128, 0, ZN, 0, HC_FMT_F8E4M3, RTN};
+    static const int Ms_wide[4] = {128, 200, 256, 300};
+    if (!quick && (!getenv("HC_SWEEP_ONLY") || strstr("w4a8 wide", getenv("HC_SWEEP_ONLY"))))
+        for (int p = 0; p < 2; p++)
+            run_case("w4a8 wide", &wide, p ? HC_FMT_BF16 : HC_FMT_F16, 90, 0, Ms_wide, 4, 20480, &ty);
     printf("SUMMARY: %d GEMM cases, %d failed, %d combinations refused by the plan; "
            "act quantizer mismatching sets %d; worst rel err fp16 dense %.2e moe %.2e, "
            "bf16 dense %.2e moe %.2e (bounds %.1e / %.1e)\n",
