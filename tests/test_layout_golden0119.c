@@ -518,7 +518,8 @@ static int compare_written(const char *vec, const hc_test_st_file *f, const hc_s
 }
 
 /* The output's record of the layer: humming_version and the LayerConfig. */
-static int compare_record(const char *vec, const hc_test_st_file *f, const char *out, int64_t E)
+static int compare_record(const char *vec, const hc_test_st_file *f, const char *out, int64_t E,
+                          const char *release)
 {
     char *path = hc_test_path_join(out, "config.json");
     char *text = hc_test_read_file(path, NULL);
@@ -528,7 +529,7 @@ static int compare_record(const char *vec, const hc_test_st_file *f, const char 
     free(text);
     const cJSON *q = cJSON_GetObjectItem(root, "quantization_config");
     assert_string_equal(str_of(q, "quant_method"), "humming-convert-tiles");
-    assert_string_equal(str_of(q, "humming_version"), "0.1.19");
+    assert_string_equal(str_of(q, "humming_version"), release);
     assert_true(cJSON_IsNumber(cJSON_GetObjectItem(q, "layout_version")));
     const cJSON *rec = cJSON_GetObjectItem(cJSON_GetObjectItem(q, "layers"),
                                            E > 0 ? "model.layers.0.mlp.experts.down_proj" : "layer");
@@ -549,33 +550,51 @@ static void test_vector_cli(void **state)
         return;
     }
     int64_t E = int_of(meta, "num_experts");
+    cJSON *lc = cJSON_Parse(hc_test_st_meta(&f, "layer_config"));
+    assert_non_null(lc);
+    /* 0.1.20 builds 0.1.19's tensors but for fused e8m0 with fp8 activations
+     * and float zero points of expert stacks, which are refused */
+    const int fused_fp8 = cJSON_IsTrue(cJSON_GetObjectItem(lc, "use_fused_e8m0_scale")) &&
+                          strncmp(str_of(lc, "a_dtype"), "float", 5) == 0;
+    const int moe_fpzp = E > 0 && cJSON_IsTrue(cJSON_GetObjectItem(lc, "is_fp_zero_point"));
+    cJSON_Delete(lc);
     char *tmp = hc_test_mkdtemp("g0119"), *in = hc_test_path_join(tmp, "in");
     char *out = hc_test_path_join(tmp, "out"), flags[128], *msg = NULL;
     assert_int_equal(mkdir(in, 0755), 0);
     write_input_config(in, meta);
     write_input_tensors(in, &f, E);
-    /* no --activation: the checkpoint's a_dtype, as vLLM reads it */
-    snprintf(flags, sizeof flags, "--layout tiles --humming-version 0.1.19 --arch sm%d",
-             (int)int_of(meta, "sm_version"));
-    int rc = run_cli(in, out, flags, &msg);
-    if (vc->refusal) {
-        if (rc == 0 || msg == NULL || strstr(msg, vc->refusal) == NULL)
-            fail_msg("%s: expected a refusal (%s), exit %d: %s", vc->name, vc->refusal, rc,
-                     msg ? msg : "");
-        assert_false(hc_test_exists(out));
-    } else {
-        if (rc != 0) fail_msg("%s: humming-convert %s: exit %d: %s", vc->name, flags, rc, msg ? msg : "");
-        char *path = hc_test_path_join(out, "model.safetensors");
-        hc_st_file *o = NULL;
-        assert_int_equal(hc_st_open(path, &o, NULL), HC_OK);
-        int bad = compare_written(vc->name, &f, o, E) + compare_record(vc->name, &f, out, E);
-        hc_st_close(o);
-        free(path);
-        assert_int_equal(bad, 0);
-        printf("%s: canonical checkpoint -> humming-convert %s: post.* and layer_config equal\n",
-               vc->name, flags);
+    static const char *const releases[] = {"0.1.19", "0.1.20"};
+    for (int v = 0; v < 2; v++) {
+        const char *refusal = vc->refusal ? vc->refusal
+                              : v == 1 && fused_fp8 ? "0.1.20 lays out MXFP4 weights with fp8"
+                              : v == 1 && moe_fpzp  ? "0.1.20 no longer recodes"
+                                                    : NULL;
+        /* no --activation: the checkpoint's a_dtype, as vLLM reads it */
+        snprintf(flags, sizeof flags, "--layout tiles --humming-version %s --arch sm%d", releases[v],
+                 (int)int_of(meta, "sm_version"));
+        int rc = run_cli(in, out, flags, &msg);
+        if (refusal) {
+            if (rc == 0 || msg == NULL || strstr(msg, refusal) == NULL)
+                fail_msg("%s: expected a refusal (%s), exit %d: %s", vc->name, refusal, rc,
+                         msg ? msg : "");
+            assert_false(hc_test_exists(out));
+            printf("%s: humming-convert %s: refused as expected\n", vc->name, flags);
+        } else {
+            if (rc != 0) fail_msg("%s: humming-convert %s: exit %d: %s", vc->name, flags, rc, msg ? msg : "");
+            char *path = hc_test_path_join(out, "model.safetensors");
+            hc_st_file *o = NULL;
+            assert_int_equal(hc_st_open(path, &o, NULL), HC_OK);
+            int bad = compare_written(vc->name, &f, o, E) + compare_record(vc->name, &f, out, E, releases[v]);
+            hc_st_close(o);
+            free(path);
+            assert_int_equal(bad, 0);
+            printf("%s: canonical checkpoint -> humming-convert %s: post.* and layer_config equal\n",
+                   vc->name, flags);
+        }
+        free(msg);
+        msg = NULL;
+        hc_test_rm_rf(out);
     }
-    free(msg);
     hc_test_rm_rf(tmp);
     free(tmp);
     free(in);
@@ -584,8 +603,8 @@ static void test_vector_cli(void **state)
     hc_test_st_close(&f);
 }
 
-/* Versions other than 0.1.19 are refused, and so is the option where it
- * means nothing (the canonical layout); nothing is written. */
+/* Versions other than 0.1.19 and 0.1.20 are refused, and so is the option
+ * where it means nothing (the canonical layout); nothing is written. */
 static void test_versions_refused(void **state)
 {
     (void)state;
@@ -596,9 +615,9 @@ static void test_versions_refused(void **state)
         return;
     }
     static const struct { const char *flags, *why; } bad[] = {
-        {"--layout tiles --humming-version 0.1.20", "0.1.20 is not supported yet"},
-        {"--layout tiles --humming-version 0.1.18", "humming-kernels 0.1.19 only"},
-        {"--layout tiles --humming-version a6455de", "humming-kernels 0.1.19 only"},
+        {"--layout tiles --humming-version 0.1.21", "and 0.1.20 only"},
+        {"--layout tiles --humming-version 0.1.18", "and 0.1.20 only"},
+        {"--layout tiles --humming-version a6455de", "and 0.1.20 only"},
         {"--humming-version 0.1.19", "selects the tile layout"},
         {"--layout tiles --arch sm120 --activation int4", "sm75-sm89 only"},
     };

@@ -413,8 +413,9 @@ static hc_status output_version(const cJSON *q, const char *path, hc_convert_opt
                 "hold a layout this version does not read (it reads humming-kernels 0.1.19's): "
                 "convert the input again", path);
     hc_humming_version ver;
-    HC_TRY(hc_humming_version_parse(v->valuestring, &ver, err));
-    opts->humming_version = hc_humming_version_name(ver); /* static storage */
+    const char *release = NULL;
+    HC_TRY(hc_humming_version_parse(v->valuestring, &ver, &release, err));
+    opts->humming_version = release; /* static storage */
     return HC_OK;
 }
 

@@ -158,9 +158,19 @@ char *hc_layer_config_json(const hc_layer_config *cfg, const hc_layer_meta *meta
 int hc_layer_e0m_applies(const hc_layer_config *cfg, const hc_layer_meta *meta,
                          const hc_layer_tensors *pre);
 
-/* "0.1.19" -> HC_HUMMING_0_1_19. Every other version is refused with the
- * reason (0.1.20's bytes are not checked against 0.1.19's yet). */
-hc_status hc_humming_version_parse(const char *name, hc_humming_version *out, hc_error *err);
+/* "0.1.19" and "0.1.20" -> HC_HUMMING_0_1_19 (0.1.20 builds the same tensors
+ * and LayerConfig but for the layers hc_humming_release_check refuses), the
+ * release's name (static storage) in *release when release is not NULL.
+ * Every other version is refused with HC_ERR_ARG. */
+hc_status hc_humming_version_parse(const char *name, hc_humming_version *out, const char **release,
+                                   hc_error *err);
+/* HC_ERR_UNSUPPORTED, naming `layer`, where humming-kernels `release` builds
+ * other tensors than 0.1.19 for the layer (cfg, its plan meta): 0.1.20 for
+ * fused e8m0 with fp8 activations (MXFP4 x fp8), float zero points of expert
+ * stacks (0.1.19 recodes them as e0m) and groups that are not a power of
+ * two. HC_OK for 0.1.19 or NULL. */
+hc_status hc_humming_release_check(const char *release, const hc_layer_config *cfg,
+                                   const hc_layer_meta *meta, const char *layer, hc_error *err);
 const char *hc_humming_version_name(hc_humming_version v);
 
 /* Frees every owned tensor in t. */

@@ -6,18 +6,39 @@
 #include <stdio.h>
 #include <string.h>
 
-hc_status hc_humming_version_parse(const char *name, hc_humming_version *out, hc_error *err)
+hc_status hc_humming_version_parse(const char *name, hc_humming_version *out, const char **release,
+                                   hc_error *err)
 {
-    if (name && strcmp(name, "0.1.19") == 0) {
-        *out = HC_HUMMING_0_1_19;
-        return HC_OK;
-    }
-    if (name && strcmp(name, "0.1.20") == 0)
-        HC_FAIL(err, HC_ERR_UNSUPPORTED, "humming-kernels 0.1.20 is not supported yet: its "
-                "tensors equal 0.1.19's for most layers but not for all, and which ones is not "
-                "established here; use --humming-version 0.1.19 (the version vLLM 0.33 pins)");
+    static const char *const known[] = {"0.1.19", "0.1.20"};
+    for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, known[i]) == 0) {
+            *out = HC_HUMMING_0_1_19;
+            if (release) *release = known[i];
+            return HC_OK;
+        }
     HC_FAIL(err, HC_ERR_ARG, "Humming version \"%s\": the tile layout is written for "
-            "humming-kernels 0.1.19 only (the version vLLM 0.33 pins)", name ? name : "");
+            "humming-kernels 0.1.19 (the version vLLM 0.33 pins) and 0.1.20 only",
+            name ? name : "");
+}
+
+hc_status hc_humming_release_check(const char *release, const hc_layer_config *cfg,
+                                   const hc_layer_meta *meta, const char *layer, hc_error *err)
+{
+    if (release == NULL || strcmp(release, "0.1.20") != 0) return HC_OK;
+    const int64_t g = cfg->group_size;
+    if (meta->use_fused_e8m0 && hc_format_get(cfg->act_format)->kind == HC_KIND_FLOAT)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: humming-kernels 0.1.20 lays out MXFP4 weights "
+                "with fp8 activations (fused e8m0 scales) unlike 0.1.19 (its padding rows and its "
+                "per-channel second scale); use --humming-version 0.1.19", layer);
+    if (meta->is_moe && cfg->is_fp_zero_point)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: humming-kernels 0.1.20 no longer recodes "
+                "integer expert weights with a float zero point as float e0m (0.1.19 does); use "
+                "--humming-version 0.1.19", layer);
+    if (g > 0 && (g & (g - 1)) != 0)
+        HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: humming-kernels 0.1.20 splits groups of %lld "
+                "(not a power of two) into groups of %lld; use --humming-version 0.1.19", layer,
+                (long long)g, (long long)(g & -g));
+    return HC_OK;
 }
 
 const char *hc_humming_version_name(hc_humming_version v)

@@ -126,6 +126,8 @@ typedef struct {
     hc_layout_kind layout;            /* of the output (opts->layout) */
     hc_humming_version version;       /* of every layer's plan: tiles 0.1.19, or canonical
                                          (validation and config.json records only) */
+    const char *release;              /* tiles: the humming-kernels release written for,
+                                         "0.1.19" or "0.1.20" (static); canonical: NULL */
     hc_humming_qconfig qconfig;       /* Humming inputs */
     hc_format_id param_format;        /* layer / output dtype: F16 or BF16 */
     char model_type[64];              /* config.json model_type, "" if absent */

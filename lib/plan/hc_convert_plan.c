@@ -198,7 +198,7 @@ static hc_status plan_version(const hc_convert_options *opts, hc_conv_plan *plan
     plan->version = HC_HUMMING_CANONICAL;
     if (opts->layout == HC_LAYOUT_TILES)
         return hc_humming_version_parse(opts->humming_version ? opts->humming_version : "0.1.19",
-                                        &plan->version, err);
+                                        &plan->version, &plan->release, err);
     if (opts->humming_version)
         HC_FAIL(err, HC_ERR_ARG, "--humming-version %s: the version selects the tile layout "
                 "(--layout tiles); the canonical layout is what vLLM 0.33 loads and transforms "
@@ -206,14 +206,15 @@ static hc_status plan_version(const hc_convert_options *opts, hc_conv_plan *plan
     return HC_OK;
 }
 
-/* 0.1.19: a second scale next to block scales fails Humming's LayerConfig. */
+/* 0.1.19: a second scale next to block scales fails Humming's LayerConfig;
+ * 0.1.20: the layers whose tensors differ from 0.1.19's. */
 static hc_status check_0119_layer(const hc_conv_plan *plan, const hc_conv_layer *L, hc_error *err)
 {
     if (plan->version == HC_HUMMING_0_1_19 && L->has_global && L->cfg.scale_type == HC_SCALE_BLOCK)
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "layer %s: humming-kernels 0.1.19 takes a second scale "
                 "only with group scales or channel scales (this layer has block scales)",
                 L->prefix);
-    return HC_OK;
+    return hc_humming_release_check(plan->release, &L->cfg, &L->meta, L->prefix, err);
 }
 
 hc_status hc_conv_plan_build(const hc_convert_options *opts, hc_st_model *model,

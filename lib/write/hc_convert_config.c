@@ -131,7 +131,7 @@ static hc_status quant_record(const hc_convert_options *opts, const hc_conv_plan
     cJSON_AddStringToObject(q, "layout", tiles ? "tiles" : "canonical");
     cJSON_AddNumberToObject(q, "format_version", 2);
     if (tiles) { /* the tensors are those of this Humming; layout_version: ours of them */
-        cJSON_AddStringToObject(q, "humming_version", hc_humming_version_name(plan->version));
+        cJSON_AddStringToObject(q, "humming_version", plan->release);
         cJSON_AddNumberToObject(q, "layout_version", HC_TILES_LAYOUT_VERSION);
     }
     cJSON_AddStringToObject(q, "producer", "humming-convert " HC_VERSION);

@@ -199,7 +199,7 @@ hc_status hc_conv_fingerprint(const hc_convert_options *opts, const hc_conv_plan
     h = fnv_str(h, "opts sm%d act%d shard%lld layout%d humming %s actorder%d target%d verify%d tokens%d "
                 "degraded%d calib %s\n", opts->sm, (int)plan->activation,
                 (long long)opts->max_shard_bytes, (int)opts->layout,
-                hc_humming_version_name(plan->version),
+                plan->release ? plan->release : hc_humming_version_name(plan->version),
                 opts->act_order,
                 opts->has_target, (int)opts->verify, opts->verify_tokens, opts->allow_degraded,
                 opts->calib_path ? opts->calib_path : "-");

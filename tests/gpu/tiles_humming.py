@@ -44,6 +44,8 @@ Models (HC_TILES_MODELS, default "example odd padded", done in that order):
 example = gen_example_model float16 (the brief's model: 2 layers, layer 1 MoE);
 odd = one float16 o_proj 296 x 320 with a bias (N and K padded: 512 x 384);
 padded = gen_example_model --hidden 384 --intermediate 640 (N padded, MoE included).
+HC_TILES_VERSION (default 0.1.19): the --humming-version of the tiles, to be run with
+that humming-kernels installed (0.1.20: the layers it refuses are listed as refused).
 Presets: HC_PRESETS. HC_TILES_BUDGET_S (default 480): no new conversion starts after
 that many seconds; what was not run is listed and the run fails.
 Prints one line per model and preset, and exits 1 on any mismatch or error."""
@@ -67,6 +69,7 @@ import humming_convert  # noqa: E402
 from humming_convert import TilesLayer  # noqa: E402
 from test_tiles_loader import write_odd  # noqa: E402
 
+RELEASE = os.environ.get("HC_TILES_VERSION", "0.1.19")
 PRESETS = ("w4a16 w8a16 w2a16 w4a8 w4a8-int8 w8a8 w8a8-int8 mxfp4 mxint4 fp8 nvfp4 mxfp4-a8 "
            "mxfp4-int8 w1a16 w3a16 w5a16 w6a16 w7a16 w4a4")
 # formats that are not presets of --list-formats: their CLI flags
@@ -335,7 +338,7 @@ def main():
             tiles, canon = (os.path.join(work, f"{model}-{preset}-{k}") for k in ("tiles", "canonical"))
             fmt = FORMAT_FLAGS.get(preset, ["--format", preset])
             t_ok, t_msg = convert(cli, src, tiles, fmt + ["--layout", "tiles",
-                                                          "--humming-version", "0.1.19"])
+                                                          "--humming-version", RELEASE])
             if not t_ok:
                 (refused if t_msg.startswith("refused") else failed).append(f"{model}:{preset}")
                 log(f"TILES {label}: tiles {t_msg}")
@@ -348,7 +351,7 @@ def main():
                 log(f"TILES {label}: canonical {c_msg}; comparing o_proj and mlp.down_proj only")
                 tiles, canon = tiles + "-dense", canon + "-dense"
                 t_ok, t_msg = convert(cli, src, tiles, ["--recipe", recipe, "--layout", "tiles",
-                                                        "--humming-version", "0.1.19"])
+                                                        "--humming-version", RELEASE])
                 c_ok, c_msg = convert(cli, src, canon, ["--recipe", recipe])
                 if not (t_ok and c_ok):
                     log(f"TILES {label}: o_proj/down_proj only: tiles {t_msg or 'ok'}, "
