@@ -186,10 +186,7 @@ inline int stream_k_wgmma(int64_t Kp, int64_t tiles, int64_t slots, int splits)
     const double sk = (double)((tiles * R + slots - 1) / slots) + 3.0;
     const int64_t waves = (tiles * splits + slots - 1) / slots;
     const double sp = (double)waves * ((double)R / splits + 2.0) + (splits > 1 ? 1.0 : 0.0);
-#ifndef HCK_SK_GAIN
-#define HCK_SK_GAIN 0.97
-#endif
-    return sk < sp * HCK_SK_GAIN ? (int)slots : 0;
+    return sk < sp * 0.97 ? (int)slots : 0;
 }
 
 /* The stream-K workspace (floats): a flag per block and consumer warpgroup
