@@ -605,6 +605,41 @@ static void test_padding_record(void **state)
     free(js);
 }
 
+/* 0.1.20's refusals (hc_humming_release_check): each kind of layer whose
+ * tensors differ from 0.1.19's is refused for 0.1.20 only, naming the layer;
+ * the same layers pass for 0.1.19 and without a release. */
+static void test_release_0120(void **state)
+{
+    (void)state;
+    hc_layer_config base = {.weight_format = HC_FMT_UINT4, .act_format = HC_FMT_F16,
+                            .param_format = HC_FMT_F16, .scale_type = HC_SCALE_GROUP,
+                            .group_size = 128, .sm = 90, .version = HC_HUMMING_0_1_19};
+    hc_layer_meta m0;
+    memset(&m0, 0, sizeof m0);
+    struct { hc_layer_config c; hc_layer_meta m; const char *why; } k[4];
+    for (int i = 0; i < 4; i++) k[i].c = base, k[i].m = m0, k[i].why = NULL;
+    k[1].m.use_fused_e8m0 = 1, k[1].c.act_format = HC_FMT_F8E4M3, k[1].why = "MXFP4 weights with fp8";
+    k[2].m.is_moe = 1, k[2].c.is_fp_zero_point = 1, k[2].c.has_zero_point = 1, k[2].why = "float zero point";
+    k[3].c.group_size = 96, k[3].why = "into groups of 32";
+    for (int i = 0; i < 4; i++) {
+        hc_error err = {0};
+        assert_int_equal(hc_humming_release_check("0.1.19", &k[i].c, &k[i].m, "L", &err), HC_OK);
+        assert_int_equal(hc_humming_release_check(NULL, &k[i].c, &k[i].m, "L", &err), HC_OK);
+        hc_status st = hc_humming_release_check("0.1.20", &k[i].c, &k[i].m, "layer.x", &err);
+        if (k[i].why == NULL) {
+            assert_int_equal(st, HC_OK);
+            continue;
+        }
+        assert_int_equal(st, HC_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err.msg, k[i].why));
+        assert_non_null(strstr(err.msg, "layer.x"));
+    }
+    /* fused e8m0 with int8 activations is the same in 0.1.20 */
+    hc_error err = {0};
+    k[1].c.act_format = HC_FMT_INT8;
+    assert_int_equal(hc_humming_release_check("0.1.20", &k[1].c, &k[1].m, "L", &err), HC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -613,7 +648,7 @@ int main(void)
         cmocka_unit_test(test_bias_and_float_zero_point), cmocka_unit_test(test_moe_stacks),
         cmocka_unit_test(test_moe_e0m),         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_padding_record),  cmocka_unit_test(test_channel_scale_2),
-        cmocka_unit_test(test_fused_e8m0),
+        cmocka_unit_test(test_fused_e8m0),      cmocka_unit_test(test_release_0120),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
