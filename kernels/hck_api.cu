@@ -99,7 +99,7 @@ cudaError_t run(const hck_layer *L, Bufs &b, int64_t rows, int64_t max_rows, cud
     const hck_desc &d = L->d;
     if (hck::small16_takes(d, L->sm, max_rows))
         return hck::launch_small16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
-    if (hck::wg16_takes(d, L->sm, max_rows)) return hck::launch_wg16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
+    if (hck::wg16_takes(*L, max_rows)) return hck::launch_wg16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::w4a16_takes(d)) return hck::launch_w4a16(L, b.x, b.off, rows, max_rows, b.y, b.ws, st);
     if (hck::small8_takes(d, L->sm, max_rows))
         return hck::launch_small8(L, b.x, b.off, rows, max_rows, b.y, (uint8_t *)b.codes, b.scales, b.ws, st);
@@ -154,6 +154,7 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     }
     hck_layer *L = new hck_layer();
     memset(&L->p, 0, sizeof L->p);
+    L->tmap_encode = nullptr;
     L->d = *d;
     L->sm = hck_device_sm(nullptr, 0);
     CK(cudaDeviceGetAttribute(&L->sms, cudaDevAttrMultiProcessorCount, 0));
@@ -161,7 +162,18 @@ extern "C" int hck_layer_create(const hck_desc *d, hck_layer **out, char *msg, s
     CK(hck::a8_init());
     if (L->sm == 90) CK(hck::wg8_init());
     if (L->sm == 90) CK(hck::wg8pk_init());
-    if (L->sm == 90) CK(hck::wg16_init());
+    if (L->sm == 90) {
+        /* from the driver through the runtime: nothing links libcuda; without
+         * it the 16-bit wgmma family does not take launches */
+        cudaDriverEntryPointQueryResult q;
+        CK(hck::wg16_init());
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &L->tmap_encode, 12000, cudaEnableDefault,
+                                             &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+            L->tmap_encode = nullptr;
+            (void)cudaGetLastError(); /* not an error of this layer */
+        }
+    }
     if (L->sm == 90) CK(hck::small16_init());
     CK(upload(d->weight, d->weight_bytes, &L->p.w));
     CK(upload(d->scale, d->scale_bytes, &L->p.s));

@@ -17,6 +17,7 @@ struct hck_layer {
     hck_ptrs p;  /* device copies of the tensors */
     int sm;      /* compute capability the launches are tuned for */
     int sms;     /* multiprocessors */
+    void *tmap_encode; /* the driver's cuTensorMapEncodeTiled (sm90), or null */
 };
 
 namespace hck {
@@ -256,10 +257,11 @@ cudaError_t launch_w4a16(const hck_layer *L, const uint16_t *x, const int64_t *o
                          int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);
 
 /* The Hopper 16-bit wgmma family (hck_wg16.cu, sm_90a): the layers of the
- * uint4 x 16-bit family on an sm90 device where its tuning table takes
- * max_rows tokens. Whether it takes the launch, its setup, and the launch on
- * 16-bit x (rows, K) (ws: w4a16_ws_bytes). */
-bool wg16_takes(const hck_desc &d, int sm, int64_t max_rows);
+ * uint4 x 16-bit family on an sm90 device with the driver's tensor-map
+ * encoder, where its tuning table takes max_rows tokens. Whether it takes
+ * the launch, its setup, and the launch on 16-bit x (rows, K), 16-byte
+ * aligned (ws: w4a16_ws_bytes). */
+bool wg16_takes(const hck_layer &L, int64_t max_rows);
 cudaError_t wg16_init();
 cudaError_t launch_wg16(const hck_layer *L, const uint16_t *x, const int64_t *offsets, int64_t rows,
                         int64_t max_rows, uint16_t *y, float *ws, cudaStream_t st);

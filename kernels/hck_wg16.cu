@@ -10,19 +10,24 @@
  * warpgroup: warp w of the warpgroup on a tile reads word w of every lane.
  * Codes become (code - 8) in 16 bits as in hck_w4a16.cu; group scales
  * multiply them in 16 bits (as Humming rounds value x scale), channel scales
- * the float32 sums. Both operands are staged per 64 k in a ring of S stages
- * filled with cp.async by every thread: the activations (rows, K) as NTOK
- * rows of 64 k with the 128-byte swizzle (the 16-byte unit u of token t at
- * u ^ (t % 8): an unswizzled layout of 8 x 16-byte core matrices ran 1.5x
- * slower; rows past the block's and k past K zero), the tiles' 4 tile rows as
- * they are (each lane's 16-byte word). Sums stay in the wgmma accumulators
- * over all k (float32).
+ * the float32 sums. Both operands are staged per 64 k in a ring of S stages,
+ * issued by one thread and completing on the slot's mbarrier (cp.async by
+ * every thread ran 1-4% slower at M >= 1024): the activations (rows, K) as
+ * one TMA box of NTOK rows of 64 k with the 128-byte swizzle (the 16-byte
+ * unit u of token t at u ^ (t % 8): an unswizzled layout of 8 x 16-byte core
+ * matrices ran 1.5x slower; zero past K and past the rows), each of the 4
+ * tile rows of the block's tiles as one bulk copy (each lane's 16-byte word
+ * as laid out). Sums stay in the wgmma accumulators over all k (float32).
  *
  * A block is 2 warpgroups of WT tiles each (128 WT columns) on NTOK tokens,
- * one barrier per round of two stages. A warpgroup decodes two k16 steps
- * into one of two register sets while the wgmmas of the previous two run
- * (wait_group 1). Split K sums float atomics into a workspace, then a pass
- * adds the bias and rounds. */
+ * one barrier per round of two stages. A warpgroup decodes a stage's four
+ * k16 steps while the wgmmas of the stage before run (wait_group 1; ptxas
+ * gives the two stages' A fragments different registers, as a wgmma in
+ * flight still reads its own). Split K sums float atomics into a workspace,
+ * then a pass adds the bias and rounds. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include <cstdint>
 
 #include "hck_internal.cuh"
@@ -34,22 +39,22 @@ namespace {
 constexpr int WG = 2; /* warpgroups per block */
 
 /* Shape of an instance. A stage: the activations of 64 k (XB bytes, NTOK
- * rows of 128 bytes, 128-byte swizzle), then each tile's 4 tile rows (2048
- * bytes). S stages, PF of them copied ahead: a round refills two slots while
+ * rows of 128 bytes, 128-byte swizzle), then the 4 tile rows of 64 k, each
+ * the block's WG WT tiles of 512 bytes. S stages, PF of them copied ahead: a round refills two slots while
  * the wgmmas of the previous stage may still read theirs, hence PF + 3 <= S.
- * GS: k16 steps per register set. */
+ * GS: k16 steps per register set (4 ran 1-9% faster than 2 at M >= 1024). */
 template <int NTOK, int WT> struct Geo {
     static constexpr int XB = NTOK * 128;
     static constexpr int SST = XB + WG * WT * 2048;
     static constexpr int S = 224 * 1024 / SST < 8 ? 224 * 1024 / SST : 8;
     static constexpr int PF = S - 3;
-    static constexpr int GS = 2;
+    static constexpr int GS = 4;
 };
 
-/* the ring and 1024 bytes to align it for the swizzle */
+/* the ring, 1024 bytes to align it for the swizzle, a barrier per slot */
 template <int NTOK, int WT> constexpr size_t smem_bytes()
 {
-    return (size_t)Geo<NTOK, WT>::S * Geo<NTOK, WT>::SST + 1024;
+    return (size_t)Geo<NTOK, WT>::S * (Geo<NTOK, WT>::SST + 8) + 1024;
 }
 
 #ifdef HCK_WGMMA
@@ -94,14 +99,14 @@ __device__ __forceinline__ void pin4(uint32_t *a)
 
 template <bool BF, bool SC, int NTOK, int WT>
 __global__ void __launch_bounds__(WG * 128, 1)
-wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_t *__restrict__ offsets,
+wg16_kernel(hck_desc d, hck_ptrs p, const __grid_constant__ CUtensorMap tmx, const int64_t *__restrict__ offsets,
             uint16_t *__restrict__ y, int splits, float *__restrict__ ws)
 {
     static_assert(Geo<NTOK, WT>::PF >= 2 && 4 % Geo<NTOK, WT>::GS == 0,
                   "a ring of at least two stages ahead; register sets of whole stages");
 #ifdef HCK_WGMMA
     using G = Geo<NTOK, WT>;
-    constexpr int S = G::S, PF = G::PF, NT = WG * 128, GS = G::GS;
+    constexpr int S = G::S, PF = G::PF, GS = G::GS;
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid / 32) % 4;
     const int lane = tid % 32, gq = lane / 4, tq = lane % 4;
     const int e = blockIdx.z / splits, split = blockIdx.z % splits;
@@ -109,7 +114,7 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     const int64_t bstart = r0 + (int64_t)blockIdx.y * NTOK;
     if (bstart >= r1) return;
     const int brows = (int)min((int64_t)NTOK, r1 - bstart);
-    const int64_t Np = d.Np, K = d.K;
+    const int64_t Np = d.Np;
     const int ntiles = (int)(Np / 64), tb0 = blockIdx.x * WG * WT; /* the block's first tile */
     const int rounds = (int)(d.Kp / 128);
     const int p0 = (int)((int64_t)rounds * split / splits), p1 = (int)((int64_t)rounds * (split + 1) / splits);
@@ -118,32 +123,32 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     extern __shared__ __align__(128) uint8_t smem_raw[];
     const uint32_t sraw0 = (uint32_t)__cvta_generic_to_shared(smem_raw), sbase = (sraw0 + 1023) & ~1023u;
     const uint8_t *smem8 = smem_raw + (sbase - sraw0);
+    const uint32_t bars = sbase + S * G::SST; /* the barrier of slot j at bars + 8 j */
+    if (tid == 0) {
+        for (int j = 0; j < S; j++) mbar_init(bars + 8 * j, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
     /* column of the rows gq + 8 r of tile t */
     auto col = [&](int t, int r) { return 64 * (int64_t)(tb0 + wg * WT + t) + 16 * warp + gq + 8 * r; };
 
-    /* 64-k step s into ring slot s % S (an empty group past s1) */
+    /* 64-k step s into ring slot (s - s0) % S, completing on the slot's
+     * barrier: the activations as one TMA box, each of the 4 tile rows of the
+     * block's tiles as one bulk copy (a tile row's tiles are contiguous;
+     * tiles past Np are not copied, their columns are not stored) */
+    const int vt = min(WG * WT, ntiles - tb0);
+    const uint32_t *wsrc = p.w + hck_wg16_lane_word(Np, d.Kp, e, tb0, 0);
     auto stage = [&](int s) {
-        if (s < s1) {
-            const uint32_t dst = sbase + (uint32_t)((s % S) * G::SST);
-            const int64_t k0 = (int64_t)s * 64;
+        if (s < s1 && tid == 0) {
+            const int slot = (s - s0) % S;
+            const uint32_t dst = sbase + (uint32_t)(slot * G::SST), bar = bars + 8 * slot;
+            mbar_expect_tx(bar, (uint32_t)(G::XB + 4 * vt * 512));
+            tma_box2(dst, &tmx, 64 * s, (int)bstart, bar);
 #pragma unroll
-            for (int j = 0; j < NTOK * 8 / NT; j++) { /* unit i: token i / 8, k 8 (i % 8) */
-                const int i = tid + j * NT, t = i / 8, c = i % 8;
-                const bool ok = t < brows && k0 + 8 * c < K;
-                const uint16_t *src = x + (bstart + t) * K + k0 + 8 * c;
-                cp_async16(dst + (uint32_t)(t * 128 + ((c ^ (t % 8)) * 16)), ok ? (const void *)src : (const void *)x,
-                           ok ? 16 : 0);
-            }
-#pragma unroll
-            for (int j = 0; j < WG * WT * 128 / NT; j++) { /* unit i: tile i / 128, row (i / 32) % 4, lane i % 32 */
-                const int i = tid + j * NT, ti = tb0 + i / 128;
-                const bool ok = ti < ntiles;
-                const uint32_t *src = p.w + hck_wg16_lane_word(Np, d.Kp, e, ti, i % 32) +
-                                      (int64_t)(4 * s + (i / 32) % 4) * 2 * Np;
-                cp_async16(dst + G::XB + (uint32_t)i * 16, ok ? (const void *)src : (const void *)p.w, ok ? 16 : 0);
-            }
+            for (int r = 0; r < 4; r++)
+                bulk_copy(dst + G::XB + (uint32_t)(r * WG * WT * 512), wsrc + (int64_t)(4 * s + r) * 2 * Np,
+                          (uint32_t)(vt * 512), bar);
         }
-        asm volatile("cp.async.commit_group;" ::: "memory");
     };
 
     /* group scales (perm64) of the lane's rows gq and gq + 8 of each tile, as
@@ -183,13 +188,14 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
 #pragma unroll 1
     for (int pr = p0; pr < p1; pr++) {
         const int s = 2 * pr;
-        asm volatile("cp.async.wait_group %0;\nfence.proxy.async.shared::cta;" ::"n"(PF - 2) : "memory");
+        mbar_wait(bars + 8 * ((s - s0) % S), ((s - s0) / S) & 1);
+        mbar_wait(bars + 8 * ((s + 1 - s0) % S), ((s + 1 - s0) / S) & 1);
         __syncthreads(); /* steps s, s + 1 landed; the slots now refilled are read by no wgmma */
         stage(s + PF);
         stage(s + PF + 1);
 #pragma unroll
         for (int hs = 0; hs < 2; hs++) {
-            const uint32_t slot = sbase + (uint32_t)(((s + hs) % S) * G::SST);
+            const uint32_t slot = sbase + (uint32_t)(((s + hs - s0) % S) * G::SST);
             if (!SC) {
 #pragma unroll
                 for (int t = 0; t < WT; t++)
@@ -202,13 +208,14 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
             }
 #pragma unroll
             for (int g = 0; g < 4 / GS; g++) { /* k16 steps GS g.. of the stage into register set g % 2 */
-                const uint8_t *wst = smem8 + ((s + hs) % S) * G::SST + G::XB;
+                const uint8_t *wst = smem8 + ((s + hs - s0) % S) * G::SST + G::XB;
 #pragma unroll
                 for (int q = 0; q < GS; q++) {
                     const int row = GS * g + q;
 #pragma unroll
                     for (int t = 0; t < WT; t++) {
-                        const uint32_t w = *(const uint32_t *)(wst + (wg * WT + t) * 2048 + row * 512 + lane * 16 + warp * 4);
+                        const uint32_t w =
+                            *(const uint32_t *)(wst + (row * WG * WT + wg * WT + t) * 512 + lane * 16 + warp * 4);
 #pragma unroll
                         for (int r = 0; r < 4; r++) {
                             uint32_t v = dq<BF>(w, hck_wg16_shift(r, 0));
@@ -232,7 +239,6 @@ wg16_kernel(hck_desc d, hck_ptrs p, const uint16_t *__restrict__ x, const int64_
     wait<0>();
 #pragma unroll
     for (int t = 0; t < WT; t++) fence_acc<NTOK>(acc[t]);
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
 
     /* tile t, rows n0 + 8 r: token 8 j + 2 tq + c at acc[t][4 j + 2 r + c] */
     const float gsc = d.global_count == 0 ? 1.0f : p.gl[d.global_count == 1 ? 0 : e];
@@ -289,9 +295,9 @@ static_assert(all_rows(TUNE_SM90, row_ok), "a tuning row without its instances")
 
 }  // namespace
 
-bool wg16_takes(const hck_desc &d, int sm, int64_t max_rows)
+bool wg16_takes(const hck_layer &L, int64_t max_rows)
 {
-    return tune(max_rows).ntok > 0 && w4a16_sm90_takes(d, sm, 128);
+    return L.tmap_encode && tune(max_rows).ntok > 0 && w4a16_sm90_takes(L.d, L.sm, 128);
 }
 
 cudaError_t wg16_init()
@@ -315,10 +321,19 @@ cudaError_t launch_wg16(const hck_layer *L, const uint16_t *x, const int64_t *of
     cudaError_t e;
     if (splits > 1 && (e = cudaMemsetAsync(ws, 0, (size_t)rows * d.N * sizeof(float), st)) != cudaSuccess)
         return e;
+    /* x as boxes of 64 k x NTOK tokens, 128-byte swizzled, zero past K and rows */
+    CUtensorMap tmx;
+    const cuuint64_t dims[2] = {(cuuint64_t)d.K, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)d.K * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)t.ntok}, es[2] = {1, 1};
+    if (((PFN_cuTensorMapEncodeTiled_v12000)L->tmap_encode)(
+            &tmx, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, (void *)x, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) !=
+        CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
     const bool bf = d.out_bf16, sc = d.scale_perm == 32;
 #define HCK_WG16_CASE_(BF, SC, NTOK, WT)                                                                      \
     if (bf == BF && sc == SC && t.ntok == NTOK && t.wt == WT)                                                 \
-        wg16_kernel<BF, SC, NTOK, WT><<<grid, WG * 128, smem_bytes<NTOK, WT>(), st>>>(d, L->p, x, offsets, y, \
+        wg16_kernel<BF, SC, NTOK, WT><<<grid, WG * 128, smem_bytes<NTOK, WT>(), st>>>(d, L->p, tmx, offsets, y, \
                                                                                      splits, ws);
     HCK_WG16_INSTANCES(HCK_WG16_CASE_)
 #undef HCK_WG16_CASE_

@@ -1,5 +1,5 @@
 /* hck_wgmma.cuh - what the Hopper wgmma families (hck_wg8.cu, hck_wg8pk.cu,
- * hck_wg16.cu) share: cp.async, mbarriers and bulk copies, the K-major
+ * hck_wg16.cu) share: cp.async, mbarriers, bulk copies and TMA boxes, the K-major
  * shared-memory descriptors (unswizzled and 128-byte swizzled), the
  * accumulator operand lists of the inline wgmma instructions, the fence /
  * commit / wait steps and the fp8 families' epilogue. Device code for sm_90a
@@ -74,6 +74,15 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* the box at coordinates (c0, c1) of the 2-D tensor map tm (a kernel
+ * parameter) into shared memory by the TMA unit, completing on bar */
+__device__ __forceinline__ void tma_box2(uint32_t dst, const void *tm, int c0, int c1, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 ::"r"(dst), "l"(tm), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
 }
 
