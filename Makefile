@@ -31,6 +31,8 @@ TSUP_SRC := $(wildcard tests/support/*.c)
 TSUP_OBJ := $(TSUP_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# a host stand-in for libhc_kernels.so (tests of --verify gpu without a GPU)
+HOSTK    := $(BUILD)/tests/libhc_host_kernels.so
 GPU_SRC  := $(wildcard tests/gpu/*.c)
 GPU_BIN  := $(GPU_SRC:tests/gpu/%.c=$(BUILD)/tests/gpu/%)
 
@@ -67,7 +69,7 @@ KERNELS    := $(if $(NVCC),$(if $(KERNEL_ARCHS),$(KERNELS_SO),kernels-nogpu),ker
 .PRECIOUS: $(BUILD)/obj/%.o
 .PHONY: all deps test asan valgrind demo bench clean kernels kernels-skip kernels-nogpu \
         kernels-check fuzz fuzz-build fuzz-deps FORCE
-all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(KERNELS)
+all: $(LIB_A) $(if $(CLI_SRC),$(CLI)) $(EX_BIN) $(TEST_BIN) $(GPU_BIN) $(HOSTK) $(KERNELS)
 
 # The architecture list is part of the object: a change of list rebuilds it.
 $(KERNELS_STAMP): FORCE
@@ -98,6 +100,11 @@ kernels-skip:
 
 kernels-nogpu:
 	@echo "NOTICE: no GPU here: GPU kernels not built (\`make kernels\` builds them for every architecture); GPU verification falls back to the CPU"
+
+$(HOSTK): tests/host_kernels.c kernels/hc_kernels.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) $(CPPFLAGS_ALL) -Ikernels $(CFLAGS_ALL) -fPIC -shared -o $@ $< $(LDLIBS_ALL)
 
 $(BUILD)/tests/gpu/%: $(BUILD)/obj/tests/gpu/%.o $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -399,6 +399,55 @@ static void test_kernels_lib_missing(void **state)
     free(log);
 }
 
+/* The host stand-in of the kernel library (tests/host_kernels.c, next to
+ * the tests' binaries), for --verify gpu without a GPU. */
+static void set_host_kernels(void)
+{
+    const char *cli = getenv("HC_CLI");
+    char path[4200];
+    snprintf(path, sizeof path, "%s", cli ? cli : "build/humming-convert");
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+             "tests/libhc_host_kernels.so");
+    assert_int_equal(setenv("HC_KERNELS_LIB", path, 1), 0);
+}
+
+/* --verify gpu runs each layer's GEMM through the kernel library on the
+ * verifier's helper thread and compares it with the CPU reference: with the
+ * host stand-in the layer passes with its GPU metrics in the report; a GEMM
+ * that fails fails the run, naming the layer and the library's message, and
+ * leaves no output. */
+static void test_verify_gpu_thread(void **state)
+{
+    fixture *f = *state;
+    set_host_kernels();
+    int rc = run_cli(f, f->in, f->out, "--verify gpu");
+    char *log = read_log(f);
+    if (rc != 0) fail_msg("exit %d: %s", rc, log);
+    assert_null(strstr(log, "falling back"));
+    free(log);
+    char path[8192], *report = NULL;
+    snprintf(path, sizeof path, "%s/humming_report.json", f->out);
+    assert_int_equal(hc_file_read_all(path, &report, NULL, NULL), HC_OK);
+    assert_non_null(strstr(report, "\"gpu_gemm_rel_err\""));
+    const char *b = strstr(report, "\"verify_backend\":");
+    assert_non_null(b);
+    b += strlen("\"verify_backend\":");
+    assert_int_equal(strncmp(b + strspn(b, " \t"), "\"gpu\"", 5), 0);
+    free(report);
+    assert_int_equal(hc_fs_remove_tree(f->out, NULL), HC_OK);
+
+    assert_int_equal(setenv("HC_HOST_KERNELS_FAIL", "1", 1), 0);
+    rc = run_cli(f, f->in, f->out, "--verify gpu");
+    unsetenv("HC_HOST_KERNELS_FAIL");
+    unsetenv("HC_KERNELS_LIB");
+    assert_int_not_equal(rc, 0);
+    log = read_log(f);
+    assert_non_null(strstr(log, "verifying layer: GPU GEMM: host kernels: GEMM failed as asked"));
+    free(log);
+    assert_no_output(f);
+}
+
 /* The progress lines' rate is the bytes written over the run's time so far
  * (it once divided the first item's bytes by the time since that item ended:
  * terabytes per second). No conversion here writes 100 GB/s. */
@@ -434,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_shard_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kernels_lib_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_progress_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verify_gpu_thread, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include "hc_gpu.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +33,67 @@ const char *hc_verify_mode_name(hc_verify_mode m)
     return "?";
 }
 
+/* The GPU GEMM of a layer (hc_gpu_gemm), run on a helper thread from the
+ * moment the activations exist until gemm_metrics needs its output, so that
+ * it overlaps the CPU reference; its inputs are read-only meanwhile. */
+typedef struct {
+    const hc_layer_config *cfg;
+    const hc_layer_meta *m;
+    const hc_layer_tensors *post;
+    const float *x;
+    int64_t M;
+    float *y;      /* (E, M, N), owned by the buffers */
+    pthread_t thread;
+    int running;   /* thread started and not yet joined */
+    hc_status st;  /* hc_gpu_gemm's status, err its message */
+    hc_error err;
+} gpu_job;
+
 typedef struct {
     float *Wd, *bd, *Wu, *x, *xq, *yref, *y, *yq;
     hc_verify_row_sums *rows;       /* the weight checks' sums per row (E * N) */
     double *energy;                 /* the source's sum of squares per row */
     hc_verify_act ax, axq;          /* x and xq for hc_verify_gemm_acc (panels) */
     int yref_done;                  /* panels: yref computed with them */
+    gpu_job gpu;                    /* with --verify gpu (gpu.y set) */
 } buffers;
+
+static void *gpu_job_run(void *arg)
+{
+    gpu_job *j = arg;
+    j->st = hc_gpu_gemm(j->cfg, j->m, j->post, j->x, j->M, j->y, &j->err);
+    return NULL;
+}
+
+/* Starts the GPU GEMM of the layer on b->x where the run asks for it (else
+ * does nothing); where no thread can be started it runs here. */
+static hc_status gpu_job_start(const hc_layer_config *cfg, const hc_layer_meta *m,
+                               const hc_layer_tensors *post, const hc_verify_params *p, int M,
+                               buffers *b, hc_error *err)
+{
+    if (!p || !p->use_gpu || p->canonical) return HC_OK;
+    gpu_job *j = &b->gpu;
+    j->y = malloc((size_t)(m->E * M * m->N) * sizeof(float));
+    if (!j->y) HC_FAIL(err, HC_ERR_NOMEM, "out of memory allocating the GPU GEMM's output");
+    j->cfg = cfg, j->m = m, j->post = post, j->x = b->x, j->M = M;
+    j->running = pthread_create(&j->thread, NULL, gpu_job_run, j) == 0;
+    if (!j->running) gpu_job_run(j);
+    return HC_OK;
+}
+
+/* Waits for the GPU GEMM (if running); its status, its message into err. */
+static hc_status gpu_job_join(gpu_job *j, hc_error *err)
+{
+    if (j->running) pthread_join(j->thread, NULL);
+    j->running = 0;
+    if (j->st != HC_OK && err) *err = j->err;
+    return j->st;
+}
 
 static void buffers_free(buffers *b)
 {
+    gpu_job_join(&b->gpu, NULL); /* an early error return: the thread still reads the inputs */
+    free(b->gpu.y);
     free(b->Wd);
     free(b->bd);
     if (b->Wu != b->Wd) free(b->Wu);
@@ -147,11 +199,11 @@ static void unpad(const hc_layer_meta *m, const float *Wd, float *Wu)
 }
 
 /* The GEMM metrics from b->y (16-bit activations) and b->yq (quantized
- * activations), the bounds, the GPU comparison and the verdict. b->x and
- * b->xq hold the activations; quant_bound is the float source's bound. */
+ * activations), the bounds, the GPU comparison (b->gpu, joined here) and the
+ * verdict. b->x and b->xq hold the activations; quant_bound is the float
+ * source's bound. */
 static hc_status gemm_metrics(const hc_layer_config *cfg, const hc_layer_meta *m,
-                              const hc_layer_tensors *post, const hc_verify_source *src,
-                              const hc_verify_params *p, double quant_bound, hc_verify_metrics *r,
+                              const hc_verify_source *src, double quant_bound, hc_verify_metrics *r,
                               buffers *b, hc_error *err)
 {
     const int M = r->tokens, qact = m->act_bits < 16;
@@ -180,9 +232,9 @@ static hc_status gemm_metrics(const hc_layer_config *cfg, const hc_layer_meta *m
         r->nonfinite += c.nonfinite;
         r->qact_bound = r->gemm_bound + hc_verify_act_bound(cfg->act_format);
     }
-    if (p && p->use_gpu && !p->canonical) { /* against the CPU GEMM on the decoded weights, last activations */
-        HC_TRY(hc_gpu_gemm(cfg, m, post, b->x, M, b->yref, err));
-        hc_verify_compare(b->yref, qact ? b->yq : b->y, E * M * N, &c);
+    if (b->gpu.y) { /* against the CPU GEMM on the decoded weights, last activations */
+        HC_TRY(gpu_job_join(&b->gpu, err));
+        hc_verify_compare(b->gpu.y, qact ? b->yq : b->y, E * M * N, &c);
         r->has_gpu = 1;
         r->gpu_rel_err = c.rel_err;
         r->gpu_max_abs_err = c.max_abs_err;
@@ -325,6 +377,8 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     int qact = m->act_bits < 16;
     int64_t E = m->E, N = m->N, K = m->K;
     HC_TRY(alloc_buffers(m, M, qact, 0, b, err));
+    activations(cfg, m, p, M, b);
+    HC_TRY(gpu_job_start(cfg, m, post, p, M, b, err));
     if (p && p->canonical) HC_TRY(hc_dequant_pre(cfg, m, post, b->Wd, b->bd, err));
     else HC_TRY(hc_verify_decode(cfg, m, post, b->Wd, b->bd, err));
     if (src->bias && !post->bias.data) HC_FAIL(err, HC_ERR_FORMAT, "post bias: missing");
@@ -349,11 +403,10 @@ static hc_status run(const hc_layer_config *cfg, const hc_layer_meta *m,
     if (src->float_source && !hc_verify_group_rows_ok(m)) /* groups over several rows */
         hc_verify_quant_check(cfg, m, src->weight, b->Wu, src->clip, E, N, K, &quant_bound,
                               &r->step_violations);
-    activations(cfg, m, p, M, b);
     const float *bias = post->bias.data ? b->bd : NULL;
     hc_verify_gemm(b->x, M, K, b->Wd, E, N, m->Np, m->Kp, bias, m->Np, b->y);
     if (qact) hc_verify_gemm(b->xq, M, K, b->Wd, E, N, m->Np, m->Kp, bias, m->Np, b->yq);
-    return gemm_metrics(cfg, m, post, src, p, quant_bound, r, b, err);
+    return gemm_metrics(cfg, m, src, quant_bound, r, b, err);
 }
 
 /* Panels of 64 weight rows are decoded and checked one at a time, without a
@@ -530,6 +583,7 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     r->lossless = src->lossless;
     b->yref_done = 1;
     activations(cfg, m, p, M, b);
+    HC_TRY(gpu_job_start(cfg, m, post, p, M, b, err));
     hc_verify_act_init(&b->ax, b->x, M, K, 0);
     if (b->xq) hc_verify_act_init(&b->axq, b->xq, M, K, 0);
     /* a lossless layer's histogram needs the source rms only for elements
@@ -551,7 +605,7 @@ static hc_status run_panels(const hc_layer_config *cfg, const hc_layer_meta *m,
     hc_verify_row_sums t;
     rows_finish(cfg, m, src, b, r, &t, &quant_bound);
     r->nonfinite = t.bad + count_nonfinite(b->bd, E * m->Np);
-    return gemm_metrics(cfg, m, post, src, p, quant_bound, r, b, err);
+    return gemm_metrics(cfg, m, src, quant_bound, r, b, err);
 }
 
 /* A source given by rows, read once into a float32 copy (*W, caller frees)
