@@ -278,6 +278,12 @@ static hc_status awq_codes(const awq_geom *a, const hc_ckpt_read_opts *opts, hc_
         return HC_OK;
     }
     if (!general && K % 8 == 0) {
+        /* every word is written: a pooled buffer serves (no fresh pages per layer) */
+        uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)(N * K / 8) * 4) : NULL;
+        if (pooled) {
+            free(q->codes);
+            q->codes = pooled;
+        }
         awq_gemm_words(a->qw->data, N, K, q->codes);
         return HC_OK;
     }
