@@ -363,6 +363,15 @@ static const char *fp8_nan_code(tc_ckpt *c)
     ((uint8_t *)c->t[0].data)[300] = 0xFF; /* E4M3 NaN */
     return FP8_CFG;
 }
+/* the scan goes by blocks of 64 bytes: a NaN in the last byte, after a 0x7E
+ * (the largest finite magnitude) in every byte before it */
+static const char *fp8_nan_code_last(tc_ckpt *c)
+{
+    fp8_blocks(c, 256, 128, 2, 1);
+    memset(c->t[0].data, 0x7E, 256 * 128);
+    ((uint8_t *)c->t[0].data)[256 * 128 - 1] = 0x7F; /* E4M3 NaN */
+    return FP8_CFG;
+}
 static const char *fp8_e5m2_inf(tc_ckpt *c)
 {
     uint8_t *w = tc_add(c, L0 ".weight", HC_DT_F8_E5M2, 2, dims2(64, 128));
@@ -427,6 +436,7 @@ static const read_case read_cases[] = {
     {"fp8 block scales transposed", fp8_transposed, L0, HC_ERR_FORMAT, {L0 ".weight_scale_inv", "[1, 2]"}},
     {"fp8 NaN block scale", fp8_nan, L0, HC_ERR_FORMAT, {L0 ".weight_scale_inv", "element 1", "not finite"}},
     {"fp8 NaN weight code", fp8_nan_code, L0, HC_ERR_FORMAT, {L0 ".weight", "element 300", "0xff"}},
+    {"fp8 NaN last weight code", fp8_nan_code_last, L0, HC_ERR_FORMAT, {L0 ".weight", "element 32767", "0x7f"}},
     {"fp8 e5m2 Inf weight code", fp8_e5m2_inf, L0, HC_ERR_FORMAT, {L0 ".weight", "element 4000", "0x7c"}},
     {"fp8 negative tensor scale", fp8_tensor_neg, L0, HC_ERR_FORMAT, {L0 ".weight_scale", "negative"}},
 };
