@@ -257,6 +257,43 @@ static void test_g_idx(void **state)
     tc_free(&c);
 }
 
+/* int-quantized int8 in column order, every byte value: the word-level path
+ * (codes built from the bytes) gives the element path's codes bit for bit,
+ * and the values are int8 x scale. */
+static void test_int8_words(void **state)
+{
+    (void)state;
+    int N = 64, K = 256;
+    tc_ckpt c;
+    tc_init(&c, "ct-int8-words");
+    int8_t *w = tc_add(&c, P ".weight", HC_DT_I8, 2, (int64_t[2]){N, K});
+    uint16_t *sc = tc_add(&c, P ".weight_scale", HC_DT_BF16, 2, (int64_t[2]){N, 1});
+    for (int n = 0; n < N; n++) sc[n] = hc_f32_to_bf16(0.001953125f * (float)(1 + n % 5));
+    for (int i = 0; i < N * K; i++) w[i] = (int8_t)(uint8_t)((i * 7 + i / 256) & 255);
+    const char *cfg =
+        "{\"torch_dtype\": \"bfloat16\", \"quantization_config\": {\"quant_method\": "
+        "\"compressed-tensors\", \"format\": \"int-quantized\", \"quantization_status\": "
+        "\"compressed\", \"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], "
+        "\"weights\": {\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"channel\", "
+        "\"symmetric\": true}}}}}";
+    tc_write(&c, cfg, NULL, NULL);
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
+    hc_ckpt_layer l;
+    hc_error err;
+    float *got = NULL;
+    assert_int_equal(tc_read_layer(c.dir, P, HC_ACT_ORDER_REFUSE, &l, &got, &err), HC_OK);
+    int64_t bad = 0;
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) {
+            const float want = (float)(w[n * K + k] * (double)hc_bf16_to_f32(sc[n]));
+            bad += memcmp(&got[n * K + k], &want, 4) != 0;
+        }
+    assert_int_equal(bad, 0);
+    hc_ckpt_layer_free(&l);
+    free(got);
+    tc_free(&c);
+}
+
 /* int-quantized int8 with weight_g_idx: the codes follow it (it used to be ignored). */
 static void test_g_idx_int8(void **state)
 {
@@ -303,7 +340,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_widths),    cmocka_unit_test(test_padded_and_plain),
         cmocka_unit_test(test_layout_refusals), cmocka_unit_test(test_g_idx),
-        cmocka_unit_test(test_g_idx_int8),
+        cmocka_unit_test(test_g_idx_int8),      cmocka_unit_test(test_int8_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
  *     fp32(1 / weight_global_scale), exact only when that reciprocal is.
  *   mxfp4-pack-quantized: U8 [N, K/2] and U8 E8M0 scales [N, K/32]. */
 #include "hc_ckpt.h"
+#include "hc_parallel.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -236,10 +237,34 @@ static hc_status put_int_zeros(const hc_st_tensor *zp, const hc_st_tensor *s, in
     return st;
 }
 
+/* int8 in column order: every int8 value is a code (v + 128 = the byte XOR
+ * 0x80), and Humming's row-packed 8-bit form holds four codes per word from
+ * the low byte up, so the words are built straight from the bytes, into a
+ * pooled buffer when the run has one (every word is written). */
+static void put_int8_words(const hc_st_tensor *w, const hc_ckpt_read_opts *opts, hc_quant_result *q)
+{
+    const int64_t words = q->n * q->k / 4;
+    uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)words * 4) : NULL;
+    if (pooled) {
+        free(q->codes);
+        q->codes = pooled;
+    }
+    const uint8_t *c = w->data;
+    uint32_t *out = q->codes;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(words * 4))
+    for (int64_t j = 0; j < words; j++)
+        out[j] = (c[4 * j] | (uint32_t)c[4 * j + 1] << 8 | (uint32_t)c[4 * j + 2] << 16 |
+                  (uint32_t)c[4 * j + 3] << 24) ^ 0x80808080u;
+}
+
 /* int-quantized / naive-quantized: I8 weight [N, K] holding intB values. */
 static hc_status put_int_codes(const hc_st_tensor *w, int b, const int32_t *perm,
-                               hc_quant_result *q, hc_error *err)
+                               const hc_ckpt_read_opts *opts, hc_quant_result *q, hc_error *err)
 {
+    if (b == 8 && !perm && !opts->general_codes) {
+        put_int8_words(w, opts, q);
+        return HC_OK;
+    }
     int64_t n = q->n * q->k;
     uint32_t half = 1u << (b - 1), mask = (1u << b) - 1;
     uint8_t *codes = malloc((size_t)n + 1);
@@ -313,7 +338,7 @@ static hc_status read_unpacked(const hc_ckpt_config *cfg, hc_st_model *model, co
     int ao = 0;
     HC_TRY(int_layer_begin(model, prefix, s, grp, b, zp != NULL, N, K, G, opts, out, &ao, err));
     if (zp) HC_TRY(put_int_zeros(zp, s, b, &out->q, err));
-    if (!opts->meta_only) HC_TRY(put_int_codes(w, b, out->perm, &out->q, err));
+    if (!opts->meta_only) HC_TRY(put_int_codes(w, b, out->perm, opts, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "compressed-tensors %s int%d %s%s%s",
              fmt, b, grp->strategy, zp ? " asym" : "", ao ? " act-order" : "");
     return HC_OK;
