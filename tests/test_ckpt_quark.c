@@ -105,6 +105,7 @@ static void run_int4(const char *dt, int sym, int reorder)
     char *cfg = quark_cfg(wcfg, "null", reorder ? "reorder" : "order", "");
     tc_write(&c, cfg, NULL, NULL);
     expect_layer(c.dir, P, want, "quark");
+    assert_int_equal(tc_codes_paths_differ(c.dir, P, HC_ACT_ORDER_REFUSE), 0);
     hc_error err;
     tc_expect_converted_field(c.dir, P, "lossless", "true");
     hc_ckpt_config dc;

@@ -327,6 +327,13 @@ int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v);
  * hc_ckpt_put_scale then stores every finite value as its source bits, so a
  * copy of the checked bits is the same. */
 int hc_ckpt_raw16_scales(const hc_st_tensor *s, const hc_quant_result *q);
+/* Where hc_ckpt_raw16_scales holds: the scale of every (n, g), element
+ * n * sn + g * sg of s, copied as its 16 bits to q's scale n * G + g; returns 0
+ * and counts the zero scales in *zeros (may be NULL). Returns 1, deciding
+ * nothing, for another storage format or a NaN / Inf (the caller's element
+ * path then reports it). */
+int hc_ckpt_raw16_scales_copy(const hc_st_tensor *s, int64_t N, int64_t G, int64_t sn, int64_t sg,
+                              hc_quant_result *q, int64_t *zeros);
 /* Picks the storage format for float scales of source dtype src: F16/BF16/
  * E4M3/E8M0 as is; F32 -> opts->param_format if every value in t is exact in
  * it, else the other 16-bit format, else F32 when opts->float32_scales (a
@@ -335,6 +342,12 @@ hc_format_id hc_ckpt_scale_format(hc_dtype src, const hc_st_tensor *t,
                                   const hc_ckpt_read_opts *opts);
 /* Packs unpacked codes (rows x K, one per byte) into q->codes at row offset. */
 void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
+/* 4-bit codes packed along N, I32 [K, N/8] with column 8 j + col[p] in nibble
+ * p of word j of row k (AutoAWQ's GEMM packing, Quark's Pack_4_bits), into
+ * dst as rows [N, K/8] packed along K (Humming's rows). N and K multiples of
+ * 8; every word of dst is written. hc_ckpt_awq.c. */
+void hc_ckpt_words_from_n_packed(const void *src, int64_t N, int64_t K, const int col[8],
+                                 uint32_t *dst);
 /* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points
  * (HC_ERR_NOMEM when its column buffers cannot be had: never half-packed). */
 hc_status hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z, hc_error *err);

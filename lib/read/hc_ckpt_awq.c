@@ -96,31 +96,6 @@ static hc_status awq_shapes(const hc_ckpt_config *cfg, hc_st_model *model, const
     return g->gemv ? gemv_shapes(g, err) : gemm_shapes(g, err);
 }
 
-/* Scales of every (n, g) as raw 16-bit words, where the storage format is the
- * source's (F16 -> F16, BF16 -> BF16: every finite value is exact, so its bits
- * are what hc_ckpt_put_scale stores). Returns 0 and counts *zeros, or 1 (nothing
- * decided) for another storage format or a NaN / Inf, which the element path
- * then reports. */
-static int awq_raw16_scales(const awq_geom *a, hc_quant_result *q, int64_t *zeros)
-{
-    if (!hc_ckpt_raw16_scales(a->sc, q)) return 1;
-    uint16_t inf = a->sc->dtype == HC_DT_F16 ? 0x7C00u : 0x7F80u;
-    uint16_t *dst = (uint16_t *)(void *)q->scales;
-    const unsigned char *src = a->sc->data;
-    int64_t N = a->N, G = a->G, z = 0;
-    for (int64_t g = 0; g < G; g++)
-        for (int64_t n = 0; n < N; n++) {
-            int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
-            uint16_t b;
-            memcpy(&b, src + 2 * (size_t)si, 2);
-            if ((b & inf) == inf) return 1;
-            z += (b & 0x7FFFu) == 0;
-            dst[n * G + g] = b;
-        }
-    *zeros = z;
-    return 0;
-}
-
 /* Zero points and scales of every (n, g); scales checked (gemv: padding columns
  * skipped). general: the element path only (the tests compare the two). */
 static hc_status awq_zeros_scales(const awq_geom *a, int general, hc_quant_result *q,
@@ -134,7 +109,8 @@ static hc_status awq_zeros_scales(const awq_geom *a, int general, hc_quant_resul
             z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
                                              : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
     hc_status st = HC_OK;
-    int raw = !general && awq_raw16_scales(a, q, &zeros) == 0;
+    int raw = !general && hc_ckpt_raw16_scales_copy(a->sc, N, G, a->gemv ? a->sc->shape[1] : 1,
+                                                    a->gemv ? 1 : N, q, &zeros) == 0;
     for (int64_t n = 0; !raw && st == HC_OK && n < N; n++)
         for (int64_t g = 0; st == HC_OK && g < G; g++) {
             int64_t si = a->gemv ? n * a->sc->shape[1] + g : g * N + n;
@@ -177,14 +153,14 @@ static void nibble_transpose8(uint32_t a[8])
 
 /* The words of block (j, w) into dst: input words k = 8w..8w+7 of word
  * column j hold output word w of rows n = 8j..8j+7, one nibble each; after
- * the transpose word p is column 8j + awq_order[p]'s. */
+ * the transpose word p is column 8j + col[p]'s. */
 static inline void gemm_word_block(const unsigned char *s, int64_t J, int64_t W, int64_t j,
-                                   int64_t w, uint32_t *dst)
+                                   int64_t w, const int col[8], uint32_t *dst)
 {
     uint32_t a[8];
     for (int i = 0; i < 8; i++) memcpy(&a[i], s + 4 * (size_t)((8 * w + i) * J + j), 4);
     nibble_transpose8(a);
-    for (int p = 0; p < 8; p++) dst[(8 * j + awq_order[p]) * W + w] = a[p];
+    for (int p = 0; p < 8; p++) dst[(8 * j + col[p]) * W + w] = a[p];
 }
 
 #if HC_CKPT_X86
@@ -217,7 +193,7 @@ AWQ_AVX2 static inline void nibble_transpose8_x8(__m256i a[8])
  * word transpose (w x j -> j x w) so that each output row gets 8 words in
  * one store. */
 AWQ_AVX2 static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W, int64_t j0,
-                                    int64_t w0, uint32_t *dst)
+                                    int64_t w0, const int col[8], uint32_t *dst)
 {
     __m256i by_p[8][8]; /* [p][w - w0], lanes j */
     for (int dw = 0; dw < 8; dw++) {
@@ -231,24 +207,24 @@ AWQ_AVX2 static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W
     for (int p = 0; p < 8; p++) {
         hc_ckpt_transpose8x8(by_p[p]); /* now [j - j0], lanes w */
         for (int dj = 0; dj < 8; dj++)
-            _mm256_storeu_si256((__m256i *)(dst + (8 * (j0 + dj) + awq_order[p]) * W + w0),
+            _mm256_storeu_si256((__m256i *)(dst + (8 * (j0 + dj) + col[p]) * W + w0),
                                 by_p[p][dj]);
     }
 }
 
 #else
 static void gemm_words_8x8(const unsigned char *s, int64_t J, int64_t W, int64_t j0, int64_t w0,
-                           uint32_t *dst)
+                           const int col[8], uint32_t *dst)
 {
-    (void)s, (void)J, (void)W, (void)j0, (void)w0, (void)dst;
+    (void)s, (void)J, (void)W, (void)j0, (void)w0, (void)col, (void)dst;
 }
 #endif
 
-/* GEMM codes as words (gemm_word_block), blocks of 16 w (one output cache
- * line per row) keeping the writes local; the 128 input rows of a block stay
- * in cache. With AVX2, 8 x 8 blocks at once (gemm_words_8x8), the rest word
- * by word. */
-static void awq_gemm_words(const void *src, int64_t N, int64_t K, uint32_t *dst)
+/* Blocks of 16 w (one output cache line per row) keep the writes local; the
+ * 128 input rows of a block stay in cache. With AVX2, 8 x 8 blocks at once
+ * (gemm_words_8x8), the rest word by word (gemm_word_block). */
+void hc_ckpt_words_from_n_packed(const void *src, int64_t N, int64_t K, const int col[8],
+                                 uint32_t *dst)
 {
     enum { WB = 16 };
     const unsigned char *s = src;
@@ -259,14 +235,14 @@ static void awq_gemm_words(const void *src, int64_t N, int64_t K, uint32_t *dst)
         const int64_t w0 = b * WB, w1 = w0 + WB < W ? w0 + WB : W;
         const int64_t wv = vec ? w0 + (w1 - w0) / 8 * 8 : w0, jv = vec ? J / 8 * 8 : 0;
         for (int64_t j = 0; j < jv; j += 8)
-            for (int64_t w = w0; w < wv; w += 8) gemm_words_8x8(s, J, W, j, w, dst);
+            for (int64_t w = w0; w < wv; w += 8) gemm_words_8x8(s, J, W, j, w, col, dst);
         for (int64_t j = 0; j < J; j++)
-            for (int64_t w = j < jv ? wv : w0; w < w1; w++) gemm_word_block(s, J, W, j, w, dst);
+            for (int64_t w = j < jv ? wv : w0; w < w1; w++) gemm_word_block(s, J, W, j, w, col, dst);
     }
 }
 
 /* Codes [N, K] packed along K: GEMV's qweight already is (a copy), GEMM's by
- * awq_gemm_words (whole words: K a multiple of 8); otherwise, or with general
+ * hc_ckpt_words_from_n_packed (whole words: K a multiple of 8); otherwise, or with general
  * (the tests), element by element. */
 static hc_status awq_codes(const awq_geom *a, const hc_ckpt_read_opts *opts, hc_quant_result *q,
                            hc_error *err)
@@ -284,7 +260,7 @@ static hc_status awq_codes(const awq_geom *a, const hc_ckpt_read_opts *opts, hc_
             free(q->codes);
             q->codes = pooled;
         }
-        awq_gemm_words(a->qw->data, N, K, q->codes);
+        hc_ckpt_words_from_n_packed(a->qw->data, N, K, awq_order, q->codes);
         return HC_OK;
     }
     uint8_t *codes = malloc((size_t)(N * K) + 1);

@@ -243,6 +243,26 @@ int hc_ckpt_raw16_scales(const hc_st_tensor *s, const hc_quant_result *q)
             (s->dtype == HC_DT_BF16 && q->desc.scale_format == HC_FMT_BF16));
 }
 
+int hc_ckpt_raw16_scales_copy(const hc_st_tensor *s, int64_t N, int64_t G, int64_t sn, int64_t sg,
+                              hc_quant_result *q, int64_t *zeros)
+{
+    if (!hc_ckpt_raw16_scales(s, q)) return 1;
+    const uint16_t inf = s->dtype == HC_DT_F16 ? 0x7C00u : 0x7F80u;
+    uint16_t *dst = (uint16_t *)(void *)q->scales;
+    const unsigned char *src = s->data;
+    int64_t z = 0;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t n = 0; n < N; n++) {
+            uint16_t b;
+            memcpy(&b, src + 2 * (size_t)(n * sn + g * sg), 2);
+            if ((b & inf) == inf) return 1;
+            z += (b & 0x7FFFu) == 0;
+            dst[n * G + g] = b;
+        }
+    if (zeros) *zeros = z;
+    return 0;
+}
+
 int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v)
 {
     int64_t bits = encode_exact(q->desc.scale_format, v);

@@ -17,6 +17,7 @@
  * Static activation scales (input_scale) are not carried: Humming's weight-
  * only path computes with 16-bit activations; the layer's note says so. */
 #include "hc_ckpt.h"
+#include "hc_parallel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,26 @@ static hc_status q4_shapes(const hc_ckpt_quark *qk, hc_st_model *model, const ch
                                "[K/group, ceil(N/8)]", err);
 }
 
+/* The codes of whole words (N and K multiples of 8) by the N-packed word
+ * transpose (column of nibble p: the inverse of reorder_nibble, or p), into
+ * a pooled buffer when the run has one (every word is written); int4's
+ * two's complement nibbles XOR 8 afterwards, as pack4_at. */
+static void put_words(const q4_geom *g, const hc_ckpt_read_opts *opts, hc_quant_result *q)
+{
+    static const int col_reorder[8] = {0, 2, 4, 6, 1, 3, 5, 7}, col_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const int64_t words = g->N * g->K / 8;
+    uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)words * 4) : NULL;
+    if (pooled) {
+        free(q->codes);
+        q->codes = pooled;
+    }
+    hc_ckpt_words_from_n_packed(g->w->data, g->N, g->K, g->reorder ? col_reorder : col_order, q->codes);
+    if (!g->xor8) return;
+    uint32_t *w = q->codes;
+#pragma omp parallel for schedule(static) if (HC_PARALLEL(words * 8))
+    for (int64_t i = 0; i < words; i++) w[i] ^= 0x88888888u;
+}
+
 /* int4 / uint4 per_group (W4A16). */
 static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const char *prefix,
                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
@@ -93,7 +114,8 @@ static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const ch
         HC_FAIL(err, HC_ERR_UNSUPPORTED, "%s: N=%lld: N-packed zero points need N*4 to be a "
                 "multiple of 32", prefix, (long long)N);
     HC_TRY(hc_ckpt_alloc(&out->q, &d, 1, N, K, N, G, !opts->meta_only, err));
-    for (int64_t k = 0; k < G; k++)
+    const int raw = !opts->general_codes && hc_ckpt_raw16_scales_copy(g.s, N, G, 1, N, &out->q, NULL) == 0;
+    for (int64_t k = 0; !raw && k < G; k++)
         for (int64_t n = 0; n < N; n++)
             if (hc_ckpt_put_scale(&out->q, n * G + k, hc_ckpt_float_at(g.s, k * N + n)) != 0)
                 HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale not exact in its storage format",
@@ -107,9 +129,12 @@ static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const ch
         st = hc_ckpt_pack_zeros(&out->q, buf, err);
     }
     if (st == HC_OK && !opts->meta_only) {
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t k = 0; k < K; k++) buf[n * K + k] = pack4_at(g.w, k, n, g.reorder, g.xor8);
-        hc_ckpt_pack_codes(&out->q, buf);
+        if (!opts->general_codes && N % 8 == 0 && K % 8 == 0) put_words(&g, opts, &out->q);
+        else {
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t k = 0; k < K; k++) buf[n * K + k] = pack4_at(g.w, k, n, g.reorder, g.xor8);
+            hc_ckpt_pack_codes(&out->q, buf);
+        }
     }
     free(buf);
     snprintf(out->source_format, sizeof out->source_format, "quark %s g%lld %s (pack_method %s)",
