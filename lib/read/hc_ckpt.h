@@ -348,6 +348,12 @@ void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
  * 8; every word of dst is written. hc_ckpt_awq.c. */
 void hc_ckpt_words_from_n_packed(const void *src, int64_t N, int64_t K, const int col[8],
                                  uint32_t *dst);
+/* 4-bit zero points packed along N as codes are in hc_ckpt_words_from_n_packed,
+ * I32 [G, N/8] (column 8 j + col[p] in nibble p of word j), each nibble XOR
+ * flip's, into q->zero_points (one expert, 4-bit, N rows; N a multiple of 8):
+ * a word's nibbles put in column order, the words transposed to [N/8, G]. */
+void hc_ckpt_zeros_from_n_packed(const void *src, int64_t N, int64_t G, const int col[8],
+                                 uint32_t flip, hc_quant_result *q);
 /* Packs integer zero points z (E, NS, G) (values < 2^bits) into q->zero_points
  * (HC_ERR_NOMEM when its column buffers cannot be had: never half-packed). */
 hc_status hc_ckpt_pack_zeros(hc_quant_result *q, const uint8_t *z, hc_error *err);

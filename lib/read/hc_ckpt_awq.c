@@ -102,12 +102,14 @@ static hc_status awq_zeros_scales(const awq_geom *a, int general, hc_quant_resul
                                   hc_ckpt_layer *out, hc_error *err)
 {
     int64_t N = a->N, G = a->G, zeros = 0;
-    uint8_t *z = malloc((size_t)(N * G) + 1);
-    HC_CHECK_ALLOC(err, z, "AWQ zeros");
-    for (int64_t n = 0; n < N; n++)
+    const int words = !general && !a->gemv && N % 8 == 0; /* GEMM qzeros: whole words */
+    uint8_t *z = words ? NULL : malloc((size_t)(N * G) + 1);
+    if (!words) HC_CHECK_ALLOC(err, z, "AWQ zeros");
+    for (int64_t n = 0; !words && n < N; n++)
         for (int64_t g = 0; g < G; g++)
             z[n * G + g] = (uint8_t)(a->gemv ? nib(a->qz, n * a->qz->shape[1] + g / 8, (int)(g % 8))
                                              : nib(a->qz, g * (N / 8) + n / 8, awq_rev[n % 8]));
+    if (words) hc_ckpt_zeros_from_n_packed(a->qz->data, N, G, awq_order, 0, q);
     hc_status st = HC_OK;
     int raw = !general && hc_ckpt_raw16_scales_copy(a->sc, N, G, a->gemv ? a->sc->shape[1] : 1,
                                                     a->gemv ? 1 : N, q, &zeros) == 0;
@@ -124,7 +126,7 @@ static hc_status awq_zeros_scales(const awq_geom *a, int general, hc_quant_resul
                 st = hc_error_set(err, HC_ERR_INTERNAL, "%s: scale %lld not exact in its storage "
                                   "format", a->sc->name, (long long)si);
         }
-    if (st == HC_OK) st = hc_ckpt_pack_zeros(q, z, err);
+    if (st == HC_OK && !words) st = hc_ckpt_pack_zeros(q, z, err);
     free(z);
     hc_ckpt_note_zero_scales(out, a->sc, zeros);
     return st;

@@ -263,6 +263,20 @@ int hc_ckpt_raw16_scales_copy(const hc_st_tensor *s, int64_t N, int64_t G, int64
     return 0;
 }
 
+void hc_ckpt_zeros_from_n_packed(const void *src, int64_t N, int64_t G, const int col[8],
+                                 uint32_t flip, hc_quant_result *q)
+{
+    const unsigned char *s = src;
+    const int64_t J = N / 8;
+    for (int64_t g = 0; g < G; g++)
+        for (int64_t j = 0; j < J; j++) {
+            uint32_t in, out = 0;
+            memcpy(&in, s + 4 * (size_t)(g * J + j), 4);
+            for (int p = 0; p < 8; p++) out |= ((in >> (4 * p)) & 15u) << (4 * col[p]);
+            q->zero_points[j * G + g] = out ^ flip;
+        }
+}
+
 int hc_ckpt_put_scale(hc_quant_result *q, int64_t idx, double v)
 {
     int64_t bits = encode_exact(q->desc.scale_format, v);

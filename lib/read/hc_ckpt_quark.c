@@ -75,20 +75,27 @@ static hc_status q4_shapes(const hc_ckpt_quark *qk, hc_st_model *model, const ch
                                "[K/group, ceil(N/8)]", err);
 }
 
+/* The column (within 8) of each nibble of a Pack_4_bits word: the inverse
+ * of reorder_nibble, or the nibble itself. */
+static const int *col_of_nibble(const q4_geom *g)
+{
+    static const int col_reorder[8] = {0, 2, 4, 6, 1, 3, 5, 7}, col_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    return g->reorder ? col_reorder : col_order;
+}
+
 /* The codes of whole words (N and K multiples of 8) by the N-packed word
  * transpose (column of nibble p: the inverse of reorder_nibble, or p), into
  * a pooled buffer when the run has one (every word is written); int4's
  * two's complement nibbles XOR 8 afterwards, as pack4_at. */
 static void put_words(const q4_geom *g, const hc_ckpt_read_opts *opts, hc_quant_result *q)
 {
-    static const int col_reorder[8] = {0, 2, 4, 6, 1, 3, 5, 7}, col_order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     const int64_t words = g->N * g->K / 8;
     uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)words * 4) : NULL;
     if (pooled) {
         free(q->codes);
         q->codes = pooled;
     }
-    hc_ckpt_words_from_n_packed(g->w->data, g->N, g->K, g->reorder ? col_reorder : col_order, q->codes);
+    hc_ckpt_words_from_n_packed(g->w->data, g->N, g->K, col_of_nibble(g), q->codes);
     if (!g->xor8) return;
     uint32_t *w = q->codes;
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(words * 8))
@@ -123,7 +130,9 @@ static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const ch
     uint8_t *buf = malloc((size_t)(N * (K > G ? K : G)) + 1);
     HC_CHECK_ALLOC(err, buf, "Quark int4 codes");
     hc_status st = HC_OK;
-    if (asym) {
+    if (asym && !opts->general_codes) /* N % 8 == 0 already (checked above) */
+        hc_ckpt_zeros_from_n_packed(g.zp->data, N, G, col_of_nibble(&g), g.xor8 ? 0x88888888u : 0, &out->q);
+    else if (asym) {
         for (int64_t n = 0; n < N; n++)
             for (int64_t k = 0; k < G; k++) buf[n * G + k] = pack4_at(g.zp, k, n, g.reorder, g.xor8);
         st = hc_ckpt_pack_zeros(&out->q, buf, err);
