@@ -348,6 +348,10 @@ void hc_ckpt_pack_codes(hc_quant_result *q, const uint8_t *codes);
  * 8; every word of dst is written. hc_ckpt_awq.c. */
 void hc_ckpt_words_from_n_packed(const void *src, int64_t N, int64_t K, const int col[8],
                                  uint32_t *dst);
+/* For a reader that writes every code word: q->codes (allocated by
+ * hc_ckpt_alloc) replaced by a kept buffer of the same size from opts->pool
+ * when there is one (no fresh pages per layer); else left as it is. */
+void hc_ckpt_pooled_codes(const hc_ckpt_read_opts *opts, hc_quant_result *q);
 /* 4-bit zero points packed along N as codes are in hc_ckpt_words_from_n_packed,
  * I32 [G, N/8] (column 8 j + col[p] in nibble p of word j), each nibble XOR
  * flip's, into q->zero_points (one expert, 4-bit, N rows; N a multiple of 8):

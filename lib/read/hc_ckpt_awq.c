@@ -256,12 +256,7 @@ static hc_status awq_codes(const awq_geom *a, const hc_ckpt_read_opts *opts, hc_
         return HC_OK;
     }
     if (!general && K % 8 == 0) {
-        /* every word is written: a pooled buffer serves (no fresh pages per layer) */
-        uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)(N * K / 8) * 4) : NULL;
-        if (pooled) {
-            free(q->codes);
-            q->codes = pooled;
-        }
+        hc_ckpt_pooled_codes(opts, q); /* every word is written */
         hc_ckpt_words_from_n_packed(a->qw->data, N, K, awq_order, q->codes);
         return HC_OK;
     }

@@ -263,6 +263,16 @@ int hc_ckpt_raw16_scales_copy(const hc_st_tensor *s, int64_t N, int64_t G, int64
     return 0;
 }
 
+void hc_ckpt_pooled_codes(const hc_ckpt_read_opts *opts, hc_quant_result *q)
+{
+    const size_t bytes = (size_t)(q->experts * q->n * q->k * q->bits / 32) * 4;
+    uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, bytes) : NULL;
+    if (pooled) {
+        free(q->codes);
+        q->codes = pooled;
+    }
+}
+
 void hc_ckpt_zeros_from_n_packed(const void *src, int64_t N, int64_t G, const int col[8],
                                  uint32_t flip, hc_quant_result *q)
 {

@@ -244,11 +244,7 @@ static hc_status put_int_zeros(const hc_st_tensor *zp, const hc_st_tensor *s, in
 static void put_int8_words(const hc_st_tensor *w, const hc_ckpt_read_opts *opts, hc_quant_result *q)
 {
     const int64_t words = q->n * q->k / 4;
-    uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)words * 4) : NULL;
-    if (pooled) {
-        free(q->codes);
-        q->codes = pooled;
-    }
+    hc_ckpt_pooled_codes(opts, q);
     const uint8_t *c = w->data;
     uint32_t *out = q->codes;
 #pragma omp parallel for schedule(static) if (HC_PARALLEL(words * 4))

@@ -325,12 +325,7 @@ hc_status hc_ckpt_read_gptq(const hc_ckpt_config *cfg, hc_st_model *model, hc_ck
     if (st == HC_OK && !opts->meta_only && perm == NULL && hc_dtype_bits(qw->dtype) == 32 &&
         !opts->general_codes) {
         /* every word is written: a pooled buffer serves (no fresh pages per layer) */
-        uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)(N * K * b / 32) * 4)
-                                      : NULL;
-        if (pooled) {
-            free(q->codes);
-            q->codes = pooled;
-        }
+        hc_ckpt_pooled_codes(opts, q);
         words_transpose(qw->data, K * b / 32, N, q->codes);
     } else if (st == HC_OK && !opts->meta_only) {
         uint8_t *codes = malloc((size_t)(N * K) + 1);

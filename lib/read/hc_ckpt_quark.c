@@ -90,11 +90,7 @@ static const int *col_of_nibble(const q4_geom *g)
 static void put_words(const q4_geom *g, const hc_ckpt_read_opts *opts, hc_quant_result *q)
 {
     const int64_t words = g->N * g->K / 8;
-    uint32_t *pooled = opts->pool ? hc_bufpool_take(opts->pool, (size_t)words * 4) : NULL;
-    if (pooled) {
-        free(q->codes);
-        q->codes = pooled;
-    }
+    hc_ckpt_pooled_codes(opts, q);
     hc_ckpt_words_from_n_packed(g->w->data, g->N, g->K, col_of_nibble(g), q->codes);
     if (!g->xor8) return;
     uint32_t *w = q->codes;
