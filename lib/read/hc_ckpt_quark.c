@@ -98,6 +98,28 @@ static void put_words(const q4_geom *g, const hc_ckpt_read_opts *opts, hc_quant_
     for (int64_t i = 0; i < words; i++) w[i] ^= 0x88888888u;
 }
 
+/* The element paths (the tests' general_codes, or codes whose N or K is not
+ * whole words): a byte per zero point and / or code, then packed. */
+static hc_status put_bytes(const q4_geom *g, int zeros, int codes, hc_quant_result *q, hc_error *err)
+{
+    const int64_t N = g->N, K = g->K, G = g->G;
+    uint8_t *buf = malloc((size_t)(N * (K > G ? K : G)) + 1);
+    HC_CHECK_ALLOC(err, buf, "Quark int4 codes");
+    hc_status st = HC_OK;
+    if (zeros) {
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t k = 0; k < G; k++) buf[n * G + k] = pack4_at(g->zp, k, n, g->reorder, g->xor8);
+        st = hc_ckpt_pack_zeros(q, buf, err);
+    }
+    if (st == HC_OK && codes) {
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t k = 0; k < K; k++) buf[n * K + k] = pack4_at(g->w, k, n, g->reorder, g->xor8);
+        hc_ckpt_pack_codes(q, buf);
+    }
+    free(buf);
+    return st;
+}
+
 /* int4 / uint4 per_group (W4A16). */
 static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const char *prefix,
                            const hc_ckpt_read_opts *opts, hc_ckpt_layer *out, hc_error *err)
@@ -123,28 +145,15 @@ static hc_status read_int4(const hc_ckpt_quark *qk, hc_st_model *model, const ch
             if (hc_ckpt_put_scale(&out->q, n * G + k, hc_ckpt_float_at(g.s, k * N + n)) != 0)
                 HC_FAIL(err, HC_ERR_INTERNAL, "%s: scale not exact in its storage format",
                         g.s->name);
-    uint8_t *buf = malloc((size_t)(N * (K > G ? K : G)) + 1);
-    HC_CHECK_ALLOC(err, buf, "Quark int4 codes");
-    hc_status st = HC_OK;
-    if (asym && !opts->general_codes) /* N % 8 == 0 already (checked above) */
+    const int words = !opts->general_codes, code_words = words && N % 8 == 0 && K % 8 == 0;
+    if (asym && words) /* N % 8 == 0 already (checked above) */
         hc_ckpt_zeros_from_n_packed(g.zp->data, N, G, col_of_nibble(&g), g.xor8 ? 0x88888888u : 0, &out->q);
-    else if (asym) {
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t k = 0; k < G; k++) buf[n * G + k] = pack4_at(g.zp, k, n, g.reorder, g.xor8);
-        st = hc_ckpt_pack_zeros(&out->q, buf, err);
-    }
-    if (st == HC_OK && !opts->meta_only) {
-        if (!opts->general_codes && N % 8 == 0 && K % 8 == 0) put_words(&g, opts, &out->q);
-        else {
-            for (int64_t n = 0; n < N; n++)
-                for (int64_t k = 0; k < K; k++) buf[n * K + k] = pack4_at(g.w, k, n, g.reorder, g.xor8);
-            hc_ckpt_pack_codes(&out->q, buf);
-        }
-    }
-    free(buf);
+    if (!opts->meta_only && code_words) put_words(&g, opts, &out->q);
+    const int zero_bytes = asym && !words, code_bytes = !opts->meta_only && !code_words;
+    if (zero_bytes || code_bytes) HC_TRY(put_bytes(&g, zero_bytes, code_bytes, &out->q, err));
     snprintf(out->source_format, sizeof out->source_format, "quark %s g%lld %s (pack_method %s)",
              qk->dtype, (long long)g.gs, asym ? "asym" : "sym", qk->pack_method);
-    return st;
+    return HC_OK;
 }
 
 /* fp4 per_group 32 with e8m0 scales (OCP MXFP4). */
