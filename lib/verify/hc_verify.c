@@ -465,8 +465,12 @@ static int ws_alloc(const hc_layer_meta *m, const hc_verify_source *src, int64_t
 {
     w->ks = ks;
     w->acc_len = hc_verify_gemm_acc_len(64, M);
-    w->P = malloc((size_t)(64 * ks) * sizeof(float));
-    w->S = src->weight ? NULL : malloc((size_t)(64 * (src->part ? ks : m->K)) * sizeof(float));
+    /* 64-byte aligned (64 rows of floats: a whole number of lines): a
+     * 32-byte load at a malloc'ed large block's 16-byte offset splits a
+     * cache line every second time, which cost the GEMM a fifth */
+    w->P = aligned_alloc(64, (size_t)(64 * ks) * sizeof(float));
+    w->S = src->weight ? NULL
+                       : aligned_alloc(64, (size_t)(64 * (src->part ? ks : m->K)) * sizeof(float));
     w->st = malloc(64 * sizeof *w->st);
     w->acc = malloc((size_t)(3 * w->acc_len) * sizeof(double));
     return w->P && (src->weight || w->S) && w->st && w->acc;

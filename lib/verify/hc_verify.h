@@ -192,10 +192,11 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
  * cannot be allocated the AVX2 form runs (nothing fails). Free with
  * hc_verify_act_free. */
 typedef struct {
-    const float *x;
-    int64_t M, K;
+    const float *x;  /* the activations (M, K) */
+    const float *xb; /* the rows the AVX2 / portable blocks read, stride xs */
+    int64_t M, K, xs;
     int form;
-    float *pairs;
+    float *pairs, *xpad; /* owned: the AVX-512 pairs, the padded rows */
 } hc_verify_act;
 void hc_verify_act_init(hc_verify_act *a, const float *x, int64_t M, int64_t K, int form);
 void hc_verify_act_free(hc_verify_act *a);

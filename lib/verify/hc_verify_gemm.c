@@ -245,33 +245,61 @@ static void pick_blocks(int form, blocks_fn *one, blocks2_fn *two)
 #endif
 }
 
+/* Row strides of the copies: a power-of-two K puts every token's row in
+ * the same cache sets (16 tokens of K = 16384 share one set of an 8-way
+ * L1 and L2), so the rows are 64 bytes further apart than K. */
+static int64_t pad_stride(int64_t K8) { return (K8 + 15) / 16 * 16 + 16; }
+
+/* The pairs' stride: two tokens' K8 values interleaved, padded as rows. */
+static int64_t pairs_stride(int64_t K8) { return 2 * K8 + 32; }
+
+/* The AVX-512 token pairs (tokens past M repeat their group's first, as
+ * token_rows: sums never used); 0 when they cannot be allocated. */
+static int pairs_init(hc_verify_act *a, const float *x, int64_t M, int64_t K)
+{
+    const int64_t K8 = K / 8 * 8, npairs = (M + 3) / 4 * 2, ps = pairs_stride(K8);
+    a->pairs = aligned_alloc(64, (size_t)(npairs * ps) * sizeof *a->pairs); /* ps: 32 floats */
+    if (a->pairs == NULL) return 0;
+    for (int64_t p = 0; p < npairs; p++)
+        for (int h = 0; h < 2; h++) {
+            const int64_t t = 2 * p + h;
+            const float *src = x + (t < M ? t : t / 4 * 4) * K;
+            float *dst = a->pairs + p * ps + 8 * h;
+            for (int64_t k = 0; k < K8; k += 8) memcpy(dst + 2 * k, src + k, 8 * sizeof *dst);
+        }
+    return 1;
+}
+
 void hc_verify_act_init(hc_verify_act *a, const float *x, int64_t M, int64_t K, int form)
 {
-    const int64_t K8 = K / 8 * 8, npairs = (M + 3) / 4 * 2;
+    const int64_t K8 = K / 8 * 8;
     a->x = x;
+    a->xb = x;
+    a->xs = K;
+    a->xpad = NULL;
     a->M = M;
     a->K = K;
     a->form = form;
     a->pairs = NULL;
-    if (form != 0 || !pairs_supported() || K8 == 0) return;
-    a->pairs = malloc((size_t)(npairs * 2 * K8) * sizeof *a->pairs);
-    if (a->pairs == NULL) return; /* the AVX2 form: the same doubles */
-    for (int64_t p = 0; p < npairs; p++)
-        for (int h = 0; h < 2; h++) {
-            /* tokens past M repeat their group's first, as token_rows:
-             * sums never used */
-            const int64_t t = 2 * p + h;
-            const float *src = x + (t < M ? t : t / 4 * 4) * K;
-            float *dst = a->pairs + p * 2 * K8 + 8 * h;
-            for (int64_t k = 0; k < K8; k += 8) memcpy(dst + 2 * k, src + k, 8 * sizeof *dst);
-        }
+    if (K8 == 0) return;
+    if (form == 0 && pairs_supported() && pairs_init(a, x, M, K)) return;
+    /* the blocks read the first K8 values of each row: a padded copy, or
+     * the rows in place where it cannot be allocated (the same doubles) */
+    const int64_t xs = pad_stride(K8);
+    a->xpad = aligned_alloc(64, (size_t)(M * xs) * sizeof *a->xpad); /* xs: 16 floats */
+    if (a->xpad == NULL) return;
+    for (int64_t m = 0; m < M; m++) memcpy(a->xpad + m * xs, x + m * K, (size_t)K8 * sizeof *x);
+    a->xb = a->xpad;
+    a->xs = xs;
 }
 
 void hc_verify_act_free(hc_verify_act *a)
 {
     if (a == NULL) return;
     free(a->pairs);
+    free(a->xpad);
     a->pairs = NULL;
+    a->xpad = NULL;
 }
 
 /* K columns per pass of hc_verify_gemm_rows: the tokens' slice (16 tokens:
@@ -303,7 +331,7 @@ static void pairs_rows(const hc_verify_act *a, int64_t k0, int64_t kc, int64_t k
                        const float *w0, const float *w1, double (*da)[8], double (*db)[8])
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    const int64_t M4 = (a->M + 3) / 4, ps = 2 * (a->K / 8 * 8);
+    const int64_t M4 = (a->M + 3) / 4, ps = pairs_stride(a->K / 8 * 8);
     for (int64_t t0 = 0; t0 < 4 * M4; t0 += 8) {
         const float *xp = a->pairs + (t0 / 2) * ps + 2 * k0;
         if (4 * M4 - t0 >= 8)
@@ -335,7 +363,7 @@ void hc_verify_gemm_acc(const hc_verify_act *a, int64_t k0, int64_t k1, const fl
             }
             for (int64_t q = 0; q < M4; q++) {
                 const float *xr[4];
-                token_rows(a->x + 4 * q * K, K, M - 4 * q, xr);
+                token_rows(a->xb + 4 * q * a->xs, a->xs, M - 4 * q, xr);
                 for (int t = 0; t < 4; t++) xr[t] += k0; /* W's column 0 is k0 */
                 if (r + 1 < rows)
                     blocks2(xr, W + r * ldw, W + (r + 1) * ldw, kc, kend,
