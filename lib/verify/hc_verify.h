@@ -183,14 +183,16 @@ hc_status hc_verify_gemm_rows(const float *x, int64_t M, int64_t K, const float 
                               int64_t rows, int64_t Kw, const float *bias, float *y,
                               int64_t y_stride);
 
-/* Activations for hc_verify_gemm_acc: x (M, K), not copied (it must
- * outlive a) and, where the AVX-512 form runs, a copy with the tokens
+/* Activations for hc_verify_gemm_acc: x (M, K), kept (it must outlive a:
+ * the K % 8 tails are read from it) and a 64-byte aligned copy of its
+ * first K / 8 * 8 columns: where the AVX-512 form runs, the tokens
  * interleaved in pairs (8 k of token 2p, then the same 8 k of token
- * 2p + 1: one 512-bit register holds both tokens' lanes). form 0: the
- * fastest this CPU runs (AVX-512, else AVX2+FMA), 1 portable (fmaf), 2 at
- * most AVX2+FMA; every form gives the same doubles. Where the copy
- * cannot be allocated the AVX2 form runs (nothing fails). Free with
- * hc_verify_act_free. */
+ * 2p + 1: one 512-bit register holds both tokens' lanes), else the rows,
+ * each 64 bytes further apart than K (no two tokens' rows in one cache
+ * set). form 0: the fastest this CPU runs (AVX-512, else AVX2+FMA), 1
+ * portable (fmaf), 2 at most AVX2+FMA; every form gives the same doubles.
+ * Where a copy cannot be allocated the AVX2 form reads x in place
+ * (nothing fails). Free with hc_verify_act_free. */
 typedef struct {
     const float *x;  /* the activations (M, K) */
     const float *xb; /* the rows the AVX2 / portable blocks read, stride xs */
