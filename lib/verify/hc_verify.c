@@ -472,7 +472,7 @@ static int ws_alloc(const hc_layer_meta *m, const hc_verify_source *src, int64_t
     w->S = src->weight ? NULL
                        : aligned_alloc(64, (size_t)(64 * (src->part ? ks : m->K)) * sizeof(float));
     w->st = malloc(64 * sizeof *w->st);
-    w->acc = malloc((size_t)(3 * w->acc_len) * sizeof(double));
+    w->acc = aligned_alloc(64, (size_t)(3 * w->acc_len) * sizeof(double)); /* 8 per (row, token) */
     return w->P && (src->weight || w->S) && w->st && w->acc;
 }
 
