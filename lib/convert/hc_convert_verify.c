@@ -318,7 +318,10 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     const int by_rows = ref == NULL && hc_conv_float_rows_ok(L), fsrc = ref != NULL || by_rows;
     hc_conv_row_source rs;
     pre_rows pr = {&L->cfg, m, pre};
-    if (by_rows) hc_conv_row_source_init(L, &rs);
+    if (by_rows) { /* the panels read 64 rows at a time (hc_verify.c) */
+        hc_conv_row_source_init(L, &rs);
+        hc_conv_row_source_blocks(v->plan->model, 64, &rs);
+    }
     float *bias = pre->bias.data ? malloc(nb * sizeof(float)) : NULL;
     float *rows = NULL;
     int nrows = 0;
@@ -357,6 +360,7 @@ hc_status hc_conv_verify_layer(hc_conv_verify *v, const hc_conv_layer *L,
     }
     free(bias);
     free(rows);
+    if (by_rows) hc_conv_row_source_blocks_free(&rs);
     if (t19.weight.owned && t19.weight.data) {
         hc_bufpool_put(run_pool(v), t19.weight.data, t19.weight.nbytes);
         t19.weight.data = NULL;

@@ -106,10 +106,19 @@ typedef struct {
      * a (non-nested) parallel region (hc_convert_float.c), from model */
     hc_conv_row_block *blocks;
     int n_blocks;
+    int64_t block_rows; /* rows per block (0: ~256 KiB of them) */
     const hc_st_model *model;
 } hc_conv_row_source;
 int hc_conv_float_rows_ok(const hc_conv_layer *L);
 void hc_conv_row_source_init(const hc_conv_layer *L, hc_conv_row_source *rs);
+/* Gives rs one block of `rows` consecutive rows (0: ~256 KiB of them; at
+ * most 16 MiB) per thread, read from model with pread when a row outside it
+ * is asked for: no page of the input's mapping is touched (which the
+ * release after the layer then has to unmap). Without memory for them the
+ * rows are read through the mapping (nothing fails). Free with
+ * hc_conv_row_source_blocks_free. */
+void hc_conv_row_source_blocks(const hc_st_model *model, int64_t rows, hc_conv_row_source *rs);
+void hc_conv_row_source_blocks_free(hc_conv_row_source *rs);
 const float *hc_conv_source_row(void *ctx, int64_t row, float *buf);
 /* Columns [k0, k1) of row `row` into buf (k1 - k0 floats), as
  * hc_conv_source_row converts them; takes no row CRCs (for readers whose

@@ -415,10 +415,14 @@ struct hc_conv_row_block {
     int64_t first, count; /* rows of t held */
 };
 
-enum { ROW_BLOCK_BYTES = 256 << 10 };
+enum { ROW_BLOCK_BYTES = 256 << 10, ROW_BLOCK_MAX = 16 << 20 };
 
-static size_t row_block_rows(size_t row_bytes)
+static size_t row_block_rows(const hc_conv_row_source *rs, size_t row_bytes)
 {
+    if (rs->block_rows > 0) {
+        const size_t cap = row_bytes >= ROW_BLOCK_MAX ? 1 : ROW_BLOCK_MAX / row_bytes;
+        return (size_t)rs->block_rows < cap ? (size_t)rs->block_rows : cap;
+    }
     return row_bytes >= ROW_BLOCK_BYTES ? 1 : ROW_BLOCK_BYTES / row_bytes;
 }
 
@@ -434,7 +438,7 @@ static const unsigned char *row_bytes_at(const hc_conv_row_source *rs, const hc_
     hc_conv_row_block *b = &rs->blocks[tid];
     if (b->t == t && r >= b->first && r < b->first + b->count)
         return b->buf + (size_t)(r - b->first) * row_bytes;
-    int64_t n = (int64_t)row_block_rows(row_bytes), left = (int64_t)(t->nbytes / row_bytes) - r;
+    int64_t n = (int64_t)row_block_rows(rs, row_bytes), left = (int64_t)(t->nbytes / row_bytes) - r;
     n = n < left ? n : left;
     b->t = NULL;
     if (n <= 0 || hc_st_model_pread(rs->model, map, (size_t)n * row_bytes, b->buf) != 0) return map;
@@ -470,25 +474,26 @@ void hc_conv_source_row_part(void *ctx, int64_t row, int64_t k0, int64_t k1, flo
     const hc_conv_layer *L = rs->L;
     int64_t e = row / rs->N, r = row % rs->N;
     const hc_st_tensor *t = L->experts ? L->experts[e] : L->pre[HC_ROLE_WEIGHT];
-    size_t at = (size_t)((L->experts ? r : row) * rs->K + k0);
-    convert_floats(t, at, (size_t)(k1 - k0), buf, rs->f16);
+    size_t esize = t->dtype == HC_DT_F32 ? 4 : 2, rb = (size_t)rs->K * esize;
+    hc_st_tensor in_cache = *t; /* convert_floats' view of the row's bytes */
+    in_cache.data = row_bytes_at(rs, t, L->experts ? r : row, rb);
+    convert_floats(&in_cache, (size_t)k0, (size_t)(k1 - k0), buf, rs->f16);
 }
 
-/* The threads' row blocks (hc_conv_row_source.blocks); none (rows through
- * the mapping) when memory is short. */
-static void row_blocks_alloc(const hc_conv_plan *plan, hc_conv_row_source *rs)
+void hc_conv_row_source_blocks(const hc_st_model *model, int64_t rows, hc_conv_row_source *rs)
 {
     const hc_st_tensor *t = rs->L->experts ? rs->L->experts[0] : rs->L->pre[HC_ROLE_WEIGHT];
-    size_t rb = (size_t)rs->K * (t->dtype == HC_DT_F32 ? 4 : 2), len = row_block_rows(rb) * rb;
+    rs->block_rows = rows;
+    size_t rb = (size_t)rs->K * (t->dtype == HC_DT_F32 ? 4 : 2), len = row_block_rows(rs, rb) * rb;
     int n = hc_thread_count();
     rs->blocks = calloc((size_t)n, sizeof *rs->blocks);
     for (int i = 0; rs->blocks && i < n; i++)
         if ((rs->blocks[i].buf = malloc(len)) == NULL) n = i;
     rs->n_blocks = rs->blocks ? n : 0;
-    rs->model = plan->model;
+    rs->model = model;
 }
 
-static void row_blocks_free(hc_conv_row_source *rs)
+void hc_conv_row_source_blocks_free(hc_conv_row_source *rs)
 {
     for (int i = 0; rs->blocks && i < rs->n_blocks; i++) free(rs->blocks[i].buf);
     free(rs->blocks);
@@ -563,13 +568,13 @@ static hc_status quantize_layer(const hc_conv_plan *plan, const hc_conv_layer *L
         hc_conv_row_source_init(L, &rs);
         HC_TRY(row_crcs_alloc(crcs, E, &rs, err));
         hc_status st = row_energy_alloc(energy, E * N, &rs, err);
-        row_blocks_alloc(plan, &rs);
+        hc_conv_row_source_blocks(plan->model, 0, &rs);
         if (st == HC_OK)
             st = hc_quantize_rows_pool(&d, hc_conv_source_row, &rs, E, N, K,
                                        run ? run->pool : NULL, r, err);
         if (st == HC_OK && crcs) row_crcs_note(crcs, &rs, E);
         row_energy_take(st == HC_OK ? energy : NULL, E * N, &rs);
-        row_blocks_free(&rs);
+        hc_conv_row_source_blocks_free(&rs);
         free(rs.row_crc);
         free(rs.row_have);
         return st;
