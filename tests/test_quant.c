@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "hc_quant.h"
+#include "hc_quant_internal.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -468,6 +469,56 @@ static void test_nvfp4_rule(void **state)
     nvfp4_case(1e7f, 1);
 }
 
+/* sum |v| as an integer count of units 2^-unit (every value a multiple of
+ * it, the sum below 2^127), rounded to float32 by the compiler's __int128
+ * conversion (to nearest even): the oracle of hq_abs_sum_exact. */
+static float int_abs_sum(const float *v, int64_t n, int unit)
+{
+    unsigned __int128 t = 0;
+    for (int64_t i = 0; i < n; i++) t += (unsigned __int128)ldexpl(fabsl((long double)v[i]), unit);
+    return ldexpf((float)t, -unit);
+}
+
+/* hq_abs_sum_exact (NVFP4's second scale) is the correctly rounded sum: a
+ * case where a double sum rounded to float is not (1 + 2^-24 + 2^-60: the
+ * double holds 1 + 2^-24, a tie that goes to 1), random values over 40
+ * binades and over the subnormals (against an integer oracle), any thread
+ * count; Inf past float32 max; NaN / Inf and a zero maximum declined. */
+static void test_abs_sum_exact(void **state)
+{
+    (void)state;
+    float sum, mx;
+    const float tie[3] = {1.0f, 0x1p-24f, -0x1p-60f};
+    assert_int_equal(hq_abs_sum_exact(tie, 3, &sum, &mx), 0);
+    assert_true(sum == 1.0f + 0x1p-23f && (float)(1.0 + 0x1p-24 + 0x1p-60) == 1.0f);
+    assert_true(mx == 1.0f);
+    enum { n = 200000 };
+    float *v = malloc(n * sizeof *v);
+    assert_non_null(v);
+    uint32_t x = 12345;
+    for (int kind = 0; kind < 2; kind++) {
+        float want_mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            x = x * 1664525u + 1013904223u;
+            const float m = (float)(x >> 8) * 0x1p-24f; /* [0, 1) */
+            x = x * 1664525u + 1013904223u;
+            v[i] = kind == 0 ? ldexpf(1.0f + m, (int)(x >> 27) % 40 - 20) : ldexpf(m, -126);
+            if (x & 1u) v[i] = -v[i];
+            want_mx = v[i] > want_mx ? v[i] : want_mx;
+        }
+        assert_int_equal(hq_abs_sum_exact(v, n, &sum, &mx), 0);
+        assert_true(sum == int_abs_sum(v, n, kind == 0 ? 43 : 149));
+        assert_true(mx == want_mx);
+    }
+    const float big[3] = {FLT_MAX, FLT_MAX, 1.0f};
+    assert_int_equal(hq_abs_sum_exact(big, 3, &sum, &mx), 0);
+    assert_true(isinf(sum) && mx == FLT_MAX);
+    const float nan[2] = {1.0f, NAN}, zero[2] = {-0.0f, -1.0f};
+    assert_int_equal(hq_abs_sum_exact(nan, 2, &sum, &mx), 1);
+    assert_int_equal(hq_abs_sum_exact(zero, 2, &sum, &mx), 1);
+    free(v);
+}
+
 /* Channel second scale: ws2 = mean|s| per row (fp16/bf16 scales), or
  * max(max|s| / 448, mean|s|) (e4m3 scales); stored in the model dtype; the
  * group scales are cast(s / ws2) with ws2 in float32. */
@@ -691,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_bounds_all_formats),
         cmocka_unit_test(test_mx_scale_rule),
         cmocka_unit_test(test_nvfp4_rule),
+        cmocka_unit_test(test_abs_sum_exact),
         cmocka_unit_test(test_channel_scale_2),
         cmocka_unit_test(test_block_natural_order),
         cmocka_unit_test(test_tensor_granularity),
