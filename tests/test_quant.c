@@ -470,28 +470,35 @@ static void test_nvfp4_rule(void **state)
 }
 
 /* sum |v| as an integer count of units 2^-unit (every value a multiple of
- * it, the sum below 2^127), rounded to float32 by the compiler's __int128
- * conversion (to nearest even): the oracle of hq_abs_sum_exact. */
+ * it, the sum below 2^127), rounded to double by the compiler's __int128
+ * conversion, then to float32 (each to nearest even): the oracle of
+ * hq_abs_sum_exact, as tests/py/test_quant_oracle.py's math.fsum. */
 static float int_abs_sum(const float *v, int64_t n, int unit)
 {
     unsigned __int128 t = 0;
     for (int64_t i = 0; i < n; i++) t += (unsigned __int128)ldexpl(fabsl((long double)v[i]), unit);
-    return ldexpf((float)t, -unit);
+    return (float)ldexp((double)t, -unit);
 }
 
-/* hq_abs_sum_exact (NVFP4's second scale) is the correctly rounded sum: a
- * case where a double sum rounded to float is not (1 + 2^-24 + 2^-60: the
- * double holds 1 + 2^-24, a tie that goes to 1), random values over 40
- * binades and over the subnormals (against an integer oracle), any thread
- * count; Inf past float32 max; NaN / Inf and a zero maximum declined. */
+/* hq_abs_sum_exact (NVFP4's second scale) is the sum rounded to double, then
+ * to float: 1 + 2^-24 + 2^-60 is 1 (the double holds 1 + 2^-24, a tie that
+ * goes to 1; a single rounding would give 1 + 2^-23), 1 + 2^-24 + 2^-40 is
+ * 1 + 2^-23 (exact in double), as is 1 + 2^-24 + 2^-53 + 2^-80; random values over 40 binades and over the
+ * subnormals against an integer oracle, any thread count; Inf past float32
+ * max; NaN / Inf and a zero maximum declined. */
 static void test_abs_sum_exact(void **state)
 {
     (void)state;
     float sum, mx;
-    const float tie[3] = {1.0f, 0x1p-24f, -0x1p-60f};
+    const float tie[3] = {1.0f, 0x1p-24f, -0x1p-60f}, up[3] = {1.0f, 0x1p-24f, 0x1p-40f};
     assert_int_equal(hq_abs_sum_exact(tie, 3, &sum, &mx), 0);
-    assert_true(sum == 1.0f + 0x1p-23f && (float)(1.0 + 0x1p-24 + 0x1p-60) == 1.0f);
-    assert_true(mx == 1.0f);
+    assert_true(sum == 1.0f && mx == 1.0f);
+    assert_int_equal(hq_abs_sum_exact(up, 3, &sum, &mx), 0);
+    assert_true(sum == 1.0f + 0x1p-23f);
+    /* the double's rounding sees the 2^-80 past its half (1 + 2^-24 + 2^-52) */
+    const float sticky[4] = {1.0f, 0x1p-24f, 0x1p-53f, 0x1p-80f};
+    assert_int_equal(hq_abs_sum_exact(sticky, 4, &sum, &mx), 0);
+    assert_true(sum == 1.0f + 0x1p-23f);
     enum { n = 200000 };
     float *v = malloc(n * sizeof *v);
     assert_non_null(v);

@@ -134,13 +134,14 @@ void hq_store_zp_float(hc_format_id zf, float zp, hq_group *g);
 /* Second scales (hc_quant_scale2.c) from the float32 RTN group scales raw.
  * Tensor: one per expert from raw (E, ng); channel: one per row from raw
  * (rows, G). Humming's rules per scale format; means as torch's mean. */
-/* The correctly rounded float32 of sum |v[i]| into *sum and max v[i] into
- * *mx, in parallel: each |v| is m 2^(e-150) (m its 24-bit significand, e its
- * biased exponent, 1 for a subnormal), so the sum is sum_e S_e 2^(e-150)
- * with S_e the integer sum of the m of exponent e, exact in any order (below
- * 2^39 values), then rounded once (to nearest even; Inf past the largest
- * float). Returns 1, setting nothing, if a value is NaN / Inf or the
- * maximum is a zero (whose sign the order would pick). */
+/* sum |v[i]| rounded to double, then to float32 (each to nearest even: the
+ * value of math.fsum cast to float32, which the tests' oracle takes, and
+ * which the compensated double sum this replaces gave) into *sum, and max
+ * v[i] into *mx, in parallel: each |v| is m 2^(e-150) (m its 24-bit
+ * significand, e its biased exponent, 1 for a subnormal), so the sum is
+ * sum_e S_e 2^(e-150) with S_e the integer sum of the m of exponent e, exact
+ * in any order (below 2^39 values). Returns 1, setting nothing, if a value
+ * is NaN / Inf or the maximum is a zero (whose sign the order would pick). */
 int hq_abs_sum_exact(const float *v, int64_t n, float *sum, float *mx);
 void hq_tensor_scale2(const hq_ctx *c, const float *raw, int64_t E, int64_t ng, float *ts);
 void hq_channel_scale2(const hq_ctx *c, const float *raw, int64_t rows, int64_t G, float *ws2);

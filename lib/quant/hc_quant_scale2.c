@@ -9,8 +9,9 @@
  * with Dscale 448 (e4m3) or 57344 (e5m2). torch divides by that Python
  * number as x * f32(1 / Dscale) (its CUDA division by a CPU scalar), and
  * takes a mean as f32(sum) * f32(outputs / elements). The sum is a CUDA
- * float32 reduction whose order cannot be reproduced here: we take the
- * correctly rounded sum, which the GPU's usually equals or misses by an ulp. */
+ * float32 reduction whose order cannot be reproduced here: we take the exact
+ * sum rounded to double, then to float (math.fsum's value cast to float32),
+ * which the GPU's usually equals or misses by an ulp. */
 #include <math.h>
 #include <string.h>
 
@@ -57,19 +58,20 @@ static void wide_add(wide_int *a, int at, uint64_t v)
 
 static int wide_bit(const wide_int *a, int i) { return (int)(a->w[i / 64] >> (i % 64) & 1u); }
 
-/* I * 2^-149 rounded to float32, to nearest even. */
-static float wide_round(const wide_int *a)
+/* I * 2^-149 rounded to double, to nearest even (as math.fsum rounds an
+ * exact sum). */
+static double wide_round(const wide_int *a)
 {
     int top = -1;
     for (int i = 5; i >= 0 && top < 0; i--)
         if (a->w[i]) top = 64 * i + 63 - __builtin_clzll(a->w[i]);
-    if (top < 24) return ldexpf((float)a->w[0], -149); /* below 2^24: exact */
-    uint32_t mant = 0;
-    for (int i = top; i > top - 24; i--) mant = mant << 1 | (uint32_t)wide_bit(a, i);
+    if (top < 53) return ldexp((double)a->w[0], -149); /* below 2^53: exact */
+    uint64_t mant = 0;
+    for (int i = top; i > top - 53; i--) mant = mant << 1 | (uint64_t)wide_bit(a, i);
     int sticky = 0;
-    for (int i = 0; i < top - 24 && !sticky; i++) sticky = wide_bit(a, i);
-    if (wide_bit(a, top - 24) && (sticky || (mant & 1u))) mant++;
-    return ldexpf((float)mant, top - 23 - 149); /* mant <= 2^24: exact; too large: Inf */
+    for (int i = 0; i < top - 53 && !sticky; i++) sticky = wide_bit(a, i);
+    if (wide_bit(a, top - 53) && (sticky || (mant & 1u))) mant++;
+    return ldexp((double)mant, top - 52 - 149); /* mant <= 2^53: exact */
 }
 
 int hq_abs_sum_exact(const float *v, int64_t n, float *sum, float *mx)
@@ -106,15 +108,15 @@ int hq_abs_sum_exact(const float *v, int64_t n, float *sum, float *mx)
         wide_add(&a, sh / 64, total[e] << (sh % 64));
         if (sh % 64) wide_add(&a, sh / 64 + 1, total[e] >> (64 - sh % 64));
     }
-    *sum = wide_round(&a);
+    *sum = (float)wide_round(&a);
     *mx = best;
     return 0;
 }
 
 /* torch's mean of |v| over n values of a reduction with `outputs` results:
- * f32(sum) * (f32(outputs) / f32(outputs * n)), the sum correctly rounded
- * (hq_abs_sum_exact; where it declines, the compensated double sum, rounded
- * once more). *mx: max v[i]. */
+ * f32(sum) * (f32(outputs) / f32(outputs * n)), the sum rounded to double and
+ * then to float (hq_abs_sum_exact; where it declines, the compensated double
+ * sum). *mx: max v[i]. */
 static float mean_abs_max(const float *v, int64_t n, int64_t outputs, float *mx)
 {
     float sum;

@@ -15,7 +15,8 @@ here in numpy from its sources (not from ours):
    and channel second scales, float targets, 3-D expert stacks, ties, zero and
    one-signed groups): `$HC_BUILD/tests/test_quant_golden0119 --dump IN OUT`
    quantizes the cases of IN; every tensor must equal the oracle's bit for bit.
-   The oracle's means use the same correctly rounded float32 sum as ours.
+   The oracle's means take the same sum as ours: math.fsum's (the exact sum rounded
+   to double) cast to float32.
 
 Configurations where 0.1.19's quantizer is not sound and we deviate on purpose
 (docs/quantization.md: e8m0 with a zero point, e8m0 or float32 scales with a
